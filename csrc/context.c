@@ -1,0 +1,532 @@
+/* Context: a device's primary context, numba.cuda's model (DESIGN.md point 4).
+ *
+ * gpuhost uses only primary contexts, which CuPy, PyTorch and numba share: one Context
+ * object per Device, holding one retain while in use.  The current context is the
+ * driver's, per thread; the functions here push, pop and switch it.
+ */
+#include "module.h"
+
+gh_context *
+gh_context_of(gh_state *st, gh_device *dev)
+{
+    gh_context *ctx;
+    if (dev->context != NULL) {
+        return (gh_context *)dev->context;
+    }
+    ctx = PyObject_GC_New(gh_context, st->ContextType);
+    if (ctx == NULL) {
+        return NULL;
+    }
+    ctx->device = (gh_device *)Py_NewRef(dev);
+    ctx->handle = NULL;
+    ctx->generation = 0;
+    PyObject_GC_Track(ctx);
+    dev->context = (PyObject *)ctx; /* the Device owns it */
+    return ctx;
+}
+
+int
+gh_context_activate(gh_context *ctx)
+{
+    CUcontext handle = NULL;
+    CUresult res;
+    CUdevice dev = ctx->device->handle;
+
+    if (ctx->handle != NULL) {
+        return 0;
+    }
+    Py_BEGIN_ALLOW_THREADS res = gh_cu.DevicePrimaryCtxRetain(&handle, dev);
+    Py_END_ALLOW_THREADS if (gh_check(res, GH_CU_DevicePrimaryCtxRetain) < 0)
+    {
+        return -1;
+    }
+    if (ctx->handle != NULL) {
+        /* Another thread retained it while this one waited: keep one retain only. */
+        res = gh_cu.DevicePrimaryCtxRelease(dev);
+        if (res != CUDA_SUCCESS) {
+            gh_warn_cleanup(res, GH_CU_DevicePrimaryCtxRelease);
+        }
+        return 0;
+    }
+    ctx->handle = handle;
+    return 0;
+}
+
+/* Drop gpuhost's retain; objects of this generation are now stale.  Never raises. */
+static void
+context_release(gh_context *ctx)
+{
+    CUresult res;
+    if (ctx->handle == NULL) {
+        return;
+    }
+    res = gh_cu.DevicePrimaryCtxRelease(ctx->device->handle);
+    if (res != CUDA_SUCCESS) {
+        gh_warn_cleanup(res, GH_CU_DevicePrimaryCtxRelease);
+    }
+    ctx->handle = NULL;
+    ctx->generation++;
+}
+
+/* *out = the (borrowed) Context of which `cur`, the current context, is the primary
+   context, or NULL if `cur` is another kind of context.  0 or -1. */
+static int
+context_for_current(gh_state *st, CUcontext cur, gh_context **out)
+{
+    CUdevice ordinal;
+    gh_device *dev;
+    gh_context *ctx;
+
+    *out = NULL;
+    if (gh_check(gh_cu.CtxGetDevice(&ordinal), GH_CU_CtxGetDevice) < 0 ||
+        (dev = gh_device_get(st, ordinal)) == NULL || (ctx = gh_context_of(st, dev)) == NULL ||
+        gh_context_activate(ctx) < 0) {
+        return -1;
+    }
+    if (ctx->handle == cur) {
+        *out = ctx;
+    }
+    return 0;
+}
+
+gh_context *
+gh_context_current_or_null(gh_state *st)
+{
+    CUcontext cur = NULL;
+    gh_context *ctx = NULL;
+    if (gh_driver_ensure() < 0 || gh_check(gh_cu.CtxGetCurrent(&cur), GH_CU_CtxGetCurrent) < 0 ||
+        cur == NULL) {
+        return NULL;
+    }
+    context_for_current(st, cur, &ctx);
+    return ctx;
+}
+
+int
+gh_context_make_current(gh_context *ctx)
+{
+    if (gh_context_activate(ctx) < 0) {
+        return -1;
+    }
+    return gh_check(gh_cu.CtxSetCurrent(ctx->handle), GH_CU_CtxSetCurrent);
+}
+
+gh_context *
+gh_current_context(gh_state *st, int devnum)
+{
+    CUcontext cur = NULL;
+    gh_device *wanted = NULL;
+    gh_context *ctx = NULL;
+
+    if (gh_driver_ensure() < 0 || (devnum >= 0 && (wanted = gh_device_get(st, devnum)) == NULL) ||
+        gh_check(gh_cu.CtxGetCurrent(&cur), GH_CU_CtxGetCurrent) < 0) {
+        return NULL;
+    }
+    if (cur == NULL) {
+        if (wanted == NULL && (wanted = gh_device_get(st, 0)) == NULL) {
+            return NULL;
+        }
+        ctx = gh_context_of(st, wanted);
+        if (ctx == NULL || gh_context_make_current(ctx) < 0) {
+            return NULL;
+        }
+        return (gh_context *)Py_NewRef(ctx);
+    }
+    if (context_for_current(st, cur, &ctx) < 0) {
+        return NULL;
+    }
+    if (ctx == NULL) {
+        gh_raise("CudaDriverError",
+                 "the context current in this thread (%p) is not a device's primary context; "
+                 "gpuhost works in primary contexts (which CuPy, PyTorch and numba share): "
+                 "pop the other context first",
+                 (void *)cur);
+        return NULL;
+    }
+    if (wanted != NULL && wanted != ctx->device) {
+        gh_raise("CudaDriverError",
+                 "device %d's context is current in this thread, not device %d's: use "
+                 "select_device(%d) or 'with gpus[%d]:' to switch",
+                 ctx->device->id, wanted->id, wanted->id, wanted->id);
+        return NULL;
+    }
+    return (gh_context *)Py_NewRef(ctx);
+}
+
+int
+gh_context_push(gh_context *ctx)
+{
+    if (gh_context_activate(ctx) < 0) {
+        return -1;
+    }
+    return gh_check(gh_cu.CtxPushCurrent(ctx->handle), GH_CU_CtxPushCurrent);
+}
+
+/* Raise CudaDriverError for popping `ctx` while `cur` is on top. */
+static int
+raise_not_on_top(gh_context *ctx, CUcontext cur)
+{
+    gh_state *st = gh_state_of_type(Py_TYPE(ctx));
+    gh_context *top = NULL;
+
+    if (cur == NULL) {
+        return gh_raise("CudaDriverError",
+                        "cannot pop device %d's context: this thread's context stack is empty",
+                        ctx->device->id);
+    }
+    if (context_for_current(st, cur, &top) < 0) {
+        PyErr_Clear();
+    }
+    if (top != NULL) {
+        return gh_raise("CudaDriverError",
+                        "cannot pop device %d's context: it is not on top of this thread's "
+                        "context stack (device %d's is)",
+                        ctx->device->id, top->device->id);
+    }
+    return gh_raise("CudaDriverError",
+                    "cannot pop device %d's context: it is not on top of this thread's "
+                    "context stack (another context, %p, is)",
+                    ctx->device->id, (void *)cur);
+}
+
+int
+gh_context_pop(gh_context *ctx)
+{
+    CUcontext cur = NULL, popped = NULL;
+    if (gh_check(gh_cu.CtxGetCurrent(&cur), GH_CU_CtxGetCurrent) < 0) {
+        return -1;
+    }
+    if (cur == NULL || cur != ctx->handle) {
+        return raise_not_on_top(ctx, cur);
+    }
+    return gh_check(gh_cu.CtxPopCurrent(&popped), GH_CU_CtxPopCurrent);
+}
+
+int
+gh_context_enter(gh_context *ctx, int *pushed)
+{
+    CUcontext cur = NULL;
+    *pushed = 0;
+    if (gh_context_activate(ctx) < 0 ||
+        gh_check(gh_cu.CtxGetCurrent(&cur), GH_CU_CtxGetCurrent) < 0) {
+        return -1;
+    }
+    if (cur == ctx->handle) {
+        return 0;
+    }
+    if (gh_check(gh_cu.CtxPushCurrent(ctx->handle), GH_CU_CtxPushCurrent) < 0) {
+        return -1;
+    }
+    *pushed = 1;
+    return 0;
+}
+
+int
+gh_context_leave(gh_context *Py_UNUSED(ctx), int pushed)
+{
+    CUcontext popped = NULL;
+    CUresult res;
+    if (!pushed) {
+        return 0;
+    }
+    res = gh_cu.CtxPopCurrent(&popped);
+    if (res != CUDA_SUCCESS && PyErr_Occurred()) {
+        gh_warn_cleanup(res, GH_CU_CtxPopCurrent); /* keep the first error */
+        return -1;
+    }
+    return gh_check(res, GH_CU_CtxPopCurrent);
+}
+
+int
+gh_context_reset(gh_context *ctx)
+{
+    CUcontext cur = NULL;
+    CUresult res;
+    int was_current;
+
+    if (gh_check(gh_cu.CtxGetCurrent(&cur), GH_CU_CtxGetCurrent) < 0) {
+        return -1;
+    }
+    was_current = ctx->handle != NULL && cur == ctx->handle;
+    context_release(ctx);
+    Py_BEGIN_ALLOW_THREADS res = gh_cu.DevicePrimaryCtxReset(ctx->device->handle);
+    Py_END_ALLOW_THREADS ctx->generation++;
+    if (gh_check(res, GH_CU_DevicePrimaryCtxReset) < 0) {
+        return -1;
+    }
+    return was_current ? gh_context_make_current(ctx) : 0;
+}
+
+/* Is `cur` (the current context) a primary context, or one whose context is gone?
+   1 yes, 0 no (a live context of another kind), -1 error. */
+static int
+current_is_poppable(gh_state *st, CUcontext cur)
+{
+    CUdevice ordinal;
+    CUcontext primary = NULL;
+    unsigned int flags;
+    int active = 0;
+    gh_device *dev;
+    CUresult res = gh_cu.CtxGetDevice(&ordinal);
+
+    if (res == CUDA_ERROR_CONTEXT_IS_DESTROYED || res == CUDA_ERROR_INVALID_CONTEXT) {
+        return 1;
+    }
+    if (gh_check(res, GH_CU_CtxGetDevice) < 0 || (dev = gh_device_get(st, ordinal)) == NULL) {
+        return -1;
+    }
+    if (dev->context != NULL && ((gh_context *)dev->context)->handle != NULL) {
+        return ((gh_context *)dev->context)->handle == cur;
+    }
+    /* gpuhost holds no retain: compare with the primary context without keeping one. */
+    if (gh_check(gh_cu.DevicePrimaryCtxGetState(dev->handle, &flags, &active),
+                 GH_CU_DevicePrimaryCtxGetState) < 0) {
+        return -1;
+    }
+    if (!active || gh_check(gh_cu.DevicePrimaryCtxRetain(&primary, dev->handle),
+                            GH_CU_DevicePrimaryCtxRetain) < 0) {
+        return active ? -1 : 0;
+    }
+    res = gh_cu.DevicePrimaryCtxRelease(dev->handle);
+    if (res != CUDA_SUCCESS) {
+        gh_warn_cleanup(res, GH_CU_DevicePrimaryCtxRelease);
+    }
+    return primary == cur;
+}
+
+int
+gh_context_close_all(gh_state *st, int release_all)
+{
+    for (;;) {
+        CUcontext cur = NULL, popped = NULL;
+        int poppable;
+        if (gh_check(gh_cu.CtxGetCurrent(&cur), GH_CU_CtxGetCurrent) < 0) {
+            return -1;
+        }
+        if (cur == NULL) {
+            break;
+        }
+        poppable = current_is_poppable(st, cur);
+        if (poppable < 0) {
+            return -1;
+        }
+        if (!poppable) {
+            break; /* another library's own context: not ours to pop */
+        }
+        if (gh_check(gh_cu.CtxPopCurrent(&popped), GH_CU_CtxPopCurrent) < 0) {
+            return -1;
+        }
+    }
+    if (release_all && st->devices != NULL) {
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(st->devices); i++) {
+            PyObject *dev = PyList_GET_ITEM(st->devices, i); /* borrowed */
+            if (dev != Py_None && ((gh_device *)dev)->context != NULL) {
+                context_release((gh_context *)((gh_device *)dev)->context);
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- Python methods ---- */
+
+static PyObject *
+context_get_memory_info(gh_context *self, PyObject *Py_UNUSED(ignored))
+{
+    gh_state *st = gh_state_of_type(Py_TYPE(self));
+    size_t free_bytes = 0, total_bytes = 0;
+    int pushed;
+    CUresult res;
+    PyObject *info;
+
+    if (gh_context_enter(self, &pushed) < 0) {
+        return NULL;
+    }
+    res = gh_cu.MemGetInfo(&free_bytes, &total_bytes);
+    if (gh_context_leave(self, pushed) < 0 || gh_check(res, GH_CU_MemGetInfo) < 0) {
+        return NULL;
+    }
+    info = PyStructSequence_New(st->MemoryInfoType);
+    if (info == NULL) {
+        return NULL;
+    }
+    PyStructSequence_SET_ITEM(info, 0, PyLong_FromSize_t(free_bytes));
+    PyStructSequence_SET_ITEM(info, 1, PyLong_FromSize_t(total_bytes));
+    if (PyErr_Occurred()) {
+        Py_DECREF(info);
+        return NULL;
+    }
+    return info;
+}
+
+static PyObject *
+context_synchronize(gh_context *self, PyObject *Py_UNUSED(ignored))
+{
+    int pushed;
+    CUresult res;
+    if (gh_context_enter(self, &pushed) < 0) {
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS res = gh_cu.CtxSynchronize();
+    Py_END_ALLOW_THREADS if (gh_context_leave(self, pushed) < 0 ||
+                             gh_check(res, GH_CU_CtxSynchronize) < 0)
+    {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+context_push(gh_context *self, PyObject *Py_UNUSED(ignored))
+{
+    if (gh_context_push(self) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+context_pop(gh_context *self, PyObject *Py_UNUSED(ignored))
+{
+    if (gh_context_pop(self) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+context_reset(gh_context *self, PyObject *Py_UNUSED(ignored))
+{
+    if (gh_context_reset(self) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+context_get_device(gh_context *self, void *Py_UNUSED(closure))
+{
+    return Py_NewRef(self->device);
+}
+
+static PyObject *
+context_get_handle(gh_context *self, void *Py_UNUSED(closure))
+{
+    if (self->handle == NULL) {
+        Py_RETURN_NONE;
+    }
+    return PyLong_FromVoidPtr(self->handle);
+}
+
+static PyObject *
+context_repr(gh_context *self)
+{
+    if (self->handle == NULL) {
+        return PyUnicode_FromFormat("<CUDA context of device %d (not held)>", self->device->id);
+    }
+    return PyUnicode_FromFormat("<CUDA context %p of device %d>", (void *)self->handle,
+                                self->device->id);
+}
+
+static int
+context_traverse(gh_context *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->device);
+    return 0;
+}
+
+static int
+context_clear(gh_context *self)
+{
+    if (self->handle != NULL && self->device != NULL) {
+        context_release(self);
+    }
+    Py_CLEAR(self->device);
+    return 0;
+}
+
+static void
+context_dealloc(gh_context *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    context_clear(self);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+static PyMethodDef context_methods[] = {
+    {"get_memory_info", (PyCFunction)context_get_memory_info, METH_NOARGS,
+     "get_memory_info($self, /)\n--\n\n"
+     "Return the device's (free, total) memory in bytes as a MemoryInfo named tuple."},
+    {"synchronize", (PyCFunction)context_synchronize, METH_NOARGS,
+     "synchronize($self, /)\n--\n\n"
+     "Wait, with the GIL released, until all work queued in this context has finished. "
+     "Raises CudaAPIError for an error an earlier asynchronous operation left."},
+    {"push", (PyCFunction)context_push, METH_NOARGS,
+     "push($self, /)\n--\n\nPush this context on the calling thread's context stack."},
+    {"pop", (PyCFunction)context_pop, METH_NOARGS,
+     "pop($self, /)\n--\n\n"
+     "Pop this context off the calling thread's stack. Raises CudaDriverError if it is "
+     "not on top."},
+    {"reset", (PyCFunction)context_reset, METH_NOARGS,
+     "reset($self, /)\n--\n\n"
+     "Destroy everything in this context, as Device.reset() does (numba's Device.reset)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef context_getset[] = {
+    {"device", (getter)context_get_device, NULL, "The Device this context belongs to.", NULL},
+    {"handle", (getter)context_get_handle, NULL,
+     "The CUcontext as an int, or None while gpuhost holds no retain on it.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot context_slots[] = {
+    {Py_tp_doc, "A device's primary context, as gpuhost holds it. Get one from "
+                "current_context() or Device.get_primary_context(); not made directly."},
+    {Py_tp_methods, context_methods},
+    {Py_tp_getset, context_getset},
+    {Py_tp_repr, context_repr},
+    {Py_tp_traverse, context_traverse},
+    {Py_tp_clear, context_clear},
+    {Py_tp_dealloc, context_dealloc},
+    {0, NULL},
+};
+
+static PyType_Spec context_spec = {
+    .name = "gpuhost.Context",
+    .basicsize = sizeof(gh_context),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE |
+             Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = context_slots,
+};
+
+static PyStructSequence_Field memory_info_fields[] = {
+    {"free", "free device memory in bytes"},
+    {"total", "total device memory in bytes"},
+    {NULL, NULL},
+};
+
+static PyStructSequence_Desc memory_info_desc = {
+    "gpuhost.MemoryInfo",
+    "MemoryInfo(free, total): a device's memory in bytes, as Context.get_memory_info() "
+    "returns it.",
+    memory_info_fields,
+    2,
+};
+
+int
+gh_context_init_type(PyObject *module, gh_state *st)
+{
+    st->ContextType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &context_spec, NULL);
+    if (st->ContextType == NULL || PyModule_AddType(module, st->ContextType) < 0) {
+        return -1;
+    }
+    st->MemoryInfoType = PyStructSequence_NewType(&memory_info_desc);
+    if (st->MemoryInfoType == NULL) {
+        return -1;
+    }
+    return PyModule_AddType(module, st->MemoryInfoType);
+}

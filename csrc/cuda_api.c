@@ -1,0 +1,221 @@
+/* Loading libcuda at run time: the one place that calls dlopen/dlsym for the driver.
+ *
+ * Search order: GPUHOST_CUDA_DRIVER, then NUMBA_CUDA_DRIVER (each a file path; the first
+ * one set is the only one tried, so a typo is reported rather than silently bypassed),
+ * then libcuda.so.1.  Every entry of GH_CUDA_API_LIST is resolved through
+ * cuGetProcAddress at its ABI version, then cuInit(0) runs; the outcome is kept for the
+ * life of the process.  Loading runs with the GIL released, under a lock.
+ */
+#include "module.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+gh_cuda_api gh_cu;
+
+enum { LOAD_NOT_TRIED = 0, LOAD_OK, LOAD_FAILED };
+
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int load_state = LOAD_NOT_TRIED;
+static char load_error[2048]; /* why the load failed, for CudaSupportError */
+static char loaded_path[1024];
+static int driver_version;
+
+static const char *const cu_names[GH_CU__COUNT] = {
+#define GH_CU_NAME(name, version) "cu" #name,
+    GH_CUDA_API_LIST(GH_CU_NAME)
+#undef GH_CU_NAME
+};
+
+static const int cu_versions[GH_CU__COUNT] = {
+#define GH_CU_VERSION(name, version) version,
+    GH_CUDA_API_LIST(GH_CU_VERSION)
+#undef GH_CU_VERSION
+};
+
+const char *
+gh_cu_name(gh_cu_id id)
+{
+    return (id >= 0 && id < GH_CU__COUNT) ? cu_names[id] : "cu<unknown>";
+}
+
+const char *
+gh_driver_path(void)
+{
+    return atomic_load(&load_state) == LOAD_OK ? loaded_path : NULL;
+}
+
+int
+gh_driver_version(void)
+{
+    return driver_version;
+}
+
+typedef CUresult (*getproc_v1_fn)(const char *, void **, int, cuuint64_t);
+typedef CUresult (*getproc_v2_fn)(const char *, void **, int, cuuint64_t,
+                                  CUdriverProcAddressQueryResult *);
+
+/* Describe a CUresult the driver returned while loading, in load_error. */
+static void
+describe_failure(const char *path, const char *call, CUresult res)
+{
+    const char *name = gh_cu_result_name(res);
+    const char *text = NULL;
+    if (gh_cu.GetErrorString == NULL || gh_cu.GetErrorString(res, &text) != CUDA_SUCCESS) {
+        text = NULL;
+    }
+    snprintf(load_error, sizeof(load_error),
+             "the CUDA driver %s is unusable: %s failed with %s (%d)%s%s", path, call,
+             name ? name : "an unknown error", (int)res, text ? ": " : "", text ? text : "");
+}
+
+/* Resolve every entry of the list into gh_cu; 0, or -1 with load_error filled. */
+static int
+resolve_all(void *lib, const char *path)
+{
+    getproc_v2_fn getproc2 = (getproc_v2_fn)dlsym(lib, "cuGetProcAddress_v2");
+    getproc_v1_fn getproc1 = (getproc_v1_fn)dlsym(lib, "cuGetProcAddress");
+    void **slots = (void **)&gh_cu;
+
+    if (getproc2 == NULL && getproc1 == NULL) {
+        snprintf(load_error, sizeof(load_error),
+                 "%s is not a CUDA driver library: it has no cuGetProcAddress", path);
+        return -1;
+    }
+    for (int i = 0; i < GH_CU__COUNT; i++) {
+        CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SUCCESS;
+        CUresult res;
+        slots[i] = NULL;
+        if (getproc2 != NULL) {
+            res = getproc2(cu_names[i], &slots[i], cu_versions[i],
+                           CU_GET_PROC_ADDRESS_LEGACY_STREAM, &found);
+        } else {
+            res =
+                getproc1(cu_names[i], &slots[i], cu_versions[i], CU_GET_PROC_ADDRESS_LEGACY_STREAM);
+        }
+        if (res != CUDA_SUCCESS && res != CUDA_ERROR_NOT_FOUND) {
+            describe_failure(path, "cuGetProcAddress", res);
+            return -1;
+        }
+        if (res != CUDA_SUCCESS || found != CU_GET_PROC_ADDRESS_SUCCESS || slots[i] == NULL) {
+            snprintf(load_error, sizeof(load_error),
+                     "the CUDA driver %s is too old or incomplete: it has no %s at ABI "
+                     "version %d (gpuhost needs a driver for CUDA %d.%d or newer)",
+                     path, cu_names[i], cu_versions[i], GH_MIN_DRIVER_VERSION / 1000,
+                     GH_MIN_DRIVER_VERSION % 1000 / 10);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Check the driver's version and initialize it; 0 or -1 with load_error filled. */
+static int
+init_driver(const char *path)
+{
+    CUresult res = gh_cu.DriverGetVersion(&driver_version);
+    int count = 0;
+
+    if (res != CUDA_SUCCESS) {
+        describe_failure(path, "cuDriverGetVersion", res);
+        return -1;
+    }
+    if (driver_version < GH_MIN_DRIVER_VERSION) {
+        snprintf(load_error, sizeof(load_error),
+                 "the CUDA driver %s supports CUDA %d.%d; gpuhost needs %d.%d or newer", path,
+                 driver_version / 1000, driver_version % 1000 / 10, GH_MIN_DRIVER_VERSION / 1000,
+                 GH_MIN_DRIVER_VERSION % 1000 / 10);
+        return -1;
+    }
+    res = gh_cu.Init(0);
+    if (res != CUDA_SUCCESS) {
+        describe_failure(path, "cuInit", res);
+        return -1;
+    }
+    res = gh_cu.DeviceGetCount(&count);
+    if (res != CUDA_SUCCESS) {
+        describe_failure(path, "cuDeviceGetCount", res);
+        return -1;
+    }
+    if (count == 0) {
+        snprintf(load_error, sizeof(load_error),
+                 "the CUDA driver %s loaded, but it reports no CUDA device", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* The one library to try, and how it was chosen. */
+static const char *
+choose_library(const char **how)
+{
+    const char *vars[] = {"GPUHOST_CUDA_DRIVER", "NUMBA_CUDA_DRIVER"};
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *value = getenv(vars[i]);
+        if (value != NULL && value[0] != '\0') {
+            *how = vars[i];
+            return value;
+        }
+    }
+    *how = "the system loader's default";
+    return "libcuda.so.1";
+}
+
+/* Called once, under load_lock, without the GIL. */
+static int
+load_driver(void)
+{
+    const char *how = NULL;
+    const char *path = choose_library(&how);
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+
+    if (lib == NULL) {
+        const char *why = dlerror();
+        snprintf(load_error, sizeof(load_error),
+                 "no CUDA driver library was found. Tried: %s (from %s): %s. Set "
+                 "GPUHOST_CUDA_DRIVER to the path of libcuda.so.1 if it is installed elsewhere",
+                 path, how, why ? why : "not found");
+        return -1;
+    }
+    snprintf(loaded_path, sizeof(loaded_path), "%s", path);
+    if (resolve_all(lib, path) < 0 || init_driver(path) < 0) {
+        /* Keep the library mapped: its functions may already be in gh_cu. */
+        return -1;
+    }
+    return 0;
+}
+
+int
+gh_driver_ensure(void)
+{
+    if (atomic_load_explicit(&load_state, memory_order_acquire) == LOAD_OK) {
+        return 0;
+    }
+    if (atomic_load(&load_state) == LOAD_NOT_TRIED) {
+        Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&load_lock);
+        if (atomic_load(&load_state) == LOAD_NOT_TRIED) {
+            int ok = load_driver() == 0;
+            atomic_store_explicit(&load_state, ok ? LOAD_OK : LOAD_FAILED, memory_order_release);
+        }
+        pthread_mutex_unlock(&load_lock);
+        Py_END_ALLOW_THREADS
+    }
+    if (atomic_load_explicit(&load_state, memory_order_acquire) == LOAD_OK) {
+        return 0;
+    }
+    return gh_raise("CudaSupportError", "%s", load_error);
+}
+
+int
+gh_driver_usable(void)
+{
+    if (gh_driver_ensure() == 0) {
+        return 1;
+    }
+    PyErr_Clear();
+    return 0;
+}

@@ -1,0 +1,57 @@
+/* The libcuda entry points gpuhost calls: one list, one place.
+ *
+ * Each X(Name, Version) names the driver function cu<Name> and the ABI version it is
+ * resolved at through cuGetProcAddress.  The version also picks the prototype: the
+ * table entry has type PFN_cu<Name>_v<Version> from cudaTypedefs.h, so a version that
+ * does not exist, or a call with the wrong arguments, fails to compile.
+ * The test double in tests/fakecuda includes this file too and must implement every entry.
+ */
+#ifndef GPUHOST_CUDA_API_H
+#define GPUHOST_CUDA_API_H
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+/* Oldest driver gpuhost runs on (cuGetProcAddress_v2 and the ABIs below). */
+#define GH_MIN_DRIVER_VERSION 12000
+
+#define GH_CUDA_API_LIST(X)                                                                        \
+    X(GetErrorString, 6000)                                                                        \
+    X(GetErrorName, 6000)                                                                          \
+    X(Init, 2000)                                                                                  \
+    X(DriverGetVersion, 2020)                                                                      \
+    X(DeviceGet, 2000)                                                                             \
+    X(DeviceGetCount, 2000)                                                                        \
+    X(DeviceGetName, 2000)                                                                         \
+    X(DeviceGetUuid, 11040)                                                                        \
+    X(DeviceTotalMem, 3020)                                                                        \
+    X(DeviceGetAttribute, 2000)                                                                    \
+    X(DeviceGetPCIBusId, 4010)                                                                     \
+    X(DevicePrimaryCtxRetain, 7000)                                                                \
+    X(DevicePrimaryCtxRelease, 11000)                                                              \
+    X(DevicePrimaryCtxReset, 11000)                                                                \
+    X(DevicePrimaryCtxGetState, 7000)                                                              \
+    X(CtxGetCurrent, 4000)                                                                         \
+    X(CtxSetCurrent, 4000)                                                                         \
+    X(CtxPushCurrent, 4000)                                                                        \
+    X(CtxPopCurrent, 4000)                                                                         \
+    X(CtxGetDevice, 2000)                                                                          \
+    X(CtxSynchronize, 2000)                                                                        \
+    X(MemGetInfo, 3020)
+
+/* The function table: gh_cu.MemGetInfo(&free, &total). */
+typedef struct {
+#define GH_CU_FIELD(name, version) PFN_cu##name##_v##version name;
+    GH_CUDA_API_LIST(GH_CU_FIELD)
+#undef GH_CU_FIELD
+} gh_cuda_api;
+
+/* Index of each entry point, used to name the failing call in errors. */
+typedef enum {
+#define GH_CU_ENUM(name, version) GH_CU_##name,
+    GH_CUDA_API_LIST(GH_CU_ENUM)
+#undef GH_CU_ENUM
+        GH_CU__COUNT
+} gh_cu_id;
+
+#endif /* GPUHOST_CUDA_API_H */

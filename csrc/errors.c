@@ -1,0 +1,144 @@
+/* CUresult -> Python exception: the one raising path for driver errors.
+ *
+ * The exception classes live in gpuhost/errors.py; C only looks them up (when raising,
+ * a cold path) and instantiates them.  Names come from cuda.h's enum, so errors read
+ * well even when the driver cannot describe them (the toolkit's stub library).
+ */
+#include "module.h"
+#include "cuda_errors.h"
+
+#include <stdarg.h>
+
+const char *
+gh_cu_result_name(CUresult res)
+{
+    switch ((int)res) {
+#define GH_ERROR_CASE(name, code)                                                                  \
+    case code:                                                                                     \
+        return #name;
+        GH_CUDA_ERROR_LIST(GH_ERROR_CASE)
+#undef GH_ERROR_CASE
+        default:
+            return NULL;
+    }
+}
+
+/* New reference to gpuhost.errors.<name>, or NULL with an exception set. */
+static PyObject *
+error_class(const char *name)
+{
+    PyObject *mod = PyImport_ImportModule("gpuhost.errors");
+    PyObject *cls = NULL;
+    if (mod != NULL) {
+        cls = PyObject_GetAttrString(mod, name);
+        Py_DECREF(mod);
+    }
+    return cls;
+}
+
+/* New reference to the driver's own text for `res`, or to a fallback. */
+static PyObject *
+result_text(CUresult res, const char *name)
+{
+    const char *text = NULL;
+    if (gh_cu.GetErrorString != NULL && gh_cu.GetErrorString(res, &text) == CUDA_SUCCESS &&
+        text != NULL) {
+        return PyUnicode_FromString(text);
+    }
+    return PyUnicode_FromFormat("%s", name);
+}
+
+int
+gh_raise_cuda(CUresult res, gh_cu_id id)
+{
+    const char *name = gh_cu_result_name(res);
+    const char *driver_name = NULL;
+    PyObject *cls = NULL, *pyname = NULL, *msg = NULL, *exc = NULL;
+
+    if (name == NULL && gh_cu.GetErrorName != NULL &&
+        gh_cu.GetErrorName(res, &driver_name) == CUDA_SUCCESS) {
+        name = driver_name;
+    }
+    pyname = name ? PyUnicode_FromString(name) : PyUnicode_FromFormat("CUDA_ERROR_%d", (int)res);
+    if (pyname == NULL) {
+        goto done;
+    }
+    msg = result_text(res, PyUnicode_AsUTF8(pyname));
+    if (msg == NULL) {
+        goto done;
+    }
+    cls = error_class(res == CUDA_ERROR_OUT_OF_MEMORY ? "CudaOutOfMemoryError" : "CudaAPIError");
+    if (cls == NULL) {
+        goto done;
+    }
+    exc = PyObject_CallFunction(cls, "iOOs", (int)res, pyname, msg, gh_cu_name(id));
+    if (exc != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+    }
+done:
+    Py_XDECREF(exc);
+    Py_XDECREF(cls);
+    Py_XDECREF(msg);
+    Py_XDECREF(pyname);
+    return -1;
+}
+
+int
+gh_raise(const char *clsname, const char *fmt, ...)
+{
+    va_list vargs;
+    PyObject *msg, *cls;
+
+    va_start(vargs, fmt);
+    msg = PyUnicode_FromFormatV(fmt, vargs);
+    va_end(vargs);
+    if (msg == NULL) {
+        return -1;
+    }
+    cls = error_class(clsname);
+    if (cls != NULL) {
+        PyErr_SetObject(cls, msg);
+        Py_DECREF(cls);
+    }
+    Py_DECREF(msg);
+    return -1;
+}
+
+void
+gh_warn_cleanup(CUresult res, gh_cu_id id)
+{
+    const char *name = gh_cu_result_name(res);
+    PyObject *type, *value, *tb;
+
+    /* Cleanup runs in dealloc and at exit: keep any pending exception, never raise. */
+    PyErr_Fetch(&type, &value, &tb);
+    if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "gpuhost: %s failed during cleanup: %s (%d)",
+                         gh_cu_name(id), name ? name : "unknown error", (int)res) < 0) {
+        PyErr_WriteUnraisable(NULL);
+    }
+    PyErr_Restore(type, value, tb);
+}
+
+int
+gh_raise_nvrtc(int code, const char *name, const char *call, const char *log)
+{
+    PyObject *cls = error_class("NvrtcError");
+    PyObject *args = NULL, *kwargs = NULL, *exc = NULL;
+
+    if (cls == NULL) {
+        return -1;
+    }
+    args = Py_BuildValue("(N)", PyUnicode_FromFormat("%s failed: %s", call, name));
+    kwargs = Py_BuildValue("{s:i,s:s,s:s}", "code", code, "name", name, "log", log);
+    if (args != NULL && kwargs != NULL) {
+        exc = PyObject_Call(cls, args, kwargs);
+    }
+    if (exc != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+    }
+    Py_XDECREF(exc);
+    Py_XDECREF(kwargs);
+    Py_XDECREF(args);
+    Py_DECREF(cls);
+    return -1;
+}

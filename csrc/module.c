@@ -1,0 +1,275 @@
+/* gpuhost._core: the module object, its state and its functions.
+ *
+ * Multi-phase init (PEP 489) with per-module state (PEP 573): importing the module twice
+ * (after removing it from sys.modules, or in a subinterpreter) gives fresh types.  The
+ * driver's function table is plain C data, shared by all.
+ */
+#include "module.h"
+
+#define NPY_NO_DEPRECATED_API NPY_1_23_API_VERSION
+#include <numpy/arrayobject.h>
+
+/* The ordinal in `arg`, or -1 with an exception (TypeError for a non-int). */
+static long
+ordinal_from(PyObject *arg, const char *what)
+{
+    long value;
+    if (!PyLong_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "%s must be an int, not %s", what, Py_TYPE(arg)->tp_name);
+        return -1;
+    }
+    value = PyLong_AsLong(arg);
+    if (value == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (value < 0) {
+        int count = gh_device_count();
+        if (count >= 0) {
+            gh_raise("InvalidDeviceError", "no CUDA device %ld: %d device%s found (ids 0 to %d)",
+                     value, count, count == 1 ? "" : "s", count - 1);
+        }
+        return -1;
+    }
+    return value;
+}
+
+static PyObject *
+mod_is_available(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(gh_driver_usable());
+}
+
+static PyObject *
+mod_driver_version(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+    int v;
+    if (gh_driver_ensure() < 0) {
+        return NULL;
+    }
+    v = gh_driver_version();
+    return Py_BuildValue("(ii)", v / 1000, v % 1000 / 10);
+}
+
+static PyObject *
+mod_driver_library(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+    if (gh_driver_ensure() < 0) {
+        return NULL;
+    }
+    return PyUnicode_FromString(gh_driver_path());
+}
+
+static PyObject *
+mod_device_count(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+    int count = gh_device_count();
+    return count < 0 ? NULL : PyLong_FromLong(count);
+}
+
+static PyObject *
+mod_get_device(PyObject *module, PyObject *arg)
+{
+    long ordinal = ordinal_from(arg, "device id");
+    gh_device *dev;
+    if (ordinal < 0) {
+        return NULL;
+    }
+    dev = gh_device_get(gh_state_of_module(module), ordinal);
+    return dev ? Py_NewRef(dev) : NULL;
+}
+
+static PyObject *
+mod_current_context(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"devnum", NULL};
+    PyObject *devnum = Py_None;
+    long ordinal = -1;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:current_context", kwlist, &devnum)) {
+        return NULL;
+    }
+    if (devnum != Py_None && (ordinal = ordinal_from(devnum, "devnum")) < 0) {
+        return NULL;
+    }
+    return (PyObject *)gh_current_context(gh_state_of_module(module), (int)ordinal);
+}
+
+static PyObject *
+mod_select_device(PyObject *module, PyObject *arg)
+{
+    gh_state *st = gh_state_of_module(module);
+    long ordinal = ordinal_from(arg, "device id");
+    gh_device *dev;
+    gh_context *ctx;
+
+    if (ordinal < 0 || (dev = gh_device_get(st, ordinal)) == NULL ||
+        (ctx = gh_context_of(st, dev)) == NULL || gh_context_make_current(ctx) < 0) {
+        return NULL;
+    }
+    return Py_NewRef(dev);
+}
+
+static PyObject *
+mod_current_device(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    gh_context *ctx = gh_context_current_or_null(gh_state_of_module(module));
+    if (ctx != NULL) {
+        return Py_NewRef(ctx->device);
+    }
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+mod_synchronize(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *ctx = (PyObject *)gh_current_context(gh_state_of_module(module), -1);
+    PyObject *res;
+    if (ctx == NULL) {
+        return NULL;
+    }
+    res = PyObject_CallMethod(ctx, "synchronize", NULL);
+    Py_DECREF(ctx);
+    return res;
+}
+
+static PyObject *
+mod_close(PyObject *module, PyObject *arg)
+{
+    int release_all = PyObject_IsTrue(arg);
+    if (release_all < 0 || gh_driver_ensure() < 0 ||
+        gh_context_close_all(gh_state_of_module(module), release_all) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+mod_nvrtc_version(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+    int major = 0, minor = 0;
+    if (gh_nvrtc_ensure() < 0 ||
+        gh_check_nvrtc(gh_nvrtc.Version(&major, &minor), GH_NVRTC_Version)) {
+        return NULL;
+    }
+    return Py_BuildValue("(ii)", major, minor);
+}
+
+static PyObject *
+mod_nvrtc_library(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+    if (gh_nvrtc_ensure() < 0) {
+        return NULL;
+    }
+    return PyUnicode_FromString(gh_nvrtc_path());
+}
+
+static PyMethodDef module_methods[] = {
+    {"is_available", mod_is_available, METH_NOARGS,
+     "is_available()\n--\n\n"
+     "True if a CUDA driver loads and reports at least one device. Never raises."},
+    {"driver_version", mod_driver_version, METH_NOARGS,
+     "driver_version()\n--\n\n"
+     "The CUDA version the driver supports, as (major, minor). Raises CudaSupportError "
+     "when no usable driver is found."},
+    {"driver_library", mod_driver_library, METH_NOARGS,
+     "driver_library()\n--\n\nThe path of the libcuda that was loaded."},
+    {"device_count", mod_device_count, METH_NOARGS,
+     "device_count()\n--\n\nThe number of CUDA devices. Raises CudaSupportError."},
+    {"get_device", mod_get_device, METH_O,
+     "get_device(id, /)\n--\n\n"
+     "The Device with ordinal `id`. Raises InvalidDeviceError, saying which ids exist."},
+    {"current_context", (PyCFunction)(void (*)(void))mod_current_context,
+     METH_VARARGS | METH_KEYWORDS,
+     "current_context(devnum=None)\n--\n\n"
+     "The Context current in this thread. If none is, device `devnum`'s (default 0) primary "
+     "context is made current. Raises CudaDriverError if another device's context, or a "
+     "context that is not a primary context, is current."},
+    {"select_device", mod_select_device, METH_O,
+     "select_device(id, /)\n--\n\n"
+     "Make device `id`'s primary context current in this thread, in place of the current "
+     "one, and return the Device."},
+    {"current_device", mod_current_device, METH_NOARGS,
+     "current_device()\n--\n\n"
+     "The Device whose primary context is current in this thread, or None."},
+    {"synchronize", mod_synchronize, METH_NOARGS,
+     "synchronize()\n--\n\nSynchronize the current context (GIL released)."},
+    {"close", mod_close, METH_O,
+     "close(release_all, /)\n--\n\n"
+     "Pop the primary contexts off this thread's stack; if `release_all`, also give up "
+     "every primary context gpuhost holds."},
+    {"nvrtc_version", mod_nvrtc_version, METH_NOARGS,
+     "nvrtc_version()\n--\n\n"
+     "NVRTC's version as (major, minor). Raises NvrtcSupportError if libnvrtc is not found."},
+    {"nvrtc_library", mod_nvrtc_library, METH_NOARGS,
+     "nvrtc_library()\n--\n\nThe path of the libnvrtc that was loaded."},
+    {NULL, NULL, 0, NULL},
+};
+
+static int
+module_exec(PyObject *module)
+{
+    gh_state *st = gh_state_of_module(module);
+    if (PyArray_ImportNumPyAPI() < 0) {
+        return -1;
+    }
+    if (gh_device_init_type(module, st) < 0 || gh_context_init_type(module, st) < 0) {
+        return -1;
+    }
+    return PyModule_AddIntConstant(module, "CUDA_HEADERS_VERSION", CUDA_VERSION);
+}
+
+static int
+module_traverse(PyObject *module, visitproc visit, void *arg)
+{
+    gh_state *st = gh_state_of_module(module);
+    Py_VISIT(st->DeviceType);
+    Py_VISIT(st->ContextType);
+    Py_VISIT(st->MemoryInfoType);
+    Py_VISIT(st->devices);
+    return 0;
+}
+
+static int
+module_clear(PyObject *module)
+{
+    gh_state *st = gh_state_of_module(module);
+    Py_CLEAR(st->devices);
+    Py_CLEAR(st->DeviceType);
+    Py_CLEAR(st->ContextType);
+    Py_CLEAR(st->MemoryInfoType);
+    return 0;
+}
+
+static void
+module_free(void *module)
+{
+    module_clear((PyObject *)module);
+}
+
+static PyModuleDef_Slot module_slots[] = {
+    {Py_mod_exec, module_exec},
+    {0, NULL},
+};
+
+PyModuleDef gh_module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "gpuhost._core",
+    .m_doc = "gpuhost's C core: the CUDA driver and NVRTC, loaded at run time.",
+    .m_size = sizeof(gh_state),
+    .m_methods = module_methods,
+    .m_slots = module_slots,
+    .m_traverse = module_traverse,
+    .m_clear = module_clear,
+    .m_free = module_free,
+};
+
+PyMODINIT_FUNC PyInit__core(void);
+
+PyMODINIT_FUNC
+PyInit__core(void)
+{
+    return PyModuleDef_Init(&gh_module_def);
+}

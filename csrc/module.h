@@ -1,0 +1,149 @@
+/* gpuhost._core: module state and the helpers every file shares.
+ *
+ * Each C file in csrc/ wraps one driver object (device.c, context.c, ...) and exports one
+ * gh_<thing>_init_type(); the declarations below are the whole cross-file surface.
+ */
+#ifndef GPUHOST_MODULE_H
+#define GPUHOST_MODULE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <structmember.h>
+
+#include "cuda_api.h"
+#include "nvrtc_api.h"
+
+/* Per-module state (PEP 573): the heap types, and the Device objects made so far. */
+typedef struct {
+    PyTypeObject *DeviceType;
+    PyTypeObject *ContextType;
+    PyTypeObject *MemoryInfoType;
+    PyObject *devices; /* list of Device, one per ordinal, filled on first use; or NULL */
+} gh_state;
+
+extern PyModuleDef gh_module_def;
+
+/* The driver's function table, filled once by gh_driver_ensure(). */
+extern gh_cuda_api gh_cu;
+
+/* ---- cuda_api.c: the driver loader ---- */
+
+/* Load libcuda and cuInit it the first time; 0, or -1 with CudaSupportError set. */
+int gh_driver_ensure(void);
+/* 1 if the driver loaded and has a device, else 0; never raises. */
+int gh_driver_usable(void);
+/* The name of entry point `id`, e.g. "cuMemAlloc". */
+const char *gh_cu_name(gh_cu_id id);
+/* The library path that was loaded, or NULL. */
+const char *gh_driver_path(void);
+/* The driver's CUDA version as an int (13000), after gh_driver_ensure() succeeded. */
+int gh_driver_version(void);
+
+/* ---- errors.c: the one raising path ---- */
+
+/* Set CudaAPIError (or its out-of-memory subclass) for `res` returned by entry point `id`;
+   returns -1.  `res` must not be CUDA_SUCCESS. */
+int gh_raise_cuda(CUresult res, gh_cu_id id);
+/* 0 if res is CUDA_SUCCESS, else raise as gh_raise_cuda and return -1. */
+static inline int
+gh_check(CUresult res, gh_cu_id id)
+{
+    return res == CUDA_SUCCESS ? 0 : gh_raise_cuda(res, id);
+}
+/* Raise gpuhost.errors.<cls>(message); returns -1.  For the classes that take one string. */
+int gh_raise(const char *cls, const char *fmt, ...);
+/* The CUresult's enum name ("CUDA_ERROR_OUT_OF_MEMORY"), or NULL for an unknown code. */
+const char *gh_cu_result_name(CUresult res);
+/* Warn (RuntimeWarning, never raise) that cleanup call `id` failed with `res`. */
+void gh_warn_cleanup(CUresult res, gh_cu_id id);
+
+/* ---- module.c ---- */
+
+/* The module state of a gpuhost type's instance, or of the module itself. */
+static inline gh_state *
+gh_state_of_type(PyTypeObject *tp)
+{
+    return (gh_state *)PyType_GetModuleState(tp);
+}
+static inline gh_state *
+gh_state_of_module(PyObject *module)
+{
+    return (gh_state *)PyModule_GetState(module);
+}
+
+/* ---- device.c ---- */
+
+typedef struct {
+    PyObject_HEAD CUdevice handle;
+    int id;
+    PyObject *name;       /* str */
+    PyObject *uuid;       /* str "GPU-..." */
+    PyObject *pci_bus_id; /* str */
+    PyObject *context;    /* the Device's Context, made on first use; or NULL */
+    size_t total_memory;
+    int cc_major, cc_minor;
+} gh_device;
+
+int gh_device_init_type(PyObject *module, gh_state *st);
+/* Number of devices; -1 with an exception set if the driver is unusable. */
+int gh_device_count(void);
+/* Borrowed reference to Device `ordinal` (0 <= ordinal < count), made on first use;
+   NULL with InvalidDeviceError (which says how many devices exist) for a bad ordinal. */
+gh_device *gh_device_get(gh_state *st, long ordinal);
+
+/* ---- context.c ---- */
+
+/* A device's primary context, as gpuhost holds it.  `handle` is NULL while gpuhost holds
+   no retain on it (before first use, after close() or reset()); `generation` counts those
+   ends, so an object made under an older generation knows its resources are gone. */
+typedef struct {
+    PyObject_HEAD gh_device *device; /* strong */
+    CUcontext handle;
+    uint64_t generation;
+} gh_context;
+
+int gh_context_init_type(PyObject *module, gh_state *st);
+/* Borrowed reference to the Context of `dev`, made (not yet retained) on first use. */
+gh_context *gh_context_of(gh_state *st, gh_device *dev);
+/* Retain the primary context if gpuhost does not hold it yet; 0 or -1. */
+int gh_context_activate(gh_context *ctx);
+/* New reference to the Context current in this thread; when none is, device `devnum`'s
+   (devnum < 0: device 0) is made current.  devnum >= 0 naming another device than the
+   current one raises CudaDriverError. */
+gh_context *gh_current_context(gh_state *st, int devnum);
+/* Borrowed Context current in this thread, or NULL with no exception when none is
+   (or the current one is not a gpuhost primary context); NULL with an error on failure:
+   tell them apart with PyErr_Occurred(). */
+gh_context *gh_context_current_or_null(gh_state *st);
+/* Make `ctx` current in place of the top of this thread's stack; 0 or -1. */
+int gh_context_make_current(gh_context *ctx);
+/* Push `ctx` on this thread's stack (retaining it first if needed); 0 or -1. */
+int gh_context_push(gh_context *ctx);
+/* Pop `ctx`, which must be on top of this thread's stack (else CudaDriverError); 0 or -1. */
+int gh_context_pop(gh_context *ctx);
+/* Make `ctx` current for a short operation: *pushed says whether gh_context_leave must
+   pop it.  0 or -1.  Pair every successful enter with one leave. */
+int gh_context_enter(gh_context *ctx, int *pushed);
+/* Undo gh_context_enter; 0, or -1 with an exception if the pop failed. */
+int gh_context_leave(gh_context *ctx, int pushed);
+/* cuDevicePrimaryCtxReset for the context's device: everything in it is destroyed, its
+   generation moves on; if it was current in this thread, a fresh one is.  0 or -1. */
+int gh_context_reset(gh_context *ctx);
+/* Pop primary contexts off this thread's stack; with `release_all` also release every
+   primary context gpuhost holds (numba's cuda.close() in the main thread). 0 or -1. */
+int gh_context_close_all(gh_state *st, int release_all);
+
+/* ---- nvrtc_api.c: the NVRTC loader ---- */
+
+extern gh_nvrtc_api gh_nvrtc;
+/* Load libnvrtc the first time; 0, or -1 with NvrtcSupportError listing the paths tried. */
+int gh_nvrtc_ensure(void);
+/* The libnvrtc path that was loaded, or NULL. */
+const char *gh_nvrtc_path(void);
+/* 0 if res is NVRTC_SUCCESS, else raise NvrtcError naming entry point `id`; -1. */
+int gh_check_nvrtc(nvrtcResult res, gh_nvrtc_id id);
+/* errors.c: raise NvrtcError(code, name, call, log); returns -1. */
+int gh_raise_nvrtc(int code, const char *name, const char *call, const char *log);
+
+#endif /* GPUHOST_MODULE_H */

@@ -1,0 +1,35 @@
+"""Where gpuhost looks for libnvrtc (DESIGN.md point 1).
+
+Order: GPUHOST_NVRTC (a file path; when set, the only one tried), then CUDA_HOME and
+CUDA_PATH, /usr/local/cuda, the pip wheels (nvidia-cuda-nvrtc), then the loader's default.
+The C loader (csrc/nvrtc_api.c) calls nvrtc_candidates() once and tries each path in turn.
+"""
+import os
+import sys
+
+
+def _toolkit_dirs():
+    roots = [os.environ.get(var) for var in ("CUDA_HOME", "CUDA_PATH")]
+    roots.append("/usr/local/cuda")
+    return [os.path.join(r, sub) for r in roots if r for sub in ("lib64", "lib")]
+
+
+def _wheel_dirs(major):
+    subdirs = [os.path.join("nvidia", "cu%d" % major, "lib"), os.path.join("nvidia", "cuda_nvrtc", "lib")]
+    return [os.path.join(p, sub) for p in sys.path if p for sub in subdirs]
+
+
+def nvrtc_candidates(major):
+    """The libnvrtc paths to try, in order, for headers of CUDA `major`."""
+    explicit = os.environ.get("GPUHOST_NVRTC")
+    if explicit:
+        return [explicit]
+    names = ["libnvrtc.so.%d" % major, "libnvrtc.so.%d" % (major - 1)]
+    out = []
+    for d in _toolkit_dirs() + _wheel_dirs(major):
+        for name in names:
+            path = os.path.join(d, name)
+            if path not in out and os.path.exists(path):
+                out.append(path)
+    out.extend(names)  # the dynamic loader's own search (LD_LIBRARY_PATH, ldconfig)
+    return out

@@ -1,0 +1,68 @@
+"""gpuhost's exceptions, named and shaped as numba.cuda's.
+
+The C extension only instantiates these classes; they are defined here so that they can
+be subclassed, pickled and documented like any Python exception.
+"""
+
+__all__ = [
+    "CudaSupportError",
+    "CudaDriverError",
+    "CudaAPIError",
+    "CudaOutOfMemoryError",
+    "InvalidDeviceError",
+    "NvrtcError",
+    "NvrtcSupportError",
+]
+
+
+class CudaSupportError(ImportError):
+    """CUDA cannot be used here: no driver, the toolkit's stub driver, no device, or a
+    driver too old. The message names what was tried and the driver's own error."""
+
+
+class CudaDriverError(Exception):
+    """A CUDA driver operation was used wrongly or cannot be done (e.g. popping a
+    context that is not on top of this thread's stack)."""
+
+
+class CudaAPIError(CudaDriverError):
+    """A driver API call returned an error.
+
+    Attributes: ``code`` (the CUresult as an int), ``name`` (e.g.
+    ``"CUDA_ERROR_OUT_OF_MEMORY"``), ``msg`` (the driver's description) and ``call``
+    (the entry point, e.g. ``"cuMemAlloc"``).
+    """
+
+    def __init__(self, code, name, msg="", call=""):
+        super().__init__(code, name, msg, call)
+        self.code = code
+        self.name = name
+        self.msg = msg
+        self.call = call
+
+    def __str__(self):
+        where = "%s failed: " % self.call if self.call else ""
+        return "%s[%s] %s: %s" % (where, self.code, self.name, self.msg)
+
+
+class CudaOutOfMemoryError(CudaAPIError, MemoryError):
+    """The device is out of memory (CUDA_ERROR_OUT_OF_MEMORY); also a MemoryError."""
+
+
+class InvalidDeviceError(CudaDriverError, IndexError):
+    """A device number that does not exist; the message says which devices do."""
+
+
+class NvrtcError(Exception):
+    """NVRTC failed. ``code`` and ``name`` are the nvrtcResult; ``log`` is the
+    compiler's log (empty when the failure was not a compilation)."""
+
+    def __init__(self, msg, code=None, name=None, log=""):
+        super().__init__(msg)
+        self.code = code
+        self.name = name
+        self.log = log
+
+
+class NvrtcSupportError(NvrtcError, ImportError):
+    """libnvrtc could not be found or loaded; the message lists the paths tried."""

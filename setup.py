@@ -1,0 +1,80 @@
+"""Build gpuhost._core from csrc/*.c.
+
+The extension needs the CUDA headers (cuda.h, cudaTypedefs.h, nvrtc.h) and NumPy's, and
+links against neither libcuda nor libnvrtc: both are loaded at run time.
+Extra compiler flags come from GPUHOST_CFLAGS (CI adds -Werror, sanitizers).
+"""
+import glob
+import os
+import shlex
+import shutil
+import sys
+
+import numpy
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+
+def cuda_include_dir():
+    """The first CUDA include dir found, or exit naming every place looked."""
+    looked = []
+    candidates = []
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            candidates.append((var, os.environ[var]))
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        candidates.append(("nvcc on PATH", os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))))
+    candidates.append(("default", "/usr/local/cuda"))
+    for how, root in candidates:
+        inc = os.path.join(root, "include")
+        looked.append("%s (%s)" % (inc, how))
+        if os.path.isfile(os.path.join(inc, "cuda.h")) and os.path.isfile(os.path.join(inc, "cudaTypedefs.h")):
+            return inc
+    sys.exit(
+        "gpuhost: the CUDA headers (cuda.h, cudaTypedefs.h) were not found. Looked in:\n  "
+        + "\n  ".join(looked)
+        + "\nSet CUDA_HOME to the CUDA toolkit's root (the folder holding include/cuda.h)."
+    )
+
+
+WARNINGS = ["-Wall", "-Wextra", "-Wshadow", "-Wstrict-prototypes", "-Wmissing-prototypes"]
+
+ext = Extension(
+    "gpuhost._core",
+    sources=sorted(glob.glob("csrc/*.c")),
+    depends=sorted(glob.glob("csrc/*.h")),
+    include_dirs=["csrc", numpy.get_include(), cuda_include_dir()],
+    define_macros=[
+        ("NPY_NO_DEPRECATED_API", "NPY_1_23_API_VERSION"),
+        ("NPY_TARGET_VERSION", "NPY_1_23_API_VERSION"),
+    ],
+    extra_compile_args=["-std=c11", "-fvisibility=hidden"] + WARNINGS
+    + shlex.split(os.environ.get("GPUHOST_CFLAGS", "")),
+    extra_link_args=shlex.split(os.environ.get("GPUHOST_LDFLAGS", "")),
+    libraries=["dl", "pthread"],
+)
+
+class BuildExt(build_ext):
+    """Build as usual, then also leave a copy of the extension in the checkout's gpuhost/.
+
+    `python -m gpuhost` and `python -m pytest` run from the checkout's root import the
+    checkout's gpuhost/ (the current directory comes first on sys.path), so the freshly
+    built extension must be there too.  GPUHOST_NO_INPLACE_COPY=1 turns this off.
+    """
+
+    def run(self):
+        super().run()
+        if self.inplace or os.environ.get("GPUHOST_NO_INPLACE_COPY"):
+            return
+        here = os.path.dirname(os.path.abspath(__file__))
+        for e in self.extensions:
+            built = self.get_ext_fullpath(e.name)
+            target = os.path.join(here, *e.name.split(".")[:-1], os.path.basename(built))
+            if os.path.isdir(os.path.dirname(target)) and os.access(os.path.dirname(target), os.W_OK):
+                tmp = target + ".tmp"
+                shutil.copyfile(built, tmp)
+                os.replace(tmp, target)
+
+
+setup(ext_modules=[ext], cmdclass={"build_ext": BuildExt})

@@ -1,0 +1,149 @@
+"""Test set-up: choose the driver the suite runs against, and the markers.
+
+GPUHOST_TEST_DRIVER=fake runs everything over tests/fakecuda (the real extension code
+over a test double of libcuda); =real runs on the machine's GPU. Unset: real if a GPU
+answers, else fake.  The choice is made before gpuhost loads the driver, through the
+same variable a user would set (GPUHOST_CUDA_DRIVER).
+"""
+import ctypes
+import os
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "fakecuda"))
+import build as fakecuda_build  # noqa: E402
+
+
+def _real_gpu_count():
+    """Devices a real libcuda.so.1 reports, or 0; probed with ctypes, not gpuhost."""
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        count = ctypes.c_int(0)
+        if lib.cuInit(0) != 0 or lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
+            return 0
+        return count.value
+    except OSError:
+        return 0
+
+
+REAL_GPU = _real_gpu_count() > 0  # whether this machine's libcuda.so.1 has a device
+
+
+def _choose_driver():
+    choice = os.environ.get("GPUHOST_TEST_DRIVER", "")
+    if choice not in ("", "fake", "real"):
+        raise pytest.UsageError("GPUHOST_TEST_DRIVER must be 'fake' or 'real', not %r" % choice)
+    if choice == "real" or (choice == "" and REAL_GPU):
+        os.environ.pop("GPUHOST_CUDA_DRIVER", None)
+        return "real", None
+    path = fakecuda_build.build()
+    os.environ["GPUHOST_CUDA_DRIVER"] = path
+    os.environ.setdefault("FAKECUDA_DEVICES", "2")
+    return "fake", path
+
+
+DRIVER, FAKE_PATH = _choose_driver()
+os.environ["GPUHOST_TEST_DRIVER"] = DRIVER  # subprocesses started by tests inherit it
+
+
+def pytest_report_header(config):
+    if DRIVER == "fake":
+        return "gpuhost driver: fake (%s)" % FAKE_PATH
+    return "gpuhost driver: real libcuda"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: needs a real CUDA GPU; skipped on the fake driver")
+    config.addinivalue_line("markers", "gpus(n): needs at least n devices")
+    config.addinivalue_line("markers", "fake: runs only on the fake driver (fault injection)")
+
+
+def _device_count():
+    import gpuhost
+
+    return len(gpuhost.gpus) if gpuhost.is_available() else 0
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("gpu") and DRIVER != "real":
+        pytest.skip("needs a real GPU (running on the fake driver)")
+    if item.get_closest_marker("fake") and DRIVER != "fake":
+        pytest.skip("needs the fake driver (fault injection)")
+    marker = item.get_closest_marker("gpus")
+    if marker is not None:
+        need = marker.args[0]
+        have = _device_count()
+        if have < need:
+            pytest.skip("needs %d devices, %d found" % (need, have))
+
+
+class FakeDriver:
+    """The fake driver's control API (tests/fakecuda/fakecuda.h), through ctypes."""
+
+    def __init__(self, path):
+        lib = ctypes.CDLL(path)
+        lib.fakecuda_fail.argtypes = [ctypes.c_char_p, ctypes.c_long, ctypes.c_int, ctypes.c_long]
+        lib.fakecuda_calls.argtypes = [ctypes.c_char_p]
+        lib.fakecuda_calls.restype = ctypes.c_long
+        lib.fakecuda_live.argtypes = [ctypes.c_char_p]
+        lib.fakecuda_live.restype = ctypes.c_long
+        self._lib = lib
+
+    def fail(self, name, code, nth=1, times=1):
+        """Make the nth next call of `name` return `code`, `times` times (-1: always)."""
+        if self._lib.fakecuda_fail(name.encode(), nth, int(code), times) != 0:
+            raise ValueError("fake driver has no entry point %r" % name)
+
+    def clear_faults(self):
+        self._lib.fakecuda_clear_faults()
+
+    def calls(self, name):
+        return self._lib.fakecuda_calls(name.encode())
+
+    def live(self, kind):
+        return self._lib.fakecuda_live(kind.encode())
+
+    def stack_depth(self):
+        return self._lib.fakecuda_thread_stack_depth()
+
+
+@pytest.fixture
+def fake():
+    """The fake driver's controls; the test is skipped on a real GPU."""
+    if DRIVER != "fake":
+        pytest.skip("needs the fake driver (fault injection)")
+    drv = FakeDriver(FAKE_PATH)
+    drv.clear_faults()
+    yield drv
+    drv.clear_faults()
+
+
+@pytest.fixture(autouse=True)
+def _balanced_context_stack():
+    """Every test leaves this thread's context stack as deep as it found it."""
+    import gpuhost
+
+    if DRIVER != "fake" or not gpuhost.is_available():
+        yield
+        return
+    drv = FakeDriver(FAKE_PATH)
+    gpuhost.current_context()  # the main thread keeps one current context, as numba's does
+    before = drv.stack_depth()
+    yield
+    drv.clear_faults()
+    assert drv.stack_depth() == before, "the test left the context stack unbalanced"
+
+
+def run_python(code, env=None, timeout=120):
+    """Run `code` in a fresh interpreter with extra `env`; return CompletedProcess."""
+    full = dict(os.environ)
+    for key, value in (env or {}).items():
+        if value is None:
+            full.pop(key, None)
+        else:
+            full[key] = value
+    return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True,
+                          text=True, timeout=timeout)

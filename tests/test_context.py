@@ -1,0 +1,298 @@
+"""Context: numba's primary-context model, per-thread current contexts, push/pop,
+memory info, synchronize, close and reset."""
+import threading
+
+import pytest
+
+import gpuhost
+from gpuhost import CudaDriverError
+from conftest import DRIVER, run_python
+
+
+def in_thread(fn):
+    """Run fn in a new thread; return its result or raise its exception here."""
+    box = {}
+
+    def target():
+        try:
+            box["result"] = fn()
+        except BaseException as e:  # handed back to the caller
+            box["error"] = e
+
+    t = threading.Thread(target=target)
+    t.start()
+    t.join(60)
+    assert not t.is_alive(), "thread hung"
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def test_current_context_defaults_to_device_0_in_a_fresh_thread():
+    def fresh():
+        before = gpuhost.gpus.current
+        ctx = gpuhost.current_context()
+        return before, ctx, gpuhost.gpus.current
+
+    before, ctx, after = in_thread(fresh)
+    assert before is None
+    assert isinstance(ctx, gpuhost.Context)
+    assert ctx.device is gpuhost.gpus[0] and after is gpuhost.gpus[0]
+    assert isinstance(ctx.handle, int) and ctx.handle != 0
+
+
+def test_one_context_object_per_device():
+    ctx = gpuhost.current_context()
+    assert gpuhost.current_context() is ctx
+    assert ctx.device.get_primary_context() is ctx
+    assert gpuhost.get_current_device() is ctx.device
+
+
+def test_memory_info_is_a_named_tuple_consistent_with_the_device():
+    ctx = gpuhost.current_context()
+    info = ctx.get_memory_info()
+    free, total = info
+    assert (info.free, info.total) == (free, total)
+    assert isinstance(info, tuple) and type(info).__name__ == "MemoryInfo"
+    assert 0 < free <= total == ctx.device.total_memory
+
+
+def test_memory_info_works_from_a_thread_with_no_current_context():
+    ctx = gpuhost.current_context()
+    info, current = in_thread(lambda: (ctx.get_memory_info(), gpuhost.gpus.current))
+    assert info.total == ctx.device.total_memory
+    assert current is None  # the context was pushed for the call and popped after
+
+
+def test_synchronize_module_and_context():
+    gpuhost.synchronize()
+    gpuhost.current_context().synchronize()
+    in_thread(gpuhost.current_context().synchronize)
+
+
+def test_with_device_makes_it_current_and_restores():
+    ctx = gpuhost.current_context()
+    last = gpuhost.gpus[len(gpuhost.gpus) - 1]
+    with last as entered:
+        assert entered is last
+        assert gpuhost.gpus.current is last
+        assert gpuhost.current_context().device is last
+        with gpuhost.gpus[0]:
+            assert gpuhost.gpus.current is gpuhost.gpus[0]
+        assert gpuhost.gpus.current is last
+    assert gpuhost.current_context() is ctx
+
+
+def test_with_device_pops_even_when_the_block_raises():
+    ctx = gpuhost.current_context()
+    with pytest.raises(KeyError):
+        with gpuhost.gpus[0]:
+            raise KeyError("x")
+    assert gpuhost.current_context() is ctx
+
+
+def test_push_and_pop():
+    def body():
+        ctx = gpuhost.gpus[0].get_primary_context()
+        ctx.push()
+        top = gpuhost.gpus.current
+        ctx.pop()
+        return top, gpuhost.gpus.current
+
+    top, after = in_thread(body)
+    assert top is gpuhost.gpus[0] and after is None
+
+
+def test_pop_on_an_empty_stack_is_a_clear_error():
+    ctx = gpuhost.current_context()
+    with pytest.raises(CudaDriverError, match="cannot pop device 0's context: this thread's "
+                                              "context stack is empty"):
+        in_thread(ctx.pop)
+
+
+@pytest.mark.gpus(2)
+def test_pop_of_a_context_not_on_top_names_the_top():
+    ctx0 = gpuhost.gpus[0].get_primary_context()
+
+    def body():
+        with gpuhost.gpus[1]:
+            ctx0.pop()
+
+    with pytest.raises(CudaDriverError, match=r"cannot pop device 0's context: it is not on "
+                                              r"top of this thread's context stack \(device 1's is\)"):
+        in_thread(body)
+
+
+@pytest.mark.gpus(2)
+def test_select_device_switches_this_thread_only():
+    def body():
+        gpuhost.select_device(0)
+        dev = gpuhost.select_device(1)
+        seen = (dev, gpuhost.gpus.current, gpuhost.current_context(1).device)
+        with pytest.raises(CudaDriverError, match="device 1's context is current in this thread, "
+                                                  "not device 0's: use select_device.0."):
+            gpuhost.current_context(0)
+        return seen
+
+    main = gpuhost.current_context()
+    dev, current, ctxdev = in_thread(body)
+    assert dev is current is ctxdev is gpuhost.gpus[1]
+    assert gpuhost.current_context() is main
+
+
+def test_current_context_devnum_is_validated():
+    with pytest.raises(gpuhost.InvalidDeviceError):
+        gpuhost.current_context(len(gpuhost.gpus))
+    with pytest.raises(TypeError, match="devnum must be an int"):
+        gpuhost.current_context("0")
+    assert gpuhost.current_context(None) is gpuhost.current_context()
+
+
+def test_threads_have_their_own_current_context():
+    results = []
+    barrier = threading.Barrier(4)
+
+    def worker(i):
+        dev = gpuhost.gpus[i % len(gpuhost.gpus)]
+        barrier.wait()
+        with dev:
+            barrier.wait()
+            results.append(gpuhost.gpus.current is dev)
+            gpuhost.current_context().synchronize()
+        results.append(gpuhost.gpus.current is None)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert results == [True] * 8
+
+
+def test_require_context_decorator():
+    @gpuhost.require_context
+    def current():
+        """doc"""
+        return gpuhost.gpus.current
+
+    assert current.__doc__ == "doc" and current.__name__ == "current"
+    assert in_thread(current) is gpuhost.gpus[0]
+
+
+def test_context_repr_and_no_direct_construction():
+    ctx = gpuhost.current_context()
+    assert repr(ctx) == "<CUDA context %#x of device 0>" % ctx.handle
+    with pytest.raises(TypeError):
+        gpuhost.Context()
+
+
+def test_retain_failure_leaves_nothing_behind(fake):
+    code = (
+        "import ctypes, os, gpuhost\n"
+        "lib = ctypes.CDLL(os.environ['GPUHOST_CUDA_DRIVER'])\n"
+        "lib.fakecuda_fail.argtypes = [ctypes.c_char_p, ctypes.c_long, ctypes.c_int, ctypes.c_long]\n"
+        "lib.fakecuda_live.argtypes = [ctypes.c_char_p]\n"
+        "gpuhost.is_available()\n"
+        "lib.fakecuda_fail(b'cuDevicePrimaryCtxRetain', 1, 2, 1)\n"
+        "try:\n"
+        "    gpuhost.current_context()\n"
+        "except MemoryError as e:\n"
+        "    print(e.call)\n"
+        "print(gpuhost.gpus.current, lib.fakecuda_live(b'contexts'))\n"
+        "print(gpuhost.current_context().device.id, lib.fakecuda_live(b'contexts'))\n"
+    )
+    proc = run_python(code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["cuDevicePrimaryCtxRetain", "None 0", "0 1"]
+
+
+CLOSE = r"""
+import threading, gpuhost
+ctx = gpuhost.current_context()
+assert ctx.handle
+def other():
+    gpuhost.current_context()
+    gpuhost.close()            # not the main thread: pops, keeps the contexts
+    return gpuhost.gpus.current
+t = threading.Thread(target=lambda: print("thread", other())); t.start(); t.join()
+print("held", ctx.handle is not None)
+gpuhost.gpus[0].get_primary_context().push()  # two deep: close() pops both
+gpuhost.close()
+print("current", gpuhost.gpus.current, "held", ctx.handle)
+again = gpuhost.current_context()
+print("again", again is ctx, again.handle is not None)
+ctx.get_memory_info()
+"""
+
+
+def test_close_pops_and_releases_in_the_main_thread():
+    proc = run_python(CLOSE)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["thread None", "held True", "current None held None",
+                                        "again True True"]
+
+
+def test_close_releases_every_context_in_the_fake(fake):
+    code = CLOSE + (
+        "import ctypes, os\n"
+        "lib = ctypes.CDLL(os.environ['GPUHOST_CUDA_DRIVER'])\n"
+        "lib.fakecuda_live.argtypes = [ctypes.c_char_p]\n"
+        "gpuhost.close()\n"
+        "print('live', lib.fakecuda_live(b'contexts'))\n"
+    )
+    proc = run_python(code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "live 0"
+
+
+RESET = r"""
+import gpuhost
+dev = gpuhost.gpus[0]
+ctx = gpuhost.current_context()
+ctx.synchronize()
+dev.reset()
+print("current", gpuhost.gpus.current is dev, ctx.handle is not None)
+print("info", ctx.get_memory_info().total == dev.total_memory)
+ctx.reset()
+gpuhost.synchronize()
+print("ok")
+"""
+
+
+def test_reset_keeps_a_usable_current_context():
+    proc = run_python(RESET)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["current True True", "info True", "ok"]
+
+
+def test_reset_of_a_device_not_current_leaves_the_stack_alone():
+    code = (
+        "import gpuhost\n"
+        "d = gpuhost.gpus[0]\n"
+        "d.get_primary_context()\n"
+        "d.reset()\n"
+        "print(gpuhost.gpus.current, d.get_primary_context().handle is not None)\n"
+    )
+    proc = run_python(code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["None", "True"]
+
+
+@pytest.mark.skipif(DRIVER != "fake", reason="fake driver: destroyed contexts are detectable")
+def test_a_destroyed_current_context_is_reported_and_close_recovers():
+    code = (
+        "import gpuhost, threading\n"
+        "ctx = gpuhost.current_context()\n"
+        "def other():\n"
+        "    gpuhost.gpus[0].reset()\n"   # another thread destroys it under us
+        "t = threading.Thread(target=other); t.start(); t.join()\n"
+        "try:\n"
+        "    gpuhost.current_context()\n"
+        "except gpuhost.CudaAPIError as e:\n"
+        "    print(e.name)\n"
+        "gpuhost.close()\n"
+        "print(gpuhost.gpus.current, gpuhost.current_context().get_memory_info().total > 0)\n"
+    )
+    proc = run_python(code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["CUDA_ERROR_CONTEXT_IS_DESTROYED", "None", "True"]

@@ -1,0 +1,85 @@
+"""The module itself: import, reimport, signatures and docstrings, python -m gpuhost."""
+import inspect
+import sys
+
+import pytest
+
+import gpuhost
+from conftest import REAL_GPU, run_python
+
+PUBLIC_CALLABLES = [
+    "close", "current_context", "detect", "driver_version", "get_current_device",
+    "is_available", "list_devices", "require_context", "select_device", "synchronize",
+]
+
+
+def test_reimporting_core_gives_distinct_working_types():
+    first = sys.modules.pop("gpuhost._core")
+    try:
+        import importlib
+
+        second = importlib.import_module("gpuhost._core")
+        assert second is not first
+        assert second.Device is not first.Device
+        assert second.Context is not first.Context
+        assert second.MemoryInfo is not first.MemoryInfo
+        dev = second.get_device(0)
+        assert type(dev) is second.Device and dev.name == first.get_device(0).name
+        assert second.current_context().get_memory_info().total == dev.total_memory
+    finally:
+        sys.modules["gpuhost._core"] = first
+
+
+@pytest.mark.parametrize("name", PUBLIC_CALLABLES)
+def test_public_callables_have_signatures_and_docs(name):
+    fn = getattr(gpuhost, name)
+    inspect.signature(fn)
+    assert fn.__doc__ and fn.__doc__.strip()
+
+
+def test_c_methods_have_text_signatures():
+    for cls in (gpuhost.Device, gpuhost.Context):
+        for name, member in vars(cls).items():
+            if callable(member) and not name.startswith("_"):
+                inspect.signature(member)
+                assert member.__doc__, (cls, name)
+
+
+def test_types_are_final_and_named_in_the_package():
+    assert gpuhost.Device.__module__ == "gpuhost"
+    assert gpuhost.Context.__module__ == "gpuhost"
+    with pytest.raises(TypeError):
+        class Sub(gpuhost.Device):
+            pass
+
+
+def test_python_dash_m_prints_devices_and_self_checks():
+    proc = run_python("import runpy; runpy.run_module('gpuhost', run_name='__main__')")
+    assert proc.returncode in (0, None) or proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "Found %d CUDA device" % len(gpuhost.gpus) in out
+    assert "self-check device 0: context 0x" in out and ": ok" in out
+    assert "FAILED" not in out
+
+
+def test_python_dash_m_without_a_driver_says_so_and_exits_0():
+    proc = run_python("import runpy; runpy.run_module('gpuhost', run_name='__main__')",
+                      {"GPUHOST_CUDA_DRIVER": "/nonexistent/libcuda.so.1"})
+    assert proc.returncode == 0, proc.stderr
+    assert "CUDA driver not usable: no CUDA driver library was found" in proc.stdout
+
+
+def test_detect_lists_every_device(capsys):
+    assert gpuhost.detect() is True
+    out = capsys.readouterr().out
+    assert out.startswith("Found %d CUDA device" % len(gpuhost.gpus))
+    for dev in gpuhost.gpus:
+        assert dev.uuid in out and repr(dev.name) in out
+    assert "%d/%d devices are supported" % (len(gpuhost.gpus), len(gpuhost.gpus)) in out
+
+
+def test_fake_driver_is_never_a_fallback():
+    """Without GPUHOST_CUDA_DRIVER, gpuhost looks for the real driver only."""
+    proc = run_python("import gpuhost; print(gpuhost.is_available())",
+                      {"GPUHOST_CUDA_DRIVER": None, "NUMBA_CUDA_DRIVER": None})
+    assert proc.stdout.strip() == ("True" if REAL_GPU else "False")

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Everything the GPU machine is for, in one call: build, the whole suite on the real GPU,
+# the same suite over the fake driver, python -m gpuhost, benchmarks.  Logs go to $OUT.
+#   tools/gpu_run.sh [pytest args...]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/gpuhost-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+status=0
+
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; python3 --version; } \
+    2>&1 | tee "$OUT/machine.txt"
+
+echo "=== build"
+python3 setup.py build_ext --inplace >"$OUT/build.log" 2>&1 || { cat "$OUT/build.log"; exit 1; }
+grep -i "warning" "$OUT/build.log" || echo "no compiler warnings"
+
+echo "=== pytest, real GPU"
+GPUHOST_TEST_DRIVER=real python3 -m pytest -q -rs -p no:cacheprovider "$@" 2>&1 | tee "$OUT/pytest_real.log"
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
+
+echo "=== pytest, fake driver"
+GPUHOST_TEST_DRIVER=fake python3 -m pytest -q -p no:cacheprovider "$@" 2>&1 | tee "$OUT/pytest_fake.log" | tail -n 3
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
+
+echo "=== python -m gpuhost"
+python3 -m gpuhost 2>&1 | tee "$OUT/main.log"
+
+echo "=== benchmarks"
+for b in benchmarks/*.py; do
+    name=$(basename "$b" .py)
+    python3 "$b" --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.log"
+done
+exit $status
