@@ -1,0 +1,131 @@
+"""Build libfakecuda.so, the test double of libcuda, when it is out of date.
+
+build() is what tests/conftest.py calls; `python3 tests/fakecuda/build.py [OUT_DIR]` builds
+and prints the library's path.  The C compiler is $CC (default cc); $FAKECUDA_CFLAGS adds
+flags (sanitizers).  The library is rebuilt when a source (tests/fakecuda/*.c, *.h,
+csrc/cuda_api.h, csrc/cuda_errors.h) is newer than it or the compile command changed; it is
+written under a temporary name and renamed into place, so concurrent test processes never
+load a half-written file.
+"""
+import glob
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+CSRC = os.path.join(ROOT, "csrc")
+LIB_NAME = "libfakecuda.so"
+DEFAULT_CUDA_ROOT = "/usr/local/cuda"
+
+CFLAGS = ["-std=c11", "-O1", "-g", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden"]
+WARNINGS = ["-Wall", "-Wextra", "-Wshadow", "-Wstrict-prototypes", "-Wmissing-prototypes",
+            # an fk_ function whose type differs from its PFN_ type is an error, not a warning
+            "-Werror=incompatible-pointer-types"]
+
+
+class BuildError(RuntimeError):
+    """The fake driver could not be built; the message says why."""
+
+
+def cuda_include_dir():
+    """The first folder holding cuda.h and cudaTypedefs.h: $CUDA_HOME, $CUDA_PATH, nvcc's
+    toolkit, /usr/local/cuda.  Raises BuildError naming every place looked."""
+    candidates = []
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            candidates.append((os.path.join(os.environ[var], "include"), var))
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        root = os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
+        candidates.append((os.path.join(root, "include"), "nvcc on PATH"))
+    candidates.append((os.path.join(DEFAULT_CUDA_ROOT, "include"), "default"))
+    for inc, _ in candidates:
+        if all(os.path.isfile(os.path.join(inc, h)) for h in ("cuda.h", "cudaTypedefs.h")):
+            return inc
+    raise BuildError(
+        "fakecuda: the CUDA headers (cuda.h, cudaTypedefs.h) were not found. Looked in:\n  "
+        + "\n  ".join("%s (%s)" % c for c in candidates)
+        + "\nSet CUDA_HOME to the CUDA toolkit's root (the folder holding include/cuda.h).")
+
+
+def sources():
+    """The C files compiled into the library."""
+    return sorted(glob.glob(os.path.join(HERE, "*.c")))
+
+
+def dependencies():
+    """Every file whose change makes the library out of date."""
+    return (sources() + sorted(glob.glob(os.path.join(HERE, "*.h")))
+            + [os.path.join(CSRC, "cuda_api.h"), os.path.join(CSRC, "cuda_errors.h")])
+
+
+def compile_command(output):
+    """The compiler's argv writing the library to `output`."""
+    cc = shlex.split(os.environ.get("CC") or "cc")
+    extra = shlex.split(os.environ.get("FAKECUDA_CFLAGS", ""))
+    return (cc + CFLAGS + WARNINGS + ["-I", CSRC, "-I", HERE, "-I", cuda_include_dir()]
+            + extra + sources() + ["-o", output])
+
+
+def _up_to_date(lib, stamp, command):
+    try:
+        built = os.stat(lib).st_mtime
+        with open(stamp) as f:
+            same_command = f.read() == command
+    except OSError:
+        return False
+    return same_command and all(os.stat(dep).st_mtime <= built for dep in dependencies())
+
+
+def _temp_name(path):
+    """A name next to `path` no other process uses, for a file to rename onto it."""
+    return os.path.join(os.path.dirname(path), ".%s.%d.%s.tmp"
+                        % (os.path.basename(path), os.getpid(), uuid.uuid4().hex[:8]))
+
+
+def _write_atomically(path, text):
+    tmp = _temp_name(path)
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def build(out_dir=None):
+    """Compile the library into out_dir (default tests/fakecuda/build/) unless it is up to
+    date; return its absolute path.  Raises BuildError if it cannot be built."""
+    out_dir = os.path.abspath(out_dir or os.path.join(HERE, "build"))
+    lib = os.path.join(out_dir, LIB_NAME)
+    stamp = lib + ".cmd"  # the command the library was built with
+    command = shlex.join(compile_command(lib))
+    if _up_to_date(lib, stamp, command):
+        return lib
+    os.makedirs(out_dir, exist_ok=True)
+    tmp = _temp_name(lib)
+    try:
+        argv = compile_command(tmp)
+        try:
+            proc = subprocess.run(argv, capture_output=True, text=True)
+        except FileNotFoundError:
+            raise BuildError("fakecuda: C compiler %r not found; set CC" % argv[0]) from None
+        if proc.returncode != 0:
+            raise BuildError("fakecuda: compiling failed:\n%s\n%s"
+                             % (shlex.join(argv), proc.stderr))
+        if proc.stderr:
+            sys.stderr.write(proc.stderr)  # warnings: the build should have none
+        os.replace(tmp, lib)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    _write_atomically(stamp, command)
+    return lib
+
+
+if __name__ == "__main__":
+    try:
+        print(build(sys.argv[1] if len(sys.argv) > 1 else None))
+    except BuildError as e:
+        sys.exit(str(e))

@@ -1,0 +1,311 @@
+/* fakecuda: a test double of libcuda for the entry points gpuhost uses (csrc/cuda_api.h).
+ *
+ * This file holds what the real driver exports (cuGetProcAddress, v1 and v2), the table it
+ * resolves from, the check every entry point starts with (call counts, injected faults,
+ * initialization), cuInit with its configuration, and the fault/counter control API.
+ *
+ * Configuration, read once from the environment by the first cuInit or cuDriverGetVersion:
+ *   FAKECUDA_DEVICES         number of devices, 0 to 64 (default 2; 0: cuInit fails with
+ *                            CUDA_ERROR_NO_DEVICE)
+ *   FAKECUDA_INIT_ERROR      a CUresult every cuInit returns (default 0: none)
+ *   FAKECUDA_DRIVER_VERSION  what cuDriverGetVersion reports (default 13000)
+ * A value that is not a number in range makes cuInit fail with CUDA_ERROR_INVALID_VALUE,
+ * with a message on stderr.
+ */
+#include "fk_internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_mutex_t fk_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+/* Every entry point, with the type the extension calls it through: an fk_ function whose
+   type differs from its PFN_ type is a compile error (-Werror=incompatible-pointer-types). */
+static const gh_cuda_api fk_api = {
+#define FK_API_FIELD(name, version) .name = fk_##name,
+    GH_CUDA_API_LIST(FK_API_FIELD)
+#undef FK_API_FIELD
+};
+
+static const char *const fk_entry_names[GH_CU__COUNT] = {
+#define FK_ENTRY_NAME(name, version) "cu" #name,
+    GH_CUDA_API_LIST(FK_ENTRY_NAME)
+#undef FK_ENTRY_NAME
+};
+
+static const int fk_entry_versions[GH_CU__COUNT] = {
+#define FK_ENTRY_VERSION(name, version) version,
+    GH_CUDA_API_LIST(FK_ENTRY_VERSION)
+#undef FK_ENTRY_VERSION
+};
+
+typedef struct {
+    long skip;      /* calls still to let through before failing */
+    long remaining; /* failing calls left; -1 forever; 0 disarmed */
+    CUresult code;
+} fk_fault;
+
+/* All under fk_mutex. */
+static long fk_calls[GH_CU__COUNT];
+static fk_fault fk_faults[GH_CU__COUNT];
+static int fk_initialized;
+
+static struct {
+    int loaded;
+    int bad; /* some variable was malformed: cuInit fails */
+    int devices;
+    int init_error;
+    int driver_version;
+} fk_config;
+
+void
+fk_lock(void)
+{
+    pthread_mutex_lock(&fk_mutex);
+}
+
+void
+fk_unlock(void)
+{
+    pthread_mutex_unlock(&fk_mutex);
+}
+
+CUresult
+fk_enter(gh_cu_id id, fk_when when)
+{
+    CUresult res = CUDA_SUCCESS;
+    fk_fault *fault = &fk_faults[id];
+
+    fk_lock();
+    fk_calls[id]++;
+    if (fault->remaining != 0) {
+        if (fault->skip > 0) {
+            fault->skip--;
+        } else {
+            res = fault->code;
+            if (fault->remaining > 0) {
+                fault->remaining--;
+            }
+        }
+    }
+    if (res == CUDA_SUCCESS && when == FK_AFTER_INIT && !fk_initialized) {
+        res = CUDA_ERROR_NOT_INITIALIZED;
+    }
+    fk_unlock();
+    return res;
+}
+
+/* Index of entry point `name` ("cuInit"), or -1. */
+static int
+entry_index(const char *name)
+{
+    if (name == NULL) {
+        return -1;
+    }
+    for (int i = 0; i < GH_CU__COUNT; i++) {
+        if (strcmp(fk_entry_names[i], name) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static void *
+entry_function(gh_cu_id id)
+{
+    switch (id) {
+#define FK_ENTRY_CASE(name, version)                                                               \
+    case GH_CU_##name:                                                                             \
+        return (void *)fk_api.name;
+        GH_CUDA_API_LIST(FK_ENTRY_CASE)
+#undef FK_ENTRY_CASE
+        default:
+            return NULL;
+    }
+}
+
+/* ---- configuration ---- */
+
+/* Environment variable `var` as an int in [lo, hi], or `fallback` if unset or empty;
+   a malformed value is reported on stderr and marks the configuration bad. */
+static int
+config_int(const char *var, int lo, int hi, int fallback)
+{
+    const char *text = getenv(var);
+    char *end = NULL;
+    long value;
+
+    if (text == NULL || text[0] == '\0') {
+        return fallback;
+    }
+    errno = 0;
+    value = strtol(text, &end, 10);
+    if (errno != 0 || *end != '\0' || value < lo || value > hi) {
+        fprintf(stderr, "fakecuda: %s must be an integer from %d to %d, not '%s'\n", var, lo, hi,
+                text);
+        fk_config.bad = 1;
+        return fallback;
+    }
+    return (int)value;
+}
+
+/* Read the configuration if not read yet.  Lock held. */
+static void
+config_load(void)
+{
+    if (fk_config.loaded) {
+        return;
+    }
+    fk_config.loaded = 1;
+    fk_config.devices = config_int("FAKECUDA_DEVICES", 0, FK_MAX_DEVICES, 2);
+    fk_config.init_error = config_int("FAKECUDA_INIT_ERROR", 0, 1000000, 0);
+    fk_config.driver_version = config_int("FAKECUDA_DRIVER_VERSION", 1000, 1000000, 13000);
+}
+
+/* ---- the exported driver surface ---- */
+
+CUresult
+fk_Init(unsigned int Flags)
+{
+    CUresult res = fk_enter(GH_CU_Init, FK_ANYTIME);
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (Flags != 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    fk_lock();
+    config_load();
+    if (fk_config.bad) {
+        res = CUDA_ERROR_INVALID_VALUE;
+    } else if (fk_config.init_error != 0) {
+        res = (CUresult)fk_config.init_error;
+    } else if (fk_config.devices == 0) {
+        res = CUDA_ERROR_NO_DEVICE;
+    } else if (!fk_initialized) {
+        fk_devices_init(fk_config.devices);
+        fk_initialized = 1;
+    }
+    fk_unlock();
+    return res;
+}
+
+CUresult
+fk_DriverGetVersion(int *driverVersion)
+{
+    CUresult res = fk_enter(GH_CU_DriverGetVersion, FK_ANYTIME);
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (driverVersion == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    fk_lock();
+    config_load();
+    *driverVersion = fk_config.driver_version;
+    fk_unlock();
+    return CUDA_SUCCESS;
+}
+
+FAKECUDA_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+                                          cuuint64_t flags,
+                                          CUdriverProcAddressQueryResult *symbolStatus);
+
+/* Like the real one: the entry point `symbol` as of CUDA version `cudaVersion`. */
+CUresult
+cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                    CUdriverProcAddressQueryResult *symbolStatus)
+{
+    const cuuint64_t known_flags =
+        CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    int index;
+
+    if (symbol == NULL || pfn == NULL || (flags & ~known_flags) != 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *pfn = NULL;
+    index = entry_index(symbol);
+    if (index < 0) {
+        if (symbolStatus != NULL) {
+            *symbolStatus = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+        }
+        return CUDA_ERROR_NOT_FOUND;
+    }
+    if (cudaVersion < fk_entry_versions[index]) {
+        if (symbolStatus != NULL) {
+            *symbolStatus = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+        }
+        return CUDA_ERROR_NOT_FOUND;
+    }
+    *pfn = entry_function((gh_cu_id)index);
+    if (symbolStatus != NULL) {
+        *symbolStatus = CU_GET_PROC_ADDRESS_SUCCESS;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* The CUDA 11.3-11.8 signature, without the status.  cuda.h maps the name to _v2. */
+#undef cuGetProcAddress
+FAKECUDA_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+                                       cuuint64_t flags);
+
+CUresult
+cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+    return cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, NULL);
+}
+
+/* ---- control API ---- */
+
+int
+fakecuda_fail(const char *name, long nth, int code, long times)
+{
+    int index = entry_index(name);
+
+    if (index < 0 || nth < 1 || code == CUDA_SUCCESS || times == 0 || times < -1) {
+        return -1;
+    }
+    fk_lock();
+    fk_faults[index].skip = nth - 1;
+    fk_faults[index].remaining = times;
+    fk_faults[index].code = (CUresult)code;
+    fk_unlock();
+    return 0;
+}
+
+void
+fakecuda_clear_faults(void)
+{
+    fk_lock();
+    memset(fk_faults, 0, sizeof(fk_faults));
+    fk_unlock();
+}
+
+long
+fakecuda_calls(const char *name)
+{
+    int index = entry_index(name);
+    long calls;
+
+    if (index < 0) {
+        return -1;
+    }
+    fk_lock();
+    calls = fk_calls[index];
+    fk_unlock();
+    return calls;
+}
+
+void
+fakecuda_reset(void)
+{
+    fk_lock();
+    memset(fk_faults, 0, sizeof(fk_faults));
+    memset(fk_calls, 0, sizeof(fk_calls));
+    fk_unlock();
+}

@@ -1,0 +1,37 @@
+/* fakecuda: the control API of the libcuda test double (tests/fakecuda).
+ *
+ * The library exports cuGetProcAddress_v2 and cuGetProcAddress (the driver side, every
+ * entry point of csrc/cuda_api.h resolved by name) and the fakecuda_ functions below, which
+ * tests call through ctypes on the same path the extension loaded, so both share state.
+ * Configuration comes from the environment, read once (see fakecuda.c).
+ */
+#ifndef FAKECUDA_H
+#define FAKECUDA_H
+
+#define FAKECUDA_API __attribute__((visibility("default")))
+
+/* Make the nth next call (1 = the very next) of entry point `name` ("cuMemGetInfo") return
+   `code` without running, for `times` consecutive calls (-1: every call from then on).
+   Re-arming a name replaces its fault; several names can be armed at once.
+   0, or -1 for an unknown name, nth < 1, code 0, or times 0 / below -1. */
+FAKECUDA_API int fakecuda_fail(const char *name, long nth, int code, long times);
+
+/* Disarm every fault armed by fakecuda_fail. */
+FAKECUDA_API void fakecuda_clear_faults(void);
+
+/* How many times entry point `name` was called since load (or the last fakecuda_reset),
+   failed calls included; -1 for an unknown name. */
+FAKECUDA_API long fakecuda_calls(const char *name);
+
+/* How many resources of `kind` are alive: "contexts", "allocations", "streams", "events",
+   "modules"; -1 for an unknown kind. */
+FAKECUDA_API long fakecuda_live(const char *kind);
+
+/* Test isolation: disarm every fault and zero every call counter.  Contexts and other
+   resources are left alone. */
+FAKECUDA_API void fakecuda_reset(void);
+
+/* The calling thread's context stack depth (0: no current context). */
+FAKECUDA_API int fakecuda_thread_stack_depth(void);
+
+#endif /* FAKECUDA_H */

@@ -1,0 +1,110 @@
+/* fakecuda internals shared by its files: the lock, the shared entry check, devices,
+ * contexts and the resource registry.
+ *
+ * Every driver entry point of csrc/cuda_api.h is a function fk_<Name> declared here from the
+ * list itself, with the type of its PFN_cu<Name>_v<Version>: a definition with other
+ * arguments fails to compile, and a missing one fails to link (the symbols are hidden).
+ */
+#ifndef FAKECUDA_FK_INTERNAL_H
+#define FAKECUDA_FK_INTERNAL_H
+
+#include <stddef.h>
+
+#include "cuda_api.h"
+#include "fakecuda.h"
+
+#define FK_HIDDEN __attribute__((visibility("hidden")))
+
+#define FK_MAX_DEVICES 64 /* FAKECUDA_DEVICES may ask for at most this many */
+
+/* The driver's entry points: CUresult fk_Init(unsigned int Flags), ... */
+#define FK_DECLARE_ENTRY(name, version)                                                            \
+    extern FK_HIDDEN __typeof__(*(PFN_cu##name##_v##version)0) fk_##name;
+GH_CUDA_API_LIST(FK_DECLARE_ENTRY)
+#undef FK_DECLARE_ENTRY
+
+/* ---- fakecuda.c: lock, entry check, configuration ---- */
+
+/* The one lock over all driver state (thread-local context stacks aside). */
+FK_HIDDEN void fk_lock(void);
+FK_HIDDEN void fk_unlock(void);
+
+typedef enum {
+    FK_ANYTIME,    /* works before cuInit (cuDriverGetVersion, cuGetErrorName, ...) */
+    FK_AFTER_INIT, /* CUDA_ERROR_NOT_INITIALIZED until cuInit succeeded */
+} fk_when;
+
+/* The first thing every fk_ entry point does: count the call, apply an armed fault, check
+   initialization.  CUDA_SUCCESS to go on, else the CUresult the entry point returns. */
+FK_HIDDEN CUresult fk_enter(gh_cu_id id, fk_when when);
+
+/* ---- fk_device.c ---- */
+
+typedef struct {
+    char name[64];
+    size_t total_mem;
+    size_t used_mem; /* bytes allocated on the device: MemGetInfo's free = total - used */
+    CUuuid uuid;
+    int attrs[CU_DEVICE_ATTRIBUTE_MAX];
+} fk_device;
+
+/* Make `count` devices (0 to FK_MAX_DEVICES); called once, by the first cuInit. */
+FK_HIDDEN void fk_devices_init(int count);
+/* Device `ordinal`, or NULL if there is none.  Fields other than used_mem are fixed after
+   cuInit and read without the lock; used_mem is under the lock. */
+FK_HIDDEN fk_device *fk_device_get(CUdevice ordinal);
+
+/* ---- fk_context.c ---- */
+
+/* A context (the fake's primary contexts).  Never freed: a destroyed one stays allocated,
+   marked dead, so stale handles are recognised. */
+struct CUctx_st {
+    struct CUctx_st *next_made; /* every context ever made, newest first */
+    CUdevice device;
+    int alive;
+};
+typedef struct CUctx_st fk_context;
+
+/* The calling thread's current context if it is usable: CUDA_SUCCESS and *out set,
+   CUDA_ERROR_INVALID_CONTEXT (none), or CUDA_ERROR_CONTEXT_IS_DESTROYED.  Lock held. */
+FK_HIDDEN CUresult fk_current_context(fk_context **out);
+
+/* ---- fk_resource.c: the registry of per-context resources, with live counters ---- */
+
+#define FK_KIND_LIST(K)                                                                            \
+    K(CONTEXTS, "contexts")                                                                        \
+    K(ALLOCATIONS, "allocations")                                                                  \
+    K(STREAMS, "streams")                                                                          \
+    K(EVENTS, "events")                                                                            \
+    K(MODULES, "modules")
+
+typedef enum {
+#define FK_KIND_ENUM(kind, name) FK_##kind,
+    FK_KIND_LIST(FK_KIND_ENUM)
+#undef FK_KIND_ENUM
+        FK__KINDS
+} fk_kind;
+
+/* The head of every resource other than contexts (embed it first in the resource's
+   struct).  Resources of a context are destroyed with it. */
+typedef struct fk_resource {
+    fk_kind kind;
+    fk_context *ctx;
+    struct fk_resource *prev, *next;          /* in the list of its kind */
+    void (*destroy)(struct fk_resource *res); /* free it; its registration is already gone */
+} fk_resource;
+
+/* Count one more (delta 1) or one fewer (-1) live resource of `kind`.  Lock held. */
+FK_HIDDEN void fk_live_add(fk_kind kind, long delta);
+/* Register `res` as a live `kind` of `ctx`, freed by `destroy` if ctx dies.  Lock held. */
+FK_HIDDEN void fk_resource_add(fk_resource *res, fk_kind kind, fk_context *ctx,
+                               void (*destroy)(fk_resource *));
+/* Unregister `res` (the caller frees it).  Lock held. */
+FK_HIDDEN void fk_resource_remove(fk_resource *res);
+/* The live resource of `kind` whose address is `handle`, or NULL (a stale or foreign
+   handle; it is never dereferenced).  Lock held. */
+FK_HIDDEN fk_resource *fk_resource_find(const void *handle, fk_kind kind);
+/* Unregister and destroy every resource of `ctx`.  Lock held. */
+FK_HIDDEN void fk_resource_destroy_all(fk_context *ctx);
+
+#endif /* FAKECUDA_FK_INTERNAL_H */
