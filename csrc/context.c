@@ -78,6 +78,15 @@ context_for_current(gh_state *st, CUcontext cur, gh_context **out)
     gh_context *ctx;
 
     *out = NULL;
+    /* Fast path: one of the primary contexts gpuhost already holds. */
+    for (Py_ssize_t i = 0; st->devices != NULL && i < PyList_GET_SIZE(st->devices); i++) {
+        PyObject *item = PyList_GET_ITEM(st->devices, i); /* borrowed */
+        if (item != Py_None && ((gh_device *)item)->context != NULL &&
+            ((gh_context *)((gh_device *)item)->context)->handle == cur) {
+            *out = (gh_context *)((gh_device *)item)->context;
+            return 0;
+        }
+    }
     if (gh_check(gh_cu.CtxGetDevice(&ordinal), GH_CU_CtxGetDevice) < 0 ||
         (dev = gh_device_get(st, ordinal)) == NULL || (ctx = gh_context_of(st, dev)) == NULL ||
         gh_context_activate(ctx) < 0) {
@@ -529,4 +538,13 @@ gh_context_init_type(PyObject *module, gh_state *st)
         return -1;
     }
     return PyModule_AddType(module, st->MemoryInfoType);
+}
+
+int
+gh_context_check_alive(gh_context *ctx, uint64_t generation, gh_cu_id id)
+{
+    if (ctx->handle != NULL && ctx->generation == generation) {
+        return 0;
+    }
+    return gh_raise_cuda(CUDA_ERROR_CONTEXT_IS_DESTROYED, id);
 }

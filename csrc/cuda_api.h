@@ -11,6 +11,7 @@
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
+#include <cudaProfilerTypedefs.h>
 
 /* Oldest driver gpuhost runs on (cuGetProcAddress_v2 and the ABIs below). */
 #define GH_MIN_DRIVER_VERSION 12000
@@ -37,7 +38,27 @@
     X(CtxPopCurrent, 4000)                                                                         \
     X(CtxGetDevice, 2000)                                                                          \
     X(CtxSynchronize, 2000)                                                                        \
-    X(MemGetInfo, 3020)
+    X(MemGetInfo, 3020)                                                                            \
+    X(CtxGetStreamPriorityRange, 5050)                                                             \
+    X(StreamCreateWithPriority, 5050)                                                              \
+    X(StreamDestroy, 4000)                                                                         \
+    X(StreamSynchronize, 2000)                                                                     \
+    X(StreamQuery, 2000)                                                                           \
+    X(StreamWaitEvent, 3020)                                                                       \
+    X(StreamGetPriority, 5050)                                                                     \
+    X(StreamGetFlags, 5050)                                                                        \
+    X(StreamGetCtx, 9020)                                                                          \
+    X(StreamAddCallback, 5000)                                                                     \
+    X(EventCreate, 2000)                                                                           \
+    X(EventDestroy, 4000)                                                                          \
+    X(EventRecord, 2000)                                                                           \
+    X(EventQuery, 2000)                                                                            \
+    X(EventSynchronize, 2000)                                                                      \
+    X(EventElapsedTime, 2000)                                                                      \
+    X(IpcGetEventHandle, 4010)                                                                     \
+    X(IpcOpenEventHandle, 4010)                                                                    \
+    X(ProfilerStart, 4000)                                                                         \
+    X(ProfilerStop, 4000)
 
 /* The function table: gh_cu.MemGetInfo(&free, &total). */
 typedef struct {

@@ -110,9 +110,17 @@ error:
 gh_device *
 gh_device_get(gh_state *st, long ordinal)
 {
-    int count = gh_device_count();
+    int count;
     PyObject *dev;
 
+    /* The device list never changes in a process: once made, a Device is looked up. */
+    if (st->devices != NULL && ordinal >= 0 && ordinal < PyList_GET_SIZE(st->devices)) {
+        dev = PyList_GET_ITEM(st->devices, ordinal); /* borrowed */
+        if (dev != Py_None) {
+            return (gh_device *)dev;
+        }
+    }
+    count = gh_device_count();
     if (count < 0) {
         return NULL;
     }
@@ -122,24 +130,19 @@ gh_device_get(gh_state *st, long ordinal)
         return NULL;
     }
     if (st->devices == NULL) {
-        st->devices = PyList_New(0);
+        st->devices = PyList_New(count);
         if (st->devices == NULL) {
             return NULL;
         }
-    }
-    while (PyList_GET_SIZE(st->devices) <= ordinal) {
-        if (PyList_Append(st->devices, Py_None) < 0) {
-            return NULL;
+        for (int i = 0; i < count; i++) {
+            PyList_SET_ITEM(st->devices, i, Py_NewRef(Py_None));
         }
     }
-    dev = PyList_GET_ITEM(st->devices, ordinal); /* borrowed */
-    if (dev == Py_None) {
-        dev = (PyObject *)device_new(st, (int)ordinal);
-        if (dev == NULL) {
-            return NULL;
-        }
-        PyList_SetItem(st->devices, ordinal, dev); /* steals dev; the list keeps it alive */
+    dev = (PyObject *)device_new(st, (int)ordinal);
+    if (dev == NULL) {
+        return NULL;
     }
+    PyList_SetItem(st->devices, ordinal, dev); /* steals dev; the list keeps it alive */
     return (gh_device *)dev;
 }
 

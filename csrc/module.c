@@ -9,6 +9,66 @@
 #define NPY_NO_DEPRECATED_API NPY_1_23_API_VERSION
 #include <numpy/arrayobject.h>
 
+_Thread_local int gh_on_driver_thread = 0;
+
+/* Release `handle` with the destroy call `id`; the driver's result. */
+static CUresult
+release_now(gh_cu_id id, void *handle)
+{
+    switch (id) {
+        case GH_CU_StreamDestroy:
+            return gh_cu.StreamDestroy((CUstream)handle);
+        case GH_CU_EventDestroy:
+            return gh_cu.EventDestroy((CUevent)handle);
+        default:
+            return CUDA_ERROR_NOT_SUPPORTED;
+    }
+}
+
+static void
+release_quietly(gh_cu_id id, void *handle)
+{
+    CUresult res = release_now(id, handle);
+    if (res != CUDA_SUCCESS && res != CUDA_ERROR_CONTEXT_IS_DESTROYED &&
+        res != CUDA_ERROR_DEINITIALIZED) {
+        gh_warn_cleanup(res, id);
+    }
+}
+
+typedef struct {
+    gh_cu_id id;
+    void *handle;
+} deferred_release;
+
+/* A pending call (main thread, GIL held): the release a callback thread could not do. */
+static int
+run_deferred_release(void *arg)
+{
+    deferred_release *d = (deferred_release *)arg;
+    release_quietly(d->id, d->handle);
+    PyMem_RawFree(d);
+    return 0;
+}
+
+void
+gh_release(gh_cu_id id, void *handle)
+{
+    deferred_release *d;
+    if (!gh_on_driver_thread) {
+        release_quietly(id, handle);
+        return;
+    }
+    d = PyMem_RawMalloc(sizeof(*d));
+    if (d == NULL) {
+        return; /* out of host memory on a driver thread: leak the handle, never crash */
+    }
+    d->id = id;
+    d->handle = handle;
+    if (Py_AddPendingCall(run_deferred_release, d) < 0) {
+        PyMem_RawFree(d);
+    }
+}
+
 /* The ordinal in `arg`, or -1 with an exception (TypeError for a non-int). */
 static long
 ordinal_from(PyObject *arg, const char *what)
@@ -215,7 +275,9 @@ module_exec(PyObject *module)
     if (PyArray_ImportNumPyAPI() < 0) {
         return -1;
     }
-    if (gh_device_init_type(module, st) < 0 || gh_context_init_type(module, st) < 0) {
+    if (gh_device_init_type(module, st) < 0 || gh_context_init_type(module, st) < 0 ||
+        gh_stream_init_type(module, st) < 0 || gh_event_init_type(module, st) < 0 ||
+        PyModule_AddFunctions(module, gh_nvtx_methods) < 0) {
         return -1;
     }
     return PyModule_AddIntConstant(module, "CUDA_HEADERS_VERSION", CUDA_VERSION);
@@ -228,6 +290,8 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->DeviceType);
     Py_VISIT(st->ContextType);
     Py_VISIT(st->MemoryInfoType);
+    Py_VISIT(st->StreamType);
+    Py_VISIT(st->EventType);
     Py_VISIT(st->devices);
     return 0;
 }
@@ -240,6 +304,8 @@ module_clear(PyObject *module)
     Py_CLEAR(st->DeviceType);
     Py_CLEAR(st->ContextType);
     Py_CLEAR(st->MemoryInfoType);
+    Py_CLEAR(st->StreamType);
+    Py_CLEAR(st->EventType);
     return 0;
 }
 

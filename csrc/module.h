@@ -19,7 +19,9 @@ typedef struct {
     PyTypeObject *DeviceType;
     PyTypeObject *ContextType;
     PyTypeObject *MemoryInfoType;
-    PyObject *devices; /* list of Device, one per ordinal, filled on first use; or NULL */
+    PyTypeObject *StreamType;
+    PyTypeObject *EventType;
+    PyObject *devices; /* list of Device or None, one per ordinal, made on first use */
 } gh_state;
 
 extern PyModuleDef gh_module_def;
@@ -59,6 +61,24 @@ const char *gh_cu_result_name(CUresult res);
 void gh_warn_cleanup(CUresult res, gh_cu_id id);
 
 /* ---- module.c ---- */
+
+/* Set while a driver thread runs a host callback: CUDA calls are not allowed there. */
+extern _Thread_local int gh_on_driver_thread;
+/* Free a driver resource: cuStreamDestroy / cuEventDestroy (the `id`) of `handle`, now,
+   or, on a driver callback thread, soon after on the main thread.  Never raises; a
+   failure becomes a warning (none when the resource's context is already gone). */
+void gh_release(gh_cu_id id, void *handle);
+
+/* Whether the interpreter is shutting down (a driver thread must not take the GIL). */
+static inline int
+gh_python_finalizing(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing();
+#else
+    return _Py_IsFinalizing();
+#endif
+}
 
 /* The module state of a gpuhost type's instance, or of the module itself. */
 static inline gh_state *
@@ -133,6 +153,54 @@ int gh_context_reset(gh_context *ctx);
 /* Pop primary contexts off this thread's stack; with `release_all` also release every
    primary context gpuhost holds (numba's cuda.close() in the main thread). 0 or -1. */
 int gh_context_close_all(gh_state *st, int release_all);
+
+/* Raise CudaAPIError(CUDA_ERROR_CONTEXT_IS_DESTROYED) for call `id` and return -1 if
+   `generation` is not `ctx`'s live generation (the context was reset or closed since the
+   object was made); else 0. */
+int gh_context_check_alive(gh_context *ctx, uint64_t generation, gh_cu_id id);
+
+/* ---- stream.c ---- */
+
+typedef enum {
+    GH_STREAM_OWNED,      /* made by gpuhost, destroyed with its object */
+    GH_STREAM_DEFAULT,    /* handle 0: the current context's default stream */
+    GH_STREAM_LEGACY,     /* CU_STREAM_LEGACY */
+    GH_STREAM_PER_THREAD, /* CU_STREAM_PER_THREAD */
+    GH_STREAM_EXTERNAL,   /* someone else's: never destroyed by gpuhost */
+} gh_stream_kind;
+
+typedef struct {
+    PyObject_HEAD gh_context *context; /* strong */
+    CUstream handle;
+    uint64_t generation;
+    gh_stream_kind kind;
+} gh_stream;
+
+/* A stream argument resolved: the handle to pass to the driver, the gpuhost Context it
+   is known to belong to (borrowed; NULL for a foreign stream whose context is not known),
+   and whether it is one of the per-context default streams, which refer to whatever
+   context is current and so need `context` made current around the call. */
+typedef struct {
+    CUstream handle;
+    gh_context *context;
+    int is_default;
+} gh_stream_ref;
+
+int gh_stream_init_type(PyObject *module, gh_state *st);
+/* Resolve a `stream=` argument: NULL, None or 0 (the default stream), a gpuhost Stream,
+   or an object exporting __cuda_stream__ (cuda.core, CuPy) or a CuPy / PyTorch stream.
+   0, or -1 with TypeError naming what is accepted. */
+int gh_stream_resolve(gh_state *st, PyObject *obj, gh_stream_ref *out);
+
+/* ---- event.c ---- */
+
+int gh_event_init_type(PyObject *module, gh_state *st);
+/* A new Event in `ctx` made with cuEventCreate `flags`; new reference or NULL. */
+PyObject *gh_event_new(gh_state *st, gh_context *ctx, unsigned int flags);
+
+/* ---- nvtx.c ---- */
+
+extern PyMethodDef gh_nvtx_methods[];
 
 /* ---- nvrtc_api.c: the NVRTC loader ---- */
 

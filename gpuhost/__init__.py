@@ -9,17 +9,29 @@ The driver (libcuda) and NVRTC are loaded at run time: importing gpuhost always 
 without a driver ``is_available()`` is False and calls that need one raise
 CudaSupportError.
 """
-from . import _core, errors, runtime
+from . import _core, errors, nvtx, runtime
 from ._core import (
     Context,
     Device,
+    Event,
     MemoryInfo,
+    Stream,
     current_context,
+    default_stream,
     driver_version,
+    event,
+    event_elapsed_time,
+    external_stream,
     is_available,
+    legacy_default_stream,
+    per_thread_default_stream,
+    profile_start,
+    profile_stop,
     select_device,
+    stream,
     synchronize,
 )
+from ._streamtools import IpcEventHandle, profiling
 from .devices import close, detect, gpus, list_devices, require_context
 from .errors import (
     CudaAPIError,
@@ -46,21 +58,35 @@ __all__ = [
     "CudaOutOfMemoryError",
     "CudaSupportError",
     "Device",
+    "Event",
     "InvalidDeviceError",
+    "IpcEventHandle",
     "MemoryInfo",
     "NvrtcError",
     "NvrtcSupportError",
+    "Stream",
     "close",
     "current_context",
+    "default_stream",
     "detect",
     "driver_version",
     "errors",
+    "event",
+    "event_elapsed_time",
+    "external_stream",
     "get_current_device",
     "gpus",
     "is_available",
+    "legacy_default_stream",
     "list_devices",
+    "nvtx",
+    "per_thread_default_stream",
+    "profile_start",
+    "profile_stop",
+    "profiling",
     "require_context",
     "runtime",
     "select_device",
+    "stream",
     "synchronize",
 ]

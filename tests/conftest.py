@@ -90,6 +90,8 @@ class FakeDriver:
         lib.fakecuda_calls.restype = ctypes.c_long
         lib.fakecuda_live.argtypes = [ctypes.c_char_p]
         lib.fakecuda_live.restype = ctypes.c_long
+        lib.fakecuda_pending.restype = ctypes.c_long
+        lib.fakecuda_profiler_state.restype = ctypes.c_long
         self._lib = lib
 
     def fail(self, name, code, nth=1, times=1):
@@ -109,6 +111,19 @@ class FakeDriver:
     def stack_depth(self):
         return self._lib.fakecuda_thread_stack_depth()
 
+    def gate_close(self):
+        """Hold all queued work (callbacks, event records) until gate_open()."""
+        self._lib.fakecuda_gate_close()
+
+    def gate_open(self):
+        self._lib.fakecuda_gate_open()
+
+    def pending(self):
+        return self._lib.fakecuda_pending()
+
+    def profiler_state(self):
+        return self._lib.fakecuda_profiler_state()
+
 
 @pytest.fixture
 def fake():
@@ -118,6 +133,7 @@ def fake():
     drv = FakeDriver(FAKE_PATH)
     drv.clear_faults()
     yield drv
+    drv.gate_open()
     drv.clear_faults()
 
 

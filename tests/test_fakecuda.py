@@ -1,10 +1,12 @@
 """The fake driver itself (tests/fakecuda), through ctypes only: lookup, initialization,
-devices, primary contexts, context stacks, fault injection, error names, the build.
+devices, primary contexts, context stacks, streams, events, the work queue and its gate,
+the profiler switch, fault injection, error names, the build.
 
 Each test loads its own copy of the library (a copy is a different file, so the dynamic
 loader gives it its own state): configuration read at the first cuInit can differ per test,
 and nothing here touches the instance gpuhost itself loaded in this process.
 """
+import contextlib
 import ctypes
 import os
 import random
@@ -13,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -44,6 +47,14 @@ INVALID_CONTEXT = ERRORS["CUDA_ERROR_INVALID_CONTEXT"]
 NOT_FOUND = ERRORS["CUDA_ERROR_NOT_FOUND"]
 CONTEXT_IS_DESTROYED = ERRORS["CUDA_ERROR_CONTEXT_IS_DESTROYED"]
 UNKNOWN = ERRORS["CUDA_ERROR_UNKNOWN"]
+INVALID_HANDLE = ERRORS["CUDA_ERROR_INVALID_HANDLE"]
+NOT_READY = ERRORS["CUDA_ERROR_NOT_READY"]
+NOT_PERMITTED = ERRORS["CUDA_ERROR_NOT_PERMITTED"]
+
+# the default stream handles, CUstream_flags, CUevent_flags
+STREAM_NULL, STREAM_LEGACY, STREAM_PER_THREAD = None, 1, 2
+NON_BLOCKING = 1
+EVENT_DEFAULT, BLOCKING_SYNC, DISABLE_TIMING, INTERPROCESS = 0, 1, 2, 4
 
 # CUdriverProcAddressQueryResult, CU_GET_PROC_ADDRESS_LEGACY_STREAM
 SYMBOL_FOUND, SYMBOL_NOT_FOUND, VERSION_NOT_SUFFICIENT = 0, 1, 2
@@ -65,6 +76,15 @@ c_int_p = ctypes.POINTER(ctypes.c_int)
 c_size_p = ctypes.POINTER(ctypes.c_size_t)
 c_void_pp = ctypes.POINTER(ctypes.c_void_p)
 c_char_pp = ctypes.POINTER(ctypes.c_char_p)
+c_uint_p = ctypes.POINTER(ctypes.c_uint)
+
+# void CUstreamCallback(CUstream, CUresult, void *userData)
+STREAM_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
+
+
+class IpcEventHandle(ctypes.Structure):
+    _fields_ = [("reserved", ctypes.c_char * 64)]
+
 
 SIGNATURES = {
     "cuInit": [ctypes.c_uint],
@@ -89,6 +109,26 @@ SIGNATURES = {
     "cuMemGetInfo": [c_size_p, c_size_p],
     "cuGetErrorName": [ctypes.c_int, c_char_pp],
     "cuGetErrorString": [ctypes.c_int, c_char_pp],
+    "cuCtxGetStreamPriorityRange": [c_int_p, c_int_p],
+    "cuStreamCreateWithPriority": [c_void_pp, ctypes.c_uint, ctypes.c_int],
+    "cuStreamDestroy": [ctypes.c_void_p],
+    "cuStreamSynchronize": [ctypes.c_void_p],
+    "cuStreamQuery": [ctypes.c_void_p],
+    "cuStreamWaitEvent": [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint],
+    "cuStreamGetPriority": [ctypes.c_void_p, c_int_p],
+    "cuStreamGetFlags": [ctypes.c_void_p, c_uint_p],
+    "cuStreamGetCtx": [ctypes.c_void_p, c_void_pp],
+    "cuStreamAddCallback": [ctypes.c_void_p, STREAM_CALLBACK, ctypes.c_void_p, ctypes.c_uint],
+    "cuEventCreate": [c_void_pp, ctypes.c_uint],
+    "cuEventDestroy": [ctypes.c_void_p],
+    "cuEventRecord": [ctypes.c_void_p, ctypes.c_void_p],
+    "cuEventQuery": [ctypes.c_void_p],
+    "cuEventSynchronize": [ctypes.c_void_p],
+    "cuEventElapsedTime": [ctypes.POINTER(ctypes.c_float), ctypes.c_void_p, ctypes.c_void_p],
+    "cuIpcGetEventHandle": [ctypes.POINTER(IpcEventHandle), ctypes.c_void_p],
+    "cuIpcOpenEventHandle": [c_void_pp, IpcEventHandle],
+    "cuProfilerStart": [],
+    "cuProfilerStop": [],
 }
 
 
@@ -107,7 +147,10 @@ class Fake:
         lib.fakecuda_calls.restype = ctypes.c_long
         lib.fakecuda_live.argtypes = [ctypes.c_char_p]
         lib.fakecuda_live.restype = ctypes.c_long
+        lib.fakecuda_pending.restype = ctypes.c_long
+        lib.fakecuda_profiler_state.restype = ctypes.c_long
         self.lib = lib
+        self.callbacks = []  # ctypes callbacks handed to the fake, kept alive
 
     def proc(self, name, version=13000, flags=LEGACY_STREAM):
         """cuGetProcAddress_v2: (result, status, address or None)."""
@@ -144,6 +187,18 @@ class Fake:
 
     def depth(self):
         return self.lib.fakecuda_thread_stack_depth()
+
+    def gate_close(self):
+        self.lib.fakecuda_gate_close()
+
+    def gate_open(self):
+        self.lib.fakecuda_gate_open()
+
+    def pending(self):
+        return self.lib.fakecuda_pending()
+
+    def profiler_state(self):
+        return self.lib.fakecuda_profiler_state()
 
     # helpers over entry points
     def attr(self, name, dev=0):
@@ -182,6 +237,52 @@ class Fake:
         free, total = ctypes.c_size_t(), ctypes.c_size_t()
         res = self.cuMemGetInfo(ctypes.byref(free), ctypes.byref(total))
         return res, free.value, total.value
+
+    def push(self, dev=0):
+        """Retain device `dev`'s primary context and make it current; its handle."""
+        ctx = self.retain(dev)
+        assert self.cuCtxPushCurrent(ctx) == SUCCESS
+        return ctx
+
+    def stream(self, flags=0, priority=0):
+        handle = ctypes.c_void_p()
+        assert self.cuStreamCreateWithPriority(ctypes.byref(handle), flags, priority) == SUCCESS
+        assert handle.value
+        return handle.value
+
+    def event(self, flags=EVENT_DEFAULT):
+        handle = ctypes.c_void_p()
+        assert self.cuEventCreate(ctypes.byref(handle), flags) == SUCCESS
+        assert handle.value
+        return handle.value
+
+    def stream_info(self, stream):
+        """(result, priority, flags, context) of `stream`, from its three getters."""
+        prio, flags, ctx = ctypes.c_int(-99), ctypes.c_uint(99), ctypes.c_void_p()
+        results = {self.cuStreamGetPriority(stream, ctypes.byref(prio)),
+                   self.cuStreamGetFlags(stream, ctypes.byref(flags)),
+                   self.cuStreamGetCtx(stream, ctypes.byref(ctx))}
+        assert len(results) == 1, results
+        return results.pop(), prio.value, flags.value, ctx.value
+
+    def add_callback(self, stream, fn):
+        """Queue fn(stream, status) on `stream` as a host callback; the result."""
+        callback = STREAM_CALLBACK(lambda handle, status, _: fn(handle, status))
+        self.callbacks.append(callback)
+        return self.cuStreamAddCallback(stream, callback, None, 0)
+
+    def elapsed(self, start, end):
+        ms = ctypes.c_float(-1.0)
+        res = self.cuEventElapsedTime(ctypes.byref(ms), start, end)
+        return res, ms.value
+
+    def ipc_handle(self, event):
+        handle = IpcEventHandle()
+        return self.cuIpcGetEventHandle(ctypes.byref(handle), event), handle
+
+    def ipc_open(self, handle):
+        event = ctypes.c_void_p()
+        return self.cuIpcOpenEventHandle(ctypes.byref(event), handle), event.value
 
 
 @pytest.fixture(scope="session")
@@ -270,7 +371,8 @@ def test_version_1_lookup_finds_the_same_functions(fake):
 def test_only_the_lookup_and_the_control_api_are_exported(fake):
     for name in ("cuGetProcAddress", "cuGetProcAddress_v2", "fakecuda_fail",
                  "fakecuda_clear_faults", "fakecuda_calls", "fakecuda_live", "fakecuda_reset",
-                 "fakecuda_thread_stack_depth"):
+                 "fakecuda_thread_stack_depth", "fakecuda_gate_close", "fakecuda_gate_open",
+                 "fakecuda_pending", "fakecuda_profiler_state"):
         assert hasattr(fake.lib, name), name
     for name in ("cuInit", "cuMemGetInfo", "fk_Init", "fk_enter", "fk_lock"):
         assert not hasattr(fake.lib, name), name
@@ -627,6 +729,561 @@ def test_concurrent_retain_and_release_keep_count(fake):
     assert fake.live("contexts") == 0
     assert fake.calls("cuDevicePrimaryCtxRetain") == 8 * rounds
     assert fake.calls("cuDevicePrimaryCtxRelease") == 8 * rounds
+
+
+# ---- streams ----
+
+@contextlib.contextmanager
+def gate_closed(fake):
+    """Hold the worker back in the block; the gate opens again whatever happens."""
+    fake.gate_close()
+    try:
+        yield
+    finally:
+        fake.gate_open()
+
+
+class Background:
+    """fn() run on a thread of its own: done() says if it returned, result() joins it."""
+
+    def __init__(self, fn):
+        self.box = {}
+        self.thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
+        self.thread.start()
+
+    def _run(self, fn):
+        try:
+            self.box["result"] = fn()
+        except BaseException as e:  # handed back by result()
+            self.box["error"] = e
+
+    def done(self):
+        return not self.thread.is_alive()
+
+    def result(self):
+        self.thread.join(60)
+        assert not self.thread.is_alive(), "thread hung"
+        if "error" in self.box:
+            raise self.box["error"]
+        return self.box["result"]
+
+
+def test_priority_range_is_an_h100s_and_needs_a_context(fake):
+    least, greatest = ctypes.c_int(99), ctypes.c_int(99)
+    assert fake.cuCtxGetStreamPriorityRange(ctypes.byref(least), ctypes.byref(greatest)) \
+        == INVALID_CONTEXT
+    fake.push(random.choice([0, 1]))
+    assert fake.cuCtxGetStreamPriorityRange(ctypes.byref(least), ctypes.byref(greatest)) \
+        == SUCCESS
+    assert (least.value, greatest.value) == (0, -5)
+    assert fake.cuCtxGetStreamPriorityRange(None, ctypes.byref(greatest)) == SUCCESS
+    assert fake.cuCtxGetStreamPriorityRange(ctypes.byref(least), None) == SUCCESS
+    assert fake.cuCtxGetStreamPriorityRange(None, None) == SUCCESS
+
+
+def test_stream_keeps_its_flags_and_context_and_clamps_its_priority(fake):
+    ctx = fake.push(1)
+    for priority, expected in [(random.randint(-5, 0),) * 2, (random.randint(1, 10**6), 0),
+                               (random.randint(-10**6, -6), -5)]:
+        flags = random.choice([0, NON_BLOCKING])
+        stream = fake.stream(flags, priority)
+        assert fake.stream_info(stream) == (SUCCESS, expected, flags, ctx)
+        assert fake.cuStreamDestroy(stream) == SUCCESS
+
+
+def test_stream_create_rejects_bad_flags_null_and_no_context(fake):
+    handle = ctypes.c_void_p()
+    assert fake.cuStreamCreateWithPriority(ctypes.byref(handle), 0, 0) == INVALID_CONTEXT
+    fake.push(0)
+    for flags in (2, random.randint(2, 2**32 - 1)):
+        assert fake.cuStreamCreateWithPriority(ctypes.byref(handle), flags, 0) == INVALID_VALUE
+    assert fake.cuStreamCreateWithPriority(None, 0, 0) == INVALID_VALUE
+    assert handle.value is None and fake.live("streams") == 0
+
+
+def test_streams_are_counted_and_dead_after_destroy(fake):
+    fake.push(0)
+    n = random.randint(2, 8)
+    streams = [fake.stream() for _ in range(n)]
+    assert len(set(streams)) == n and fake.live("streams") == n
+    for i, stream in enumerate(streams):
+        assert fake.cuStreamDestroy(stream) == SUCCESS
+        assert fake.live("streams") == n - i - 1
+    stale = random.choice(streams)
+    assert fake.cuStreamDestroy(stale) == INVALID_HANDLE
+    assert fake.cuStreamQuery(stale) == INVALID_HANDLE
+    assert fake.cuStreamSynchronize(stale) == INVALID_HANDLE
+    assert fake.stream_info(stale)[0] == INVALID_HANDLE
+    assert fake.add_callback(stale, lambda *a: None) == INVALID_HANDLE
+    assert fake.stream() not in streams  # addresses are never reused
+    bogus = random.randrange(0x1000, 2**40, 16)
+    assert fake.cuStreamQuery(bogus) == INVALID_HANDLE
+
+
+def test_default_stream_handles_name_the_current_context(fake):
+    for handle in (STREAM_NULL, STREAM_LEGACY, STREAM_PER_THREAD):
+        assert fake.stream_info(handle)[0] == INVALID_CONTEXT
+        assert fake.cuStreamQuery(handle) == INVALID_CONTEXT
+        assert fake.cuStreamSynchronize(handle) == INVALID_CONTEXT
+    c0 = fake.push(0)
+    c1 = fake.push(1)
+    for handle in (STREAM_NULL, STREAM_LEGACY, STREAM_PER_THREAD):
+        assert fake.stream_info(handle) == (SUCCESS, 0, 0, c1)
+        assert fake.cuStreamQuery(handle) == SUCCESS
+        assert fake.cuStreamSynchronize(handle) == SUCCESS
+        assert fake.cuStreamDestroy(handle) == INVALID_HANDLE  # cannot be destroyed
+    assert fake.pop() == (SUCCESS, c1)
+    assert fake.stream_info(STREAM_LEGACY)[3] == c0
+
+
+def test_query_is_not_ready_while_the_gate_holds_work_back(fake):
+    fake.push(0)
+    stream, idle = fake.stream(), fake.stream()
+    ran = []
+    with gate_closed(fake):
+        for handle in (stream, STREAM_NULL, STREAM_PER_THREAD):
+            assert fake.add_callback(handle, lambda h, s: ran.append(h)) == SUCCESS
+            assert fake.cuStreamQuery(handle) == NOT_READY
+        assert fake.pending() == 3 and ran == []
+        assert fake.cuStreamQuery(idle) == SUCCESS  # nothing was queued on it
+    assert fake.cuCtxSynchronize() == SUCCESS
+    assert ran == [stream, None, STREAM_PER_THREAD] and fake.pending() == 0
+    for handle in (stream, STREAM_NULL, STREAM_LEGACY, STREAM_PER_THREAD):
+        assert fake.cuStreamQuery(handle) == SUCCESS
+
+
+def test_callbacks_run_on_one_worker_thread_with_the_stream_as_given(fake):
+    fake.push(0)
+    stream = fake.stream(NON_BLOCKING)
+    seen = []
+    handles = [random.choice([stream, STREAM_NULL, STREAM_LEGACY, STREAM_PER_THREAD])
+               for _ in range(random.randint(3, 10))]
+    for handle in handles:
+        assert fake.add_callback(
+            handle, lambda h, s: seen.append((h, s, threading.get_ident()))) == SUCCESS
+    assert fake.cuStreamSynchronize(handles[-1]) == SUCCESS
+    assert [(h, s) for h, s, _ in seen] == [(h, SUCCESS) for h in handles]
+    threads = {ident for _, _, ident in seen}
+    assert len(threads) == 1 and threading.get_ident() not in threads
+
+
+def test_callback_gets_its_user_data(fake):
+    fake.push(0)
+    seen = []
+    callback = STREAM_CALLBACK(lambda handle, status, data: seen.append(data))
+    data = random.randrange(1, 2**40)
+    assert fake.cuStreamAddCallback(STREAM_NULL, callback, data, 0) == SUCCESS
+    assert fake.cuStreamSynchronize(STREAM_NULL) == SUCCESS
+    assert seen == [data]
+
+
+def test_add_callback_rejects_null_callback_and_flags(fake):
+    fake.push(0)
+    callback = STREAM_CALLBACK(lambda *a: None)
+    assert fake.cuStreamAddCallback(STREAM_NULL, ctypes.cast(None, STREAM_CALLBACK), None,
+                                    0) == INVALID_VALUE
+    assert fake.cuStreamAddCallback(STREAM_NULL, callback, None,
+                                    random.randint(1, 2**32 - 1)) == INVALID_VALUE
+    assert fake.pending() == 0
+
+
+def test_ops_run_in_queue_order_across_streams(fake):
+    fake.push(0)
+    streams = [fake.stream(), fake.stream(NON_BLOCKING), STREAM_NULL, STREAM_PER_THREAD]
+    order, expected = [], []
+    with gate_closed(fake):
+        for i in range(random.randint(10, 30)):
+            stream = random.choice(streams)
+            expected.append((i, stream))
+            assert fake.add_callback(stream, lambda h, s, i=i: order.append((i, h))) == SUCCESS
+        assert fake.pending() == len(expected)
+    assert fake.cuCtxSynchronize() == SUCCESS
+    assert order == expected
+
+
+def test_synchronize_waits_for_the_gate_without_holding_the_lock(fake):
+    ctx = fake.push(0)
+    stream = fake.stream()
+    ran = []
+    with gate_closed(fake):
+        assert fake.add_callback(stream, lambda h, s: ran.append(h)) == SUCCESS
+
+        def sync(call):
+            assert fake.cuCtxPushCurrent(ctx) == SUCCESS
+            return call(), list(ran)
+
+        waiters = [Background(lambda: sync(lambda: fake.cuStreamSynchronize(stream))),
+                   Background(lambda: sync(fake.cuCtxSynchronize))]
+        time.sleep(0.02)
+        assert not any(w.done() for w in waiters)
+        # the waiters hold no lock: other calls go through meanwhile
+        assert fake.cuStreamQuery(stream) == NOT_READY
+        assert fake.stream_info(stream)[0] == SUCCESS and fake.live("streams") == 1
+    assert [w.result() for w in waiters] == [(SUCCESS, [stream])] * 2
+
+
+def test_destroying_a_stream_lets_its_queued_work_run(fake):
+    fake.push(0)
+    stream = fake.stream()
+    ran = []
+    with gate_closed(fake):
+        assert fake.add_callback(stream, lambda h, s: ran.append((h, s))) == SUCCESS
+        assert fake.cuStreamDestroy(stream) == SUCCESS
+        assert fake.live("streams") == 0 and fake.pending() == 1
+    assert fake.cuCtxSynchronize() == SUCCESS
+    assert ran == [(stream, SUCCESS)]
+
+
+def test_driver_calls_from_a_callback_are_not_permitted(fake):
+    ctx = fake.push(0)
+    stream, event = fake.stream(), fake.event()
+    results = []
+
+    def callback(handle, status):
+        results.extend([fake.cuStreamQuery(handle), fake.cuStreamSynchronize(handle),
+                        fake.cuCtxSynchronize(), fake.cuEventQuery(event),
+                        fake.cuEventSynchronize(event), fake.cuEventRecord(event, handle),
+                        fake.cuCtxPushCurrent(ctx), fake.cuStreamDestroy(handle)])
+
+    assert fake.add_callback(stream, callback) == SUCCESS
+    assert fake.cuStreamSynchronize(stream) == SUCCESS
+    assert results == [NOT_PERMITTED] * 8
+    assert fake.cuStreamDestroy(stream) == SUCCESS  # nothing the callback tried happened
+
+
+def test_stream_wait_event_queues_behind_earlier_work(fake):
+    fake.push(0)
+    stream, other, event = fake.stream(), fake.stream(), fake.event()
+    assert fake.cuStreamWaitEvent(stream, event, random.randint(2, 2**32 - 1)) == INVALID_VALUE
+    assert fake.cuStreamWaitEvent(stream, random.randrange(0x1000, 2**40, 16), 0) \
+        == INVALID_HANDLE
+    with gate_closed(fake):
+        assert fake.cuEventRecord(event, other) == SUCCESS
+        assert fake.cuStreamWaitEvent(stream, event, random.choice([0, 1])) == SUCCESS
+        assert fake.cuStreamQuery(stream) == NOT_READY and fake.pending() == 2
+    assert fake.cuStreamSynchronize(stream) == SUCCESS
+    assert fake.cuEventQuery(event) == SUCCESS
+
+
+def test_an_event_of_another_context_may_be_waited_for(fake):
+    fake.push(1)
+    event = fake.event()
+    fake.push(0)
+    assert fake.cuStreamWaitEvent(fake.stream(), event, 0) == SUCCESS
+    assert fake.cuCtxSynchronize() == SUCCESS
+
+
+def test_concurrent_callbacks_and_synchronizes_lose_nothing(fake):
+    ctx = fake.push(0)
+    rounds = random.randint(20, 60)
+    counted = []
+    errors = []
+
+    def worker():
+        assert fake.cuCtxPushCurrent(ctx) == SUCCESS
+        stream = fake.stream()
+        for _ in range(rounds):
+            if (fake.add_callback(stream, lambda h, s: counted.append(h)) != SUCCESS
+                    or random.random() < 0.3 and fake.cuStreamSynchronize(stream) != SUCCESS):
+                errors.append("failed")
+        if fake.cuStreamSynchronize(stream) != SUCCESS or fake.cuStreamDestroy(stream):
+            errors.append("failed")
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == [] and len(counted) == 4 * rounds
+    assert fake.pending() == 0 and fake.live("streams") == 0
+
+
+# ---- events ----
+
+def test_event_create_takes_the_flag_combinations_the_driver_does(fake):
+    handle = ctypes.c_void_p()
+    assert fake.cuEventCreate(ctypes.byref(handle), 0) == INVALID_CONTEXT
+    fake.push(0)
+    good = [0, BLOCKING_SYNC, DISABLE_TIMING, BLOCKING_SYNC | DISABLE_TIMING,
+            INTERPROCESS | DISABLE_TIMING, INTERPROCESS | DISABLE_TIMING | BLOCKING_SYNC]
+    events = [fake.event(flags) for flags in good]
+    assert fake.live("events") == len(good)
+    for flags in (INTERPROCESS, INTERPROCESS | BLOCKING_SYNC, 8, random.randint(8, 2**32 - 1)):
+        assert fake.cuEventCreate(ctypes.byref(handle), flags) == INVALID_VALUE, flags
+    assert fake.cuEventCreate(None, 0) == INVALID_VALUE
+    for event in events:
+        assert fake.cuEventDestroy(event) == SUCCESS
+    assert fake.live("events") == 0
+
+
+def test_destroyed_event_is_invalid_handle(fake):
+    fake.push(0)
+    event = fake.event()
+    assert fake.cuEventDestroy(event) == SUCCESS
+    for call in (fake.cuEventDestroy, fake.cuEventQuery, fake.cuEventSynchronize):
+        assert call(event) == INVALID_HANDLE
+    assert fake.cuEventRecord(event, STREAM_NULL) == INVALID_HANDLE
+    assert fake.cuStreamWaitEvent(STREAM_NULL, event, 0) == INVALID_HANDLE
+    assert fake.elapsed(event, fake.event())[0] == INVALID_HANDLE
+    assert fake.event() != event
+
+
+def test_event_is_not_ready_until_its_record_runs(fake):
+    fake.push(0)
+    event = fake.event(random.choice([0, BLOCKING_SYNC, DISABLE_TIMING]))
+    assert fake.cuEventQuery(event) == SUCCESS  # never recorded, as the driver
+    assert fake.cuEventSynchronize(event) == SUCCESS
+    with gate_closed(fake):
+        assert fake.cuEventRecord(event, random.choice([STREAM_NULL, fake.stream()])) == SUCCESS
+        assert fake.cuEventQuery(event) == NOT_READY
+        waiter = Background(lambda: fake.cuEventSynchronize(event))
+        time.sleep(0.02)
+        assert not waiter.done()
+    assert waiter.result() == SUCCESS
+    assert fake.cuEventQuery(event) == SUCCESS
+
+
+def test_elapsed_time_is_measured_when_the_worker_reaches_the_records(fake):
+    fake.push(0)
+    stream = fake.stream()
+    start, end = fake.event(), fake.event(BLOCKING_SYNC)
+    pause = random.uniform(0.01, 0.03)
+    assert fake.cuEventRecord(start, stream) == SUCCESS
+    assert fake.add_callback(stream, lambda h, s: time.sleep(pause)) == SUCCESS
+    assert fake.cuEventRecord(end, stream) == SUCCESS
+    assert fake.cuEventSynchronize(end) == SUCCESS
+    res, ms = fake.elapsed(start, end)
+    assert res == SUCCESS and ms >= pause * 1000 * 0.999
+    res, back = fake.elapsed(end, start)
+    assert res == SUCCESS and back == pytest.approx(-ms)
+    assert fake.elapsed(start, start) == (SUCCESS, 0.0)
+
+
+def test_elapsed_time_errors(fake):
+    fake.push(0)
+    timed, other, untimed = fake.event(), fake.event(), fake.event(DISABLE_TIMING)
+    assert fake.cuEventRecord(timed, STREAM_NULL) == SUCCESS
+    assert fake.cuEventRecord(untimed, STREAM_NULL) == SUCCESS
+    assert fake.cuCtxSynchronize() == SUCCESS
+    assert fake.elapsed(timed, untimed)[0] == INVALID_HANDLE
+    assert fake.elapsed(untimed, timed)[0] == INVALID_HANDLE
+    assert fake.elapsed(timed, other)[0] == INVALID_HANDLE  # never recorded
+    assert fake.elapsed(other, timed)[0] == INVALID_HANDLE
+    assert fake.cuEventElapsedTime(None, timed, timed) == INVALID_VALUE
+    with gate_closed(fake):
+        assert fake.cuEventRecord(other, STREAM_NULL) == SUCCESS
+        assert fake.elapsed(timed, other)[0] == NOT_READY
+        assert fake.elapsed(other, timed)[0] == NOT_READY
+        assert fake.elapsed(untimed, other)[0] == INVALID_HANDLE  # unusable outranks pending
+    assert fake.cuEventSynchronize(other) == SUCCESS
+    assert fake.elapsed(timed, other)[0] == SUCCESS
+
+
+def test_recording_again_replaces_the_previous_record(fake):
+    fake.push(0)
+    first, second = fake.stream(), fake.stream()
+    event, mid = fake.event(), fake.event()
+    inside, release = threading.Event(), threading.Event()
+
+    def park(handle, status):  # holds the worker between the two records
+        inside.set()
+        release.wait(30)
+
+    assert fake.cuEventRecord(event, first) == SUCCESS
+    assert fake.cuEventSynchronize(event) == SUCCESS
+    with gate_closed(fake):
+        assert fake.cuEventRecord(event, second) == SUCCESS
+        assert fake.cuEventQuery(event) == NOT_READY  # the finished record no longer counts
+        assert fake.add_callback(second, park) == SUCCESS
+        assert fake.cuEventRecord(mid, second) == SUCCESS
+        assert fake.cuEventRecord(event, second) == SUCCESS
+    try:
+        assert inside.wait(30)
+        assert fake.cuEventQuery(event) == NOT_READY  # the replaced record ran: not enough
+    finally:
+        release.set()
+    assert fake.cuEventSynchronize(event) == SUCCESS
+    res, ms = fake.elapsed(mid, event)  # stamped by the last record, after `mid`
+    assert res == SUCCESS and ms >= 0.0
+
+
+def test_record_on_a_stream_of_another_context_is_invalid_handle(load):
+    fake = load(FAKECUDA_DEVICES="2")
+    fake.push(1)
+    foreign = fake.stream()
+    fake.push(0)
+    event = fake.event()
+    assert fake.cuEventRecord(event, foreign) == INVALID_HANDLE
+    assert fake.pop()[0] == SUCCESS  # device 1's context is current: stream 0 is its
+    assert fake.cuEventRecord(event, STREAM_NULL) == INVALID_HANDLE
+    assert fake.cuEventRecord(event, STREAM_PER_THREAD) == INVALID_HANDLE
+    assert fake.pending() == 0 and fake.cuEventQuery(event) == SUCCESS
+
+
+# ---- IPC events ----
+
+def test_ipc_event_handle_round_trip_in_one_process(fake):
+    fake.push(0)
+    stream = fake.stream()
+    event = fake.event(INTERPROCESS | DISABLE_TIMING)
+    res, handle = fake.ipc_handle(event)
+    assert res == SUCCESS and handle.reserved != b"\0" * 64
+    res, opened = fake.ipc_open(handle)
+    assert res == SUCCESS and opened and opened != event
+    assert fake.live("events") == 2
+    with gate_closed(fake):
+        assert fake.cuEventRecord(event, stream) == SUCCESS
+        assert fake.cuEventQuery(opened) == NOT_READY  # the same event underneath
+    assert fake.cuEventSynchronize(opened) == SUCCESS
+    assert fake.cuEventQuery(opened) == SUCCESS
+    assert fake.elapsed(opened, opened)[0] == INVALID_HANDLE  # interprocess: untimed
+    assert fake.cuEventDestroy(event) == SUCCESS
+    with gate_closed(fake):
+        assert fake.cuEventRecord(opened, stream) == SUCCESS  # outlives the original
+        assert fake.cuEventQuery(opened) == NOT_READY
+    assert fake.cuEventDestroy(opened) == SUCCESS
+    assert fake.live("events") == 0
+    assert fake.ipc_open(handle)[0] == INVALID_VALUE  # every handle on it is gone
+
+
+def test_ipc_event_handle_refusals(load):
+    fake = load()
+    fake.push(0)
+    plain = fake.event(random.choice([0, DISABLE_TIMING]))
+    assert fake.ipc_handle(plain)[0] == INVALID_VALUE
+    assert fake.cuIpcGetEventHandle(None, fake.event(INTERPROCESS | DISABLE_TIMING)) \
+        == INVALID_VALUE
+    assert fake.ipc_handle(random.randrange(0x1000, 2**40, 16))[0] == INVALID_HANDLE
+    res, handle = fake.ipc_handle(fake.event(INTERPROCESS | DISABLE_TIMING))
+    assert res == SUCCESS
+    assert fake.cuIpcOpenEventHandle(None, handle) == INVALID_VALUE
+    garbage = IpcEventHandle(bytes(random.randrange(256) for _ in range(64)))
+    assert fake.ipc_open(garbage)[0] == INVALID_VALUE
+    other_pid = IpcEventHandle(handle.reserved[:8] + (os.getpid() + 1).to_bytes(8, "little")
+                               + handle.reserved[16:])
+    assert fake.ipc_open(other_pid)[0] == INVALID_VALUE  # another process's: cannot be shared
+    other_copy = load()  # another copy of the fake in this process counts as another process
+    other_copy.push(0)
+    assert other_copy.ipc_open(handle)[0] == INVALID_VALUE
+    assert fake.pop()[0] == SUCCESS
+    assert fake.ipc_open(handle)[0] == INVALID_CONTEXT
+
+
+# ---- contexts take their streams, events and work with them ----
+
+@pytest.mark.parametrize("how", ["reset", "release"])
+def test_context_death_kills_its_streams_events_and_queued_work(fake, how):
+    ctx = fake.push(0)
+    fake.push(1)
+    survivor_stream, survivor_event = fake.stream(), fake.event()
+    assert fake.pop()[0] == SUCCESS
+    streams = [fake.stream() for _ in range(random.randint(1, 4))]
+    events = [fake.event() for _ in range(random.randint(1, 4))]
+    ran = []
+    with gate_closed(fake):
+        for stream in streams + [STREAM_NULL, survivor_stream]:
+            assert fake.add_callback(stream, lambda h, s: ran.append(h)) == SUCCESS
+        assert fake.cuEventRecord(events[0], streams[0]) == SUCCESS
+        assert fake.pending() == len(streams) + 3
+        if how == "reset":
+            assert fake.cuDevicePrimaryCtxReset(0) == SUCCESS
+        else:
+            assert fake.cuDevicePrimaryCtxRelease(0) == SUCCESS
+        assert fake.live("streams") == 1 and fake.live("events") == 1
+        assert fake.pending() == 1  # the other context's callback
+    assert fake.cuStreamSynchronize(survivor_stream) == SUCCESS
+    assert ran == [survivor_stream]
+    for stream in streams:
+        assert fake.cuStreamQuery(stream) == INVALID_HANDLE
+    for event in events:
+        assert fake.cuEventQuery(event) == INVALID_HANDLE
+    assert fake.current() == ctx and fake.cuStreamQuery(STREAM_NULL) == CONTEXT_IS_DESTROYED
+    assert fake.cuEventQuery(survivor_event) == SUCCESS
+
+
+def test_synchronize_returns_when_the_context_dies_under_it(fake):
+    ctx = fake.push(0)
+    stream = fake.stream()
+    with gate_closed(fake):
+        assert fake.add_callback(stream, lambda h, s: None) == SUCCESS
+
+        def sync():
+            assert fake.cuCtxPushCurrent(ctx) == SUCCESS
+            return fake.cuStreamSynchronize(stream)
+
+        waiter = Background(sync)
+        time.sleep(0.02)
+        assert not waiter.done()
+        assert fake.cuDevicePrimaryCtxReset(0) == SUCCESS
+        assert waiter.result() == CONTEXT_IS_DESTROYED
+    assert fake.pending() == 0
+
+
+def test_ctx_synchronize_waits_only_for_its_own_context(fake):
+    c0 = fake.push(0)
+    fake.push(1)
+    busy = fake.stream()
+    assert fake.pop()[0] == SUCCESS
+    with gate_closed(fake):
+        assert fake.add_callback(busy, lambda h, s: None) == SUCCESS
+        assert fake.cuCtxSynchronize() == SUCCESS  # device 0's context has nothing queued
+        assert fake.current() == c0 and fake.pending() == 1
+    assert fake.cuStreamSynchronize(busy) == SUCCESS
+
+
+# ---- the gate, the profiler, process exit ----
+
+def test_reset_opens_the_gate(fake):
+    fake.push(0)
+    fake.gate_close()
+    assert fake.add_callback(STREAM_NULL, lambda h, s: None) == SUCCESS
+    assert fake.pending() == 1
+    fake.reset()
+    assert fake.cuStreamSynchronize(STREAM_NULL) == SUCCESS and fake.pending() == 0
+
+
+def test_profiler_state_follows_start_and_stop_with_a_context(fake):
+    assert fake.cuProfilerStart() == INVALID_CONTEXT and fake.profiler_state() == 0
+    fake.push(random.choice([0, 1]))
+    assert fake.cuProfilerStart() == SUCCESS and fake.profiler_state() == 1
+    assert fake.cuProfilerStart() == SUCCESS and fake.profiler_state() == 1
+    assert fake.cuProfilerStop() == SUCCESS and fake.profiler_state() == 0
+    assert fake.cuProfilerStop() == SUCCESS and fake.profiler_state() == 0
+    assert fake.calls("cuProfilerStart") == 3 and fake.calls("cuProfilerStop") == 2
+
+
+@pytest.mark.parametrize("gate", ["open", "closed"])
+def test_the_worker_thread_never_holds_up_process_exit(built_lib, gate):
+    code = (
+        "import ctypes, sys\n"
+        "lib = ctypes.CDLL(sys.argv[1])\n"
+        "P = ctypes.POINTER\n"
+        "lib.cuGetProcAddress_v2.argtypes = [ctypes.c_char_p, P(ctypes.c_void_p), ctypes.c_int,"
+        " ctypes.c_uint64, ctypes.c_void_p]\n"
+        "def fn(name, *args):\n"
+        "    pfn = ctypes.c_void_p()\n"
+        "    assert lib.cuGetProcAddress_v2(name, ctypes.byref(pfn), 13000, 1, None) == 0\n"
+        "    return ctypes.CFUNCTYPE(ctypes.c_int, *args)(pfn.value)\n"
+        "CB = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)\n"
+        "cb = CB(lambda *a: None)\n"
+        "ctx = ctypes.c_void_p()\n"
+        "assert fn(b'cuInit', ctypes.c_uint)(0) == 0\n"
+        "assert fn(b'cuDevicePrimaryCtxRetain', P(ctypes.c_void_p), ctypes.c_int)"
+        "(ctypes.byref(ctx), 0) == 0\n"
+        "assert fn(b'cuCtxPushCurrent', ctypes.c_void_p)(ctx) == 0\n"
+        "if sys.argv[2] == 'closed':\n"
+        "    lib.fakecuda_gate_close()\n"
+        "add = fn(b'cuStreamAddCallback', ctypes.c_void_p, CB, ctypes.c_void_p, ctypes.c_uint)\n"
+        "for _ in range(5):\n"
+        "    assert add(None, cb, None, 0) == 0\n"
+        "if sys.argv[2] == 'open':\n"
+        "    assert fn(b'cuCtxSynchronize')() == 0\n"
+        "print(lib.fakecuda_pending())\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, built_lib, gate], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == ("0" if gate == "open" else "5")
 
 
 # ---- fault injection and counters ----

@@ -28,7 +28,7 @@ echo "=== python -m gpuhost"
 python3 -m gpuhost 2>&1 | tee "$OUT/main.log"
 
 echo "=== benchmarks"
-for b in benchmarks/*.py; do
+for b in benchmarks/[!_]*.py; do
     name=$(basename "$b" .py)
     python3 "$b" --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.log"
 done

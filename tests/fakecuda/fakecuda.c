@@ -73,6 +73,12 @@ fk_unlock(void)
     pthread_mutex_unlock(&fk_mutex);
 }
 
+void
+fk_wait(pthread_cond_t *cond)
+{
+    pthread_cond_wait(cond, &fk_mutex);
+}
+
 CUresult
 fk_enter(gh_cu_id id, fk_when when)
 {
@@ -93,6 +99,9 @@ fk_enter(gh_cu_id id, fk_when when)
     }
     if (res == CUDA_SUCCESS && when == FK_AFTER_INIT && !fk_initialized) {
         res = CUDA_ERROR_NOT_INITIALIZED;
+    }
+    if (res == CUDA_SUCCESS && when == FK_AFTER_INIT && fk_on_worker()) {
+        res = CUDA_ERROR_NOT_PERMITTED; /* CUDA forbids API calls in host callbacks */
     }
     fk_unlock();
     return res;
@@ -308,4 +317,5 @@ fakecuda_reset(void)
     memset(fk_faults, 0, sizeof(fk_faults));
     memset(fk_calls, 0, sizeof(fk_calls));
     fk_unlock();
+    fakecuda_gate_open();
 }

@@ -27,11 +27,26 @@ FAKECUDA_API long fakecuda_calls(const char *name);
    "modules"; -1 for an unknown kind. */
 FAKECUDA_API long fakecuda_live(const char *kind);
 
-/* Test isolation: disarm every fault and zero every call counter.  Contexts and other
-   resources are left alone. */
+/* Test isolation: disarm every fault, zero every call counter and open the gate.
+   Contexts, other resources and queued work are left alone. */
 FAKECUDA_API void fakecuda_reset(void);
 
 /* The calling thread's context stack depth (0: no current context). */
 FAKECUDA_API int fakecuda_thread_stack_depth(void);
+
+/* Asynchronous work (host callbacks, event records, stream waits) runs on one worker thread,
+   in the order it was queued on any stream.  Closing the gate holds the worker back: no
+   further op starts (one already running finishes) until fakecuda_gate_open; synchronizing
+   calls made meanwhile wait. */
+FAKECUDA_API void fakecuda_gate_close(void);
+
+/* Let the worker run queued ops again, waking it. */
+FAKECUDA_API void fakecuda_gate_open(void);
+
+/* How many ops are queued and not finished (the one running included). */
+FAKECUDA_API long fakecuda_pending(void);
+
+/* 1 between cuProfilerStart and cuProfilerStop, else 0. */
+FAKECUDA_API long fakecuda_profiler_state(void);
 
 #endif /* FAKECUDA_H */

@@ -1,5 +1,6 @@
 /* fakecuda contexts: primary contexts (retain/release/reset/state) and each thread's
  * context stack (cuCtxGetCurrent/SetCurrent/Push/Pop, GetDevice, Synchronize).
+ * Destroying a context destroys its streams and events and drops its queued work.
  *
  * A destroyed context stays allocated but dead, so a stale handle gives
  * CUDA_ERROR_CONTEXT_IS_DESTROYED instead of a crash; a retain after destruction makes a new
@@ -66,6 +67,7 @@ primary_destroy(CUdevice dev)
     if (ctx == NULL) {
         return;
     }
+    fk_ops_drop_context(ctx);
     fk_resource_destroy_all(ctx);
     ctx->alive = 0;
     fk_primary[dev].ctx = NULL;
@@ -276,7 +278,13 @@ fk_CtxSynchronize(void)
         return res;
     }
     fk_lock();
-    res = fk_current_context(&ctx); /* nothing runs on the fake: only the context to check */
+    res = fk_current_context(&ctx);
+    if (res == CUDA_SUCCESS) {
+        fk_ops_wait(ctx->ops.last_seq); /* the lock is released while waiting */
+        if (!ctx->alive) {
+            res = CUDA_ERROR_CONTEXT_IS_DESTROYED; /* reset meanwhile: its work was dropped */
+        }
+    }
     fk_unlock();
     return res;
 }

@@ -1,5 +1,5 @@
 /* fakecuda internals shared by its files: the lock, the shared entry check, devices,
- * contexts and the resource registry.
+ * contexts, the resource registry, the work queue and stream lookup.
  *
  * Every driver entry point of csrc/cuda_api.h is a function fk_<Name> declared here from the
  * list itself, with the type of its PFN_cu<Name>_v<Version>: a definition with other
@@ -8,6 +8,7 @@
 #ifndef FAKECUDA_FK_INTERNAL_H
 #define FAKECUDA_FK_INTERNAL_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include "cuda_api.h"
@@ -28,6 +29,8 @@ GH_CUDA_API_LIST(FK_DECLARE_ENTRY)
 /* The one lock over all driver state (thread-local context stacks aside). */
 FK_HIDDEN void fk_lock(void);
 FK_HIDDEN void fk_unlock(void);
+/* Wait on `cond` for a broadcast; the driver lock is released while waiting.  Lock held. */
+FK_HIDDEN void fk_wait(pthread_cond_t *cond);
 
 typedef enum {
     FK_ANYTIME,    /* works before cuInit (cuDriverGetVersion, cuGetErrorName, ...) */
@@ -35,7 +38,9 @@ typedef enum {
 } fk_when;
 
 /* The first thing every fk_ entry point does: count the call, apply an armed fault, check
-   initialization.  CUDA_SUCCESS to go on, else the CUresult the entry point returns. */
+   initialization, refuse FK_AFTER_INIT calls made on the worker thread (from a host
+   callback: CUDA_ERROR_NOT_PERMITTED).  CUDA_SUCCESS to go on, else the CUresult the entry
+   point returns. */
 FK_HIDDEN CUresult fk_enter(gh_cu_id id, fk_when when);
 
 /* ---- fk_device.c ---- */
@@ -56,12 +61,20 @@ FK_HIDDEN fk_device *fk_device_get(CUdevice ordinal);
 
 /* ---- fk_context.c ---- */
 
+/* What has been queued on one stream: a created one, or a default stream of a context. */
+typedef struct {
+    unsigned long long last_seq; /* seq of the newest op queued on it (fk_op); 0: none yet */
+} fk_lane;
+
 /* A context (the fake's primary contexts).  Never freed: a destroyed one stays allocated,
    marked dead, so stale handles are recognised. */
 struct CUctx_st {
     struct CUctx_st *next_made; /* every context ever made, newest first */
     CUdevice device;
     int alive;
+    fk_lane ops;        /* every op of the context, for cuCtxSynchronize */
+    fk_lane legacy;     /* the legacy default stream: handles 0 and CU_STREAM_LEGACY */
+    fk_lane per_thread; /* CU_STREAM_PER_THREAD: one per context, shared by its threads */
 };
 typedef struct CUctx_st fk_context;
 
@@ -106,5 +119,40 @@ FK_HIDDEN void fk_resource_remove(fk_resource *res);
 FK_HIDDEN fk_resource *fk_resource_find(const void *handle, fk_kind kind);
 /* Unregister and destroy every resource of `ctx`.  Lock held. */
 FK_HIDDEN void fk_resource_destroy_all(fk_context *ctx);
+
+/* ---- fk_queue.c: the asynchronous work queue and its worker thread ---- */
+
+/* One piece of asynchronous work (a host callback, an event record, a copy).  Embed it
+   first in a malloc'ed struct holding the op's arguments and set `run` (and `cancel` if
+   needed); the queue sets the rest and free()s the struct once it ran or was dropped. */
+typedef struct fk_op {
+    struct fk_op *next;               /* in the queue */
+    unsigned long long seq;           /* queueing order, from 1: ops finish in this order */
+    fk_context *ctx;                  /* whose op it is: dropped if ctx dies before it runs */
+    void (*run)(struct fk_op *op);    /* the work, on the worker thread, lock NOT held */
+    void (*cancel)(struct fk_op *op); /* NULL, or undo on drop (ctx died).  Lock held. */
+} fk_op;
+
+/* Queue `op` at the end of the global FIFO as the newest op of `lane` (a stream) of `ctx`,
+   starting the worker thread if needed.  op->seq is set on return.  CUDA_SUCCESS, or
+   CUDA_ERROR_OUT_OF_MEMORY when the worker cannot start (op is then freed).  Lock held. */
+FK_HIDDEN CUresult fk_op_enqueue(fk_op *op, fk_context *ctx, fk_lane *lane);
+/* Nonzero while op `seq` or an earlier one is queued or running.  Lock held. */
+FK_HIDDEN int fk_ops_pending(unsigned long long seq);
+/* Wait until op `seq` and every earlier one finished (or was dropped); the lock is released
+   while waiting.  Lock held. */
+FK_HIDDEN void fk_ops_wait(unsigned long long seq);
+/* Drop every queued op of `ctx` (one already running finishes).  Lock held. */
+FK_HIDDEN void fk_ops_drop_context(fk_context *ctx);
+/* Nonzero on the worker thread (inside a host callback). */
+FK_HIDDEN int fk_on_worker(void);
+
+/* ---- fk_stream.c ---- */
+
+/* The stream `handle` names: a created stream, or (0, CU_STREAM_LEGACY,
+   CU_STREAM_PER_THREAD) a default stream of the current context.  CUDA_SUCCESS with its
+   context and lane in *ctx and *lane; CUDA_ERROR_INVALID_HANDLE for a destroyed or unknown
+   stream; the current context's error for a default stream without one.  Lock held. */
+FK_HIDDEN CUresult fk_stream_lane(CUstream handle, fk_context **ctx, fk_lane **lane);
 
 #endif /* FAKECUDA_FK_INTERNAL_H */

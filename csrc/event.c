@@ -1,0 +1,509 @@
+/* Event: a CUDA event (CUevent), numba.cuda's Event; also the profiler switches.
+ *
+ * An event belongs to the context it was made in and may only be recorded on that
+ * context's streams.  gpuhost remembers whether an event was ever recorded and whether it
+ * times, so elapsed_time() can say what is wrong before the driver's terse error.
+ */
+#include "module.h"
+
+#include <string.h>
+
+typedef struct {
+    PyObject_HEAD gh_context *context; /* strong */
+    CUevent handle;
+    uint64_t generation;
+    unsigned int flags;
+    int recorded;
+} gh_event;
+
+PyObject *
+gh_event_new(gh_state *st, gh_context *ctx, unsigned int flags)
+{
+    CUevent handle = NULL;
+    CUresult res;
+    gh_event *self;
+    int pushed;
+
+    if (gh_context_enter(ctx, &pushed) < 0) {
+        return NULL;
+    }
+    res = gh_cu.EventCreate(&handle, flags);
+    if (gh_context_leave(ctx, pushed) < 0 || gh_check(res, GH_CU_EventCreate) < 0) {
+        return NULL;
+    }
+    self = PyObject_New(gh_event, st->EventType);
+    if (self == NULL) {
+        gh_cu.EventDestroy(handle);
+        return NULL;
+    }
+    self->context = (gh_context *)Py_NewRef(ctx);
+    self->handle = handle;
+    self->generation = ctx->generation;
+    self->flags = flags;
+    self->recorded = 0;
+    return (PyObject *)self;
+}
+
+/* `obj` as an Event of this module, or NULL with TypeError naming `what`. */
+static gh_event *
+event_arg(gh_state *st, PyObject *obj, const char *what)
+{
+    if (!Py_IS_TYPE(obj, st->EventType)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a gpuhost Event, not %s", what,
+                     Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    return (gh_event *)obj;
+}
+
+static int
+raise_other_context(gh_event *self, const char *what, int other_device)
+{
+    if (other_device >= 0) {
+        return gh_raise("CudaDriverError",
+                        "cannot %s device %d's event on a stream of device %d: an event and "
+                        "the stream must belong to the same device's context",
+                        what, self->context->device->id, other_device);
+    }
+    return gh_raise("CudaDriverError",
+                    "cannot %s device %d's event on that stream: it belongs to another context",
+                    what, self->context->device->id);
+}
+
+/* After the driver refused a foreign stream: say so if the stream is another context's. */
+static int
+explain_foreign_stream(gh_event *self, CUstream stream, const char *what)
+{
+    CUcontext owner = NULL;
+    if (gh_cu.StreamGetCtx(stream, &owner) == CUDA_SUCCESS && owner != self->context->handle) {
+        return raise_other_context(self, what, -1);
+    }
+    return 0;
+}
+
+/* Run cuEventRecord (record=1) or cuStreamWaitEvent (record=0) for `self` on `stream`. */
+static PyObject *
+event_on_stream(gh_event *self, PyObject *stream, int record)
+{
+    gh_state *st = gh_state_of_type(Py_TYPE(self));
+    gh_cu_id id = record ? GH_CU_EventRecord : GH_CU_StreamWaitEvent;
+    const char *what = record ? "record" : "wait for";
+    gh_stream_ref ref;
+    CUresult res;
+    int pushed;
+
+    if (gh_context_check_alive(self->context, self->generation, id) < 0 ||
+        gh_stream_resolve(st, stream, &ref) < 0) {
+        return NULL;
+    }
+    if (ref.context != NULL && ref.context != self->context) {
+        raise_other_context(self, what, ref.context->device->id);
+        return NULL;
+    }
+    if (gh_context_enter(self->context, &pushed) < 0) {
+        return NULL;
+    }
+    res = record ? gh_cu.EventRecord(self->handle, ref.handle)
+                 : gh_cu.StreamWaitEvent(ref.handle, self->handle, 0);
+    if (res == CUDA_ERROR_INVALID_HANDLE && ref.context == NULL && !ref.is_default &&
+        explain_foreign_stream(self, ref.handle, what) < 0) {
+        gh_context_leave(self->context, pushed);
+        return NULL;
+    }
+    if (gh_context_leave(self->context, pushed) < 0 || gh_check(res, id) < 0) {
+        return NULL;
+    }
+    if (record) {
+        self->recorded = 1;
+    }
+    Py_RETURN_NONE;
+}
+
+/* One optional argument `name`, positional or keyword, for a FASTCALL method. */
+static int
+parse_stream_arg(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, const char *fname,
+                 PyObject **stream)
+{
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    *stream = NULL;
+    if (nargs + nkw > 1) {
+        PyErr_Format(PyExc_TypeError, "%s() takes at most 1 argument (%zd given)", fname,
+                     nargs + nkw);
+        return -1;
+    }
+    if (nkw == 1 && PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, 0), "stream") != 0) {
+        PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", fname,
+                     PyTuple_GET_ITEM(kwnames, 0));
+        return -1;
+    }
+    if (nargs + nkw == 1) {
+        *stream = args[0];
+    }
+    return 0;
+}
+
+static PyObject *
+event_record(gh_event *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *stream;
+    if (parse_stream_arg(args, nargs, kwnames, "record", &stream) < 0) {
+        return NULL;
+    }
+    return event_on_stream(self, stream, 1);
+}
+
+static PyObject *
+event_wait(gh_event *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *stream;
+    if (parse_stream_arg(args, nargs, kwnames, "wait", &stream) < 0) {
+        return NULL;
+    }
+    return event_on_stream(self, stream, 0);
+}
+
+static PyObject *
+event_query(gh_event *self, PyObject *Py_UNUSED(ignored))
+{
+    CUresult res;
+    if (gh_context_check_alive(self->context, self->generation, GH_CU_EventQuery) < 0) {
+        return NULL;
+    }
+    res = gh_cu.EventQuery(self->handle);
+    if (res == CUDA_ERROR_NOT_READY) {
+        Py_RETURN_FALSE;
+    }
+    if (gh_check(res, GH_CU_EventQuery) < 0) {
+        return NULL;
+    }
+    Py_RETURN_TRUE;
+}
+
+static PyObject *
+event_synchronize(gh_event *self, PyObject *Py_UNUSED(ignored))
+{
+    CUresult res;
+    if (gh_context_check_alive(self->context, self->generation, GH_CU_EventSynchronize) < 0) {
+        return NULL;
+    }
+    res = gh_cu.EventQuery(self->handle); /* completed: no need to give up the GIL */
+    if (res == CUDA_ERROR_NOT_READY) {
+        Py_BEGIN_ALLOW_THREADS res = gh_cu.EventSynchronize(self->handle);
+        Py_END_ALLOW_THREADS
+    }
+    if (gh_check(res, GH_CU_EventSynchronize) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* Check that `ev` can be timed; `which` is "start" or "end".  0 or -1. */
+static int
+check_timeable(gh_event *ev, const char *which)
+{
+    if (gh_context_check_alive(ev->context, ev->generation, GH_CU_EventElapsedTime) < 0) {
+        return -1;
+    }
+    if (ev->flags & CU_EVENT_DISABLE_TIMING) {
+        return gh_raise("CudaDriverError",
+                        "the %s event was made with timing=False and cannot be timed: make it "
+                        "with event(timing=True)",
+                        which);
+    }
+    if (!ev->recorded) {
+        return gh_raise("CudaDriverError",
+                        "the %s event was never recorded: call its record() before timing", which);
+    }
+    return 0;
+}
+
+static PyObject *
+elapsed_time(gh_event *start, gh_event *end)
+{
+    float ms = 0.0f;
+    if (check_timeable(start, "start") < 0 || check_timeable(end, "end") < 0) {
+        return NULL;
+    }
+    if (start->context != end->context) {
+        gh_raise("CudaDriverError",
+                 "cannot time events of two devices (%d and %d) against each other",
+                 start->context->device->id, end->context->device->id);
+        return NULL;
+    }
+    if (gh_check(gh_cu.EventElapsedTime(&ms, start->handle, end->handle), GH_CU_EventElapsedTime) <
+        0) {
+        return NULL;
+    }
+    return PyFloat_FromDouble((double)ms);
+}
+
+static PyObject *
+event_elapsed_time(gh_event *self, PyObject *other)
+{
+    gh_event *end = event_arg(gh_state_of_type(Py_TYPE(self)), other, "the end event");
+    return end ? elapsed_time(self, end) : NULL;
+}
+
+static PyObject *
+event_ipc_handle(gh_event *self, PyObject *Py_UNUSED(ignored))
+{
+    CUipcEventHandle handle;
+    PyObject *mod, *res;
+
+    if (!(self->flags & CU_EVENT_INTERPROCESS)) {
+        PyErr_SetString(PyExc_ValueError, "only an event made with event(interprocess=True, "
+                                          "timing=False) has an IPC handle");
+        return NULL;
+    }
+    if (gh_context_check_alive(self->context, self->generation, GH_CU_IpcGetEventHandle) < 0 ||
+        gh_check(gh_cu.IpcGetEventHandle(&handle, self->handle), GH_CU_IpcGetEventHandle) < 0) {
+        return NULL;
+    }
+    mod = PyImport_ImportModule("gpuhost._streamtools");
+    if (mod == NULL) {
+        return NULL;
+    }
+    res = PyObject_CallMethod(mod, "IpcEventHandle", "y#O", handle.reserved,
+                              (Py_ssize_t)sizeof(handle.reserved), self->context->device->uuid);
+    Py_DECREF(mod);
+    return res;
+}
+
+static PyObject *
+event_get_handle(gh_event *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromVoidPtr(self->handle);
+}
+
+static PyObject *
+event_get_timing(gh_event *self, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(!(self->flags & CU_EVENT_DISABLE_TIMING));
+}
+
+static PyObject *
+event_get_recorded(gh_event *self, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(self->recorded);
+}
+
+static PyObject *
+event_get_device(gh_event *self, void *Py_UNUSED(closure))
+{
+    return Py_NewRef(self->context->device);
+}
+
+static PyObject *
+event_repr(gh_event *self)
+{
+    return PyUnicode_FromFormat("<CUDA event %p on device %d>", (void *)self->handle,
+                                self->context->device->id);
+}
+
+static void
+event_dealloc(gh_event *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    gh_context *ctx = self->context;
+    if (ctx->handle != NULL && ctx->generation == self->generation) {
+        gh_release(GH_CU_EventDestroy, self->handle);
+    }
+    Py_DECREF(ctx);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+static PyMethodDef event_methods[] = {
+    {"record", (PyCFunction)(void (*)(void))event_record, METH_FASTCALL | METH_KEYWORDS,
+     "record($self, /, stream=0)\n--\n\n"
+     "Record the event on `stream` (the default stream if 0 or None). The stream must "
+     "belong to the event's context, else CudaDriverError."},
+    {"wait", (PyCFunction)(void (*)(void))event_wait, METH_FASTCALL | METH_KEYWORDS,
+     "wait($self, /, stream=0)\n--\n\n"
+     "Make later work on `stream` wait until this event has completed."},
+    {"query", (PyCFunction)event_query, METH_NOARGS,
+     "query($self, /)\n--\n\n"
+     "True if the work before the last record() has finished (or it was never recorded)."},
+    {"synchronize", (PyCFunction)event_synchronize, METH_NOARGS,
+     "synchronize($self, /)\n--\n\nWait, with the GIL released, until the event has completed."},
+    {"elapsed_time", (PyCFunction)event_elapsed_time, METH_O,
+     "elapsed_time($self, end, /)\n--\n\n"
+     "Milliseconds from this event to `end`. CudaDriverError if either was made without "
+     "timing or never recorded; CudaAPIError (CUDA_ERROR_NOT_READY) if not complete."},
+    {"ipc_handle", (PyCFunction)event_ipc_handle, METH_NOARGS,
+     "ipc_handle($self, /)\n--\n\n"
+     "A picklable IpcEventHandle another process opens with its open() method. Only for "
+     "events made with event(interprocess=True, timing=False)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef event_getset[] = {
+    {"handle", (getter)event_get_handle, NULL, "The CUevent as an int.", NULL},
+    {"timing", (getter)event_get_timing, NULL, "Whether the event records time.", NULL},
+    {"recorded", (getter)event_get_recorded, NULL, "Whether record() was ever called.", NULL},
+    {"device", (getter)event_get_device, NULL, "The Device the event belongs to.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot event_slots[] = {
+    {Py_tp_doc, "A CUDA event. Make one with gpuhost.event(); not made directly."},
+    {Py_tp_methods, event_methods},
+    {Py_tp_getset, event_getset},
+    {Py_tp_repr, event_repr},
+    {Py_tp_dealloc, event_dealloc},
+    {0, NULL},
+};
+
+static PyType_Spec event_spec = {
+    .name = "gpuhost.Event",
+    .basicsize = sizeof(gh_event),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = event_slots,
+};
+
+/* ---- module functions ---- */
+
+static PyObject *
+mod_event(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"timing", "blocking_sync", "interprocess", NULL};
+    int timing = 1, blocking_sync = 0, interprocess = 0;
+    unsigned int flags = CU_EVENT_DEFAULT;
+    gh_state *st = gh_state_of_module(module);
+    gh_context *ctx;
+    PyObject *self;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|p$pp:event", kwlist, &timing, &blocking_sync,
+                                     &interprocess)) {
+        return NULL;
+    }
+    if (interprocess && timing) {
+        PyErr_SetString(PyExc_ValueError, "an interprocess event cannot record time: use "
+                                          "event(interprocess=True, timing=False)");
+        return NULL;
+    }
+    flags |= timing ? 0 : CU_EVENT_DISABLE_TIMING;
+    flags |= blocking_sync ? CU_EVENT_BLOCKING_SYNC : 0;
+    flags |= interprocess ? CU_EVENT_INTERPROCESS : 0;
+    ctx = gh_current_context(st, -1);
+    if (ctx == NULL) {
+        return NULL;
+    }
+    self = gh_event_new(st, ctx, flags);
+    Py_DECREF(ctx);
+    return self;
+}
+
+static PyObject *
+mod_event_elapsed_time(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    gh_state *st = gh_state_of_module(module);
+    gh_event *start, *end;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "event_elapsed_time() takes 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if ((start = event_arg(st, args[0], "evtstart")) == NULL ||
+        (end = event_arg(st, args[1], "evtend")) == NULL) {
+        return NULL;
+    }
+    return elapsed_time(start, end);
+}
+
+static PyObject *
+mod_open_ipc_event(PyObject *module, PyObject *arg)
+{
+    gh_state *st = gh_state_of_module(module);
+    CUipcEventHandle handle;
+    CUevent ev = NULL;
+    gh_context *ctx;
+    gh_event *self = NULL;
+    char *data;
+    Py_ssize_t size;
+
+    if (PyBytes_AsStringAndSize(arg, &data, &size) < 0) {
+        return NULL;
+    }
+    if (size != (Py_ssize_t)sizeof(handle.reserved)) {
+        PyErr_Format(PyExc_ValueError, "an IPC event handle has %zu bytes, not %zd",
+                     sizeof(handle.reserved), size);
+        return NULL;
+    }
+    memcpy(handle.reserved, data, sizeof(handle.reserved));
+    ctx = gh_current_context(st, -1);
+    if (ctx == NULL) {
+        return NULL;
+    }
+    if (gh_check(gh_cu.IpcOpenEventHandle(&ev, handle), GH_CU_IpcOpenEventHandle) == 0) {
+        self = PyObject_New(gh_event, st->EventType);
+        if (self == NULL) {
+            gh_cu.EventDestroy(ev);
+        } else {
+            self->context = (gh_context *)Py_NewRef(ctx);
+            self->handle = ev;
+            self->generation = ctx->generation;
+            self->flags = CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING;
+            self->recorded = 1; /* the exporting process records it */
+        }
+    }
+    Py_DECREF(ctx);
+    return (PyObject *)self;
+}
+
+/* cuProfilerStart / cuProfilerStop in the current context. */
+static PyObject *
+profiler_switch(PyObject *module, int start)
+{
+    gh_context *ctx = gh_current_context(gh_state_of_module(module), -1);
+    CUresult res;
+    if (ctx == NULL) {
+        return NULL;
+    }
+    Py_DECREF(ctx);
+    res = start ? gh_cu.ProfilerStart() : gh_cu.ProfilerStop();
+    if (gh_check(res, start ? GH_CU_ProfilerStart : GH_CU_ProfilerStop) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+mod_profile_start(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    return profiler_switch(module, 1);
+}
+
+static PyObject *
+mod_profile_stop(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    return profiler_switch(module, 0);
+}
+
+static PyMethodDef event_module_methods[] = {
+    {"event", (PyCFunction)(void (*)(void))mod_event, METH_VARARGS | METH_KEYWORDS,
+     "event(timing=True, *, blocking_sync=False, interprocess=False)\n--\n\n"
+     "Create an event in the current context. `blocking_sync`: synchronize() sleeps "
+     "instead of spinning. `interprocess`: shareable with ipc_handle(); needs timing=False "
+     "(ValueError otherwise)."},
+    {"event_elapsed_time", (PyCFunction)(void (*)(void))mod_event_elapsed_time, METH_FASTCALL,
+     "event_elapsed_time(evtstart, evtend, /)\n--\n\n"
+     "Milliseconds between two recorded, completed timing events."},
+    {"open_ipc_event", mod_open_ipc_event, METH_O,
+     "open_ipc_event(handle, /)\n--\n\n"
+     "Open an event another process exported (its 64 handle bytes) in the current context."},
+    {"profile_start", mod_profile_start, METH_NOARGS,
+     "profile_start()\n--\n\nStart the profiler's collection (cuProfilerStart)."},
+    {"profile_stop", mod_profile_stop, METH_NOARGS,
+     "profile_stop()\n--\n\nStop the profiler's collection (cuProfilerStop)."},
+    {NULL, NULL, 0, NULL},
+};
+
+int
+gh_event_init_type(PyObject *module, gh_state *st)
+{
+    st->EventType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &event_spec, NULL);
+    if (st->EventType == NULL || PyModule_AddType(module, st->EventType) < 0) {
+        return -1;
+    }
+    return PyModule_AddFunctions(module, event_module_methods);
+}

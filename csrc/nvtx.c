@@ -1,0 +1,97 @@
+/* NVTX markers and ranges, through the toolkit's header-only NVTX v3.
+ *
+ * With no profiler attached NVTX's calls return at once (the header checks a function
+ * pointer that only a profiler's injection library fills), so these are cheap.
+ * gpuhost/nvtx.py builds the user-facing names on these three functions.
+ */
+#include "module.h"
+
+#include <nvtx3/nvToolsExt.h>
+
+/* Parse (message, color) with color an ARGB int or None (-1: no color). */
+static int
+parse_message(PyObject *args, PyObject *kwargs, const char *fname, const char **message,
+              long long *color)
+{
+    static char *kwlist[] = {"message", "color", NULL};
+    PyObject *color_obj = Py_None;
+    char format[32];
+
+    snprintf(format, sizeof(format), "s|O:%s", fname);
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, format, kwlist, message, &color_obj)) {
+        return -1;
+    }
+    *color = -1;
+    if (color_obj != Py_None) {
+        if (!PyLong_Check(color_obj)) {
+            PyErr_Format(PyExc_TypeError, "color must be an int (0xAARRGGBB) or None, not %s",
+                         Py_TYPE(color_obj)->tp_name);
+            return -1;
+        }
+        *color = PyLong_AsLongLong(color_obj);
+        if (*color == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (*color < 0 || *color > 0xFFFFFFFFLL) {
+            PyErr_Format(PyExc_ValueError, "color must be in 0 .. 0xFFFFFFFF, not %lld", *color);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void
+fill_attributes(nvtxEventAttributes_t *attr, const char *message, long long color)
+{
+    memset(attr, 0, sizeof(*attr));
+    attr->version = NVTX_VERSION;
+    attr->size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    attr->colorType = color >= 0 ? NVTX_COLOR_ARGB : NVTX_COLOR_UNKNOWN;
+    attr->color = color >= 0 ? (uint32_t)color : 0;
+    attr->messageType = NVTX_MESSAGE_TYPE_ASCII;
+    attr->message.ascii = message;
+}
+
+static PyObject *
+nvtx_mark(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
+{
+    const char *message;
+    long long color;
+    nvtxEventAttributes_t attr;
+    if (parse_message(args, kwargs, "nvtx_mark", &message, &color) < 0) {
+        return NULL;
+    }
+    fill_attributes(&attr, message, color);
+    nvtxMarkEx(&attr);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+nvtx_range_push(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
+{
+    const char *message;
+    long long color;
+    nvtxEventAttributes_t attr;
+    if (parse_message(args, kwargs, "nvtx_range_push", &message, &color) < 0) {
+        return NULL;
+    }
+    fill_attributes(&attr, message, color);
+    return PyLong_FromLong(nvtxRangePushEx(&attr));
+}
+
+static PyObject *
+nvtx_range_pop(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromLong(nvtxRangePop());
+}
+
+PyMethodDef gh_nvtx_methods[] = {
+    {"nvtx_mark", (PyCFunction)(void (*)(void))nvtx_mark, METH_VARARGS | METH_KEYWORDS,
+     "nvtx_mark(message, color=None)\n--\n\nAn NVTX instant marker."},
+    {"nvtx_range_push", (PyCFunction)(void (*)(void))nvtx_range_push, METH_VARARGS | METH_KEYWORDS,
+     "nvtx_range_push(message, color=None)\n--\n\n"
+     "Open a nested NVTX range; returns its depth (negative without a profiler)."},
+    {"nvtx_range_pop", nvtx_range_pop, METH_NOARGS,
+     "nvtx_range_pop()\n--\n\nClose the innermost NVTX range; returns its depth."},
+    {NULL, NULL, 0, NULL},
+};

@@ -1,0 +1,636 @@
+/* Stream: a CUDA stream (CUstream), numba.cuda's Stream.
+ *
+ * gpuhost's own streams are destroyed with their object; the default, legacy,
+ * per-thread and external streams are only referred to.  Host callbacks take the GIL on
+ * the driver's thread, so every call here that can wait on queued work releases it.
+ * `stream=` arguments everywhere are resolved by gh_stream_resolve().
+ */
+#include "module.h"
+
+#include <string.h>
+
+/* ---- resolving stream= arguments ---- */
+
+/* The stream handle in obj.__cuda_stream__() (cuda.core's protocol: (version, handle)). */
+static int
+handle_from_protocol(PyObject *obj, CUstream *out)
+{
+    PyObject *res = PyObject_CallMethod(obj, "__cuda_stream__", NULL);
+    void *ptr;
+    if (res == NULL) {
+        return -1;
+    }
+    if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 2 ||
+        !PyLong_Check(PyTuple_GET_ITEM(res, 1))) {
+        PyErr_Format(PyExc_TypeError, "%s.__cuda_stream__() must return (version, handle), not %R",
+                     Py_TYPE(obj)->tp_name, res);
+        Py_DECREF(res);
+        return -1;
+    }
+    ptr = PyLong_AsVoidPtr(PyTuple_GET_ITEM(res, 1));
+    Py_DECREF(res);
+    if (ptr == NULL && PyErr_Occurred()) {
+        return -1;
+    }
+    *out = (CUstream)ptr;
+    return 0;
+}
+
+/* The handle in an int attribute `name` of obj (CuPy's .ptr, PyTorch's .cuda_stream). */
+static int
+handle_from_attr(PyObject *obj, const char *name, CUstream *out)
+{
+    PyObject *value = PyObject_GetAttrString(obj, name);
+    void *ptr;
+    if (value == NULL) {
+        return -1;
+    }
+    ptr = PyLong_Check(value) ? PyLong_AsVoidPtr(value) : NULL;
+    if (!PyLong_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "%s.%s is not an int", Py_TYPE(obj)->tp_name, name);
+    }
+    Py_DECREF(value);
+    if (PyErr_Occurred()) {
+        return -1;
+    }
+    *out = (CUstream)ptr;
+    return 0;
+}
+
+/* 1 if the type's module starts with `prefix` (e.g. "cupy"), else 0. */
+static int
+type_from_package(PyObject *obj, const char *prefix)
+{
+    PyObject *mod = PyObject_GetAttrString((PyObject *)Py_TYPE(obj), "__module__");
+    const char *name = (mod != NULL && PyUnicode_Check(mod)) ? PyUnicode_AsUTF8(mod) : NULL;
+    int match = name != NULL && strncmp(name, prefix, strlen(prefix)) == 0;
+    Py_XDECREF(mod);
+    PyErr_Clear();
+    return match;
+}
+
+static int
+is_default_handle(CUstream h)
+{
+    return h == NULL || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD;
+}
+
+int
+gh_stream_resolve(gh_state *st, PyObject *obj, gh_stream_ref *out)
+{
+    int has_protocol;
+    out->handle = NULL;
+    out->context = NULL;
+    out->is_default = 1;
+    if (obj == NULL || obj == Py_None) {
+        return 0;
+    }
+    if (Py_IS_TYPE(obj, st->StreamType)) {
+        gh_stream *s = (gh_stream *)obj;
+        out->handle = s->handle;
+        out->context = s->context;
+        out->is_default = s->kind != GH_STREAM_OWNED && s->kind != GH_STREAM_EXTERNAL;
+        return gh_context_check_alive(s->context, s->generation, GH_CU_StreamQuery);
+    }
+    if (PyLong_CheckExact(obj) || PyBool_Check(obj)) {
+        if (PyLong_CheckExact(obj) && PyLong_AsLong(obj) == 0 && !PyErr_Occurred()) {
+            return 0;
+        }
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError,
+                     "stream=%R: the only int accepted is 0 (the default stream); wrap a raw "
+                     "CUstream with external_stream(ptr)",
+                     obj);
+        return -1;
+    }
+    has_protocol = PyObject_HasAttrString(obj, "__cuda_stream__");
+    if (has_protocol && handle_from_protocol(obj, &out->handle) < 0) {
+        return -1;
+    }
+    if (!has_protocol) {
+        if (type_from_package(obj, "cupy") && PyObject_HasAttrString(obj, "ptr")) {
+            if (handle_from_attr(obj, "ptr", &out->handle) < 0) {
+                return -1;
+            }
+        } else if (type_from_package(obj, "torch") && PyObject_HasAttrString(obj, "cuda_stream")) {
+            if (handle_from_attr(obj, "cuda_stream", &out->handle) < 0) {
+                return -1;
+            }
+        } else {
+            PyErr_Format(PyExc_TypeError,
+                         "stream must be a gpuhost Stream, 0 or None (the default stream), or a "
+                         "stream exporting __cuda_stream__ (cuda.core, CuPy, PyTorch), not %s",
+                         Py_TYPE(obj)->tp_name);
+            return -1;
+        }
+    }
+    out->is_default = is_default_handle(out->handle);
+    return 0;
+}
+
+/* ---- making Stream objects ---- */
+
+static gh_stream *
+stream_wrap(gh_state *st, gh_context *ctx, CUstream handle, gh_stream_kind kind)
+{
+    gh_stream *self = PyObject_New(gh_stream, st->StreamType);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->context = (gh_context *)Py_NewRef(ctx);
+    self->handle = handle;
+    self->generation = ctx->generation;
+    self->kind = kind;
+    return self;
+}
+
+/* A Stream of `kind` over `handle` in the current context; new reference or NULL. */
+static PyObject *
+stream_of_current(PyObject *module, CUstream handle, gh_stream_kind kind)
+{
+    gh_state *st = gh_state_of_module(module);
+    gh_context *ctx = gh_current_context(st, -1);
+    gh_stream *self;
+    if (ctx == NULL) {
+        return NULL;
+    }
+    self = stream_wrap(st, ctx, handle, kind);
+    Py_DECREF(ctx);
+    return (PyObject *)self;
+}
+
+static PyObject *
+mod_stream(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"non_blocking", "priority", NULL};
+    int non_blocking = 0, priority = 0, least = 0, greatest = 0;
+    gh_state *st = gh_state_of_module(module);
+    gh_context *ctx;
+    CUstream handle = NULL;
+    PyObject *self = NULL;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$pi:stream", kwlist, &non_blocking,
+                                     &priority)) {
+        return NULL;
+    }
+    ctx = gh_current_context(st, -1);
+    if (ctx == NULL) {
+        return NULL;
+    }
+    if (priority != 0) {
+        if (gh_check(gh_cu.CtxGetStreamPriorityRange(&least, &greatest),
+                     GH_CU_CtxGetStreamPriorityRange) < 0) {
+            goto done;
+        }
+        if (priority > least || priority < greatest) {
+            PyErr_Format(PyExc_ValueError,
+                         "stream priority %d is out of range: device %d accepts %d (lowest) "
+                         "to %d (highest); lower numbers run first",
+                         priority, ctx->device->id, least, greatest);
+            goto done;
+        }
+    }
+    if (gh_check(gh_cu.StreamCreateWithPriority(
+                     &handle, non_blocking ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT, priority),
+                 GH_CU_StreamCreateWithPriority) < 0) {
+        goto done;
+    }
+    self = (PyObject *)stream_wrap(st, ctx, handle, GH_STREAM_OWNED);
+    if (self == NULL) {
+        gh_cu.StreamDestroy(handle);
+    }
+done:
+    Py_DECREF(ctx);
+    return self;
+}
+
+static PyObject *
+mod_default_stream(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    return stream_of_current(module, NULL, GH_STREAM_DEFAULT);
+}
+
+static PyObject *
+mod_legacy_default_stream(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    return stream_of_current(module, CU_STREAM_LEGACY, GH_STREAM_LEGACY);
+}
+
+static PyObject *
+mod_per_thread_default_stream(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    return stream_of_current(module, CU_STREAM_PER_THREAD, GH_STREAM_PER_THREAD);
+}
+
+static PyObject *
+mod_external_stream(PyObject *module, PyObject *arg)
+{
+    void *ptr;
+    if (!PyLong_Check(arg)) {
+        PyErr_Format(PyExc_TypeError,
+                     "external_stream() takes the stream's address as an int, "
+                     "not %s",
+                     Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    if (PyLong_AsLongLong(arg) < 0 && !PyErr_Occurred()) {
+        PyErr_SetString(PyExc_ValueError, "external_stream() needs a stream address, not a "
+                                          "negative number");
+        return NULL;
+    }
+    PyErr_Clear(); /* a value past long long is checked by PyLong_AsVoidPtr below */
+    ptr = PyLong_AsVoidPtr(arg);
+    if (ptr == NULL && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (ptr == NULL) {
+        return stream_of_current(module, NULL, GH_STREAM_DEFAULT);
+    }
+    if ((CUstream)ptr == CU_STREAM_LEGACY || (CUstream)ptr == CU_STREAM_PER_THREAD) {
+        return stream_of_current(module, (CUstream)ptr,
+                                 (CUstream)ptr == CU_STREAM_LEGACY ? GH_STREAM_LEGACY
+                                                                   : GH_STREAM_PER_THREAD);
+    }
+    return stream_of_current(module, (CUstream)ptr, GH_STREAM_EXTERNAL);
+}
+
+PyMethodDef gh_stream_module_methods[] = {
+    {"stream", (PyCFunction)(void (*)(void))mod_stream, METH_VARARGS | METH_KEYWORDS,
+     "stream(*, non_blocking=False, priority=0)\n--\n\n"
+     "Create a new stream in the current context. `non_blocking`: the stream does not "
+     "synchronize with the legacy default stream. `priority`: lower numbers run first; "
+     "ValueError outside the device's range."},
+    {"default_stream", mod_default_stream, METH_NOARGS,
+     "default_stream()\n--\n\nThe current context's default stream (handle 0)."},
+    {"legacy_default_stream", mod_legacy_default_stream, METH_NOARGS,
+     "legacy_default_stream()\n--\n\nThe legacy default stream (CU_STREAM_LEGACY)."},
+    {"per_thread_default_stream", mod_per_thread_default_stream, METH_NOARGS,
+     "per_thread_default_stream()\n--\n\nThe per-thread default stream (CU_STREAM_PER_THREAD)."},
+    {"external_stream", mod_external_stream, METH_O,
+     "external_stream(ptr, /)\n--\n\n"
+     "Wrap a stream made elsewhere (its CUstream address as an int), in the current "
+     "context. gpuhost never destroys it: keep the owner alive while it is used."},
+    {NULL, NULL, 0, NULL},
+};
+
+/* ---- Stream methods ---- */
+
+/* Make the stream's context current for call `id` (the default streams mean "the
+   current context's"; the others are safest in their own); see gh_context_enter. */
+static int
+stream_enter(gh_stream *self, gh_cu_id id, int *pushed)
+{
+    *pushed = 0;
+    if (gh_context_check_alive(self->context, self->generation, id) < 0) {
+        return -1;
+    }
+    return gh_context_enter(self->context, pushed);
+}
+
+static PyObject *
+stream_synchronize(gh_stream *self, PyObject *Py_UNUSED(ignored))
+{
+    int pushed;
+    gh_cu_id id = GH_CU_StreamQuery;
+    CUresult res;
+    if (stream_enter(self, GH_CU_StreamSynchronize, &pushed) < 0) {
+        return NULL;
+    }
+    res = gh_cu.StreamQuery(self->handle); /* idle: no need to give up the GIL */
+    if (res == CUDA_ERROR_NOT_READY) {
+        id = GH_CU_StreamSynchronize;
+        Py_BEGIN_ALLOW_THREADS res = gh_cu.StreamSynchronize(self->handle);
+        Py_END_ALLOW_THREADS
+    }
+    if (gh_context_leave(self->context, pushed) < 0 || gh_check(res, id) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+stream_query(gh_stream *self, PyObject *Py_UNUSED(ignored))
+{
+    int pushed;
+    CUresult res;
+    if (stream_enter(self, GH_CU_StreamQuery, &pushed) < 0) {
+        return NULL;
+    }
+    res = gh_cu.StreamQuery(self->handle);
+    if (gh_context_leave(self->context, pushed) < 0) {
+        return NULL;
+    }
+    if (res == CUDA_ERROR_NOT_READY) {
+        Py_RETURN_FALSE;
+    }
+    if (gh_check(res, GH_CU_StreamQuery) < 0) {
+        return NULL;
+    }
+    Py_RETURN_TRUE;
+}
+
+static PyObject *
+stream_get_done(gh_stream *self, void *Py_UNUSED(closure))
+{
+    return stream_query(self, NULL);
+}
+
+/* The driver's thread calls this; `data` is a (callback, stream, arg) tuple we own. */
+static void CUDA_CB
+stream_callback_trampoline(CUstream Py_UNUSED(handle), CUresult status, void *data)
+{
+    PyObject *item = (PyObject *)data, *res;
+    PyGILState_STATE gil;
+
+    if (!Py_IsInitialized() || gh_python_finalizing()) {
+        return; /* the interpreter is going away: drop the callback (and its references) */
+    }
+    gil = PyGILState_Ensure();
+    gh_on_driver_thread = 1; /* objects dying here defer their CUDA calls */
+    res = PyObject_CallFunction(PyTuple_GET_ITEM(item, 0), "OiO", PyTuple_GET_ITEM(item, 1),
+                                (int)status, PyTuple_GET_ITEM(item, 2));
+    if (res == NULL) {
+        PyErr_WriteUnraisable(PyTuple_GET_ITEM(item, 0));
+    }
+    Py_XDECREF(res);
+    Py_DECREF(item);
+    gh_on_driver_thread = 0;
+    PyGILState_Release(gil);
+}
+
+static PyObject *
+stream_add_callback(gh_stream *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"callback", "arg", NULL};
+    PyObject *callback, *arg = Py_None, *item;
+    int pushed;
+    CUresult res;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:add_callback", kwlist, &callback, &arg)) {
+        return NULL;
+    }
+    if (!PyCallable_Check(callback)) {
+        PyErr_Format(PyExc_TypeError, "callback must be callable, not %s",
+                     Py_TYPE(callback)->tp_name);
+        return NULL;
+    }
+    if (stream_enter(self, GH_CU_StreamAddCallback, &pushed) < 0) {
+        return NULL;
+    }
+    item = PyTuple_Pack(3, callback, (PyObject *)self, arg);
+    if (item == NULL) {
+        gh_context_leave(self->context, pushed);
+        return NULL;
+    }
+    res = gh_cu.StreamAddCallback(self->handle, stream_callback_trampoline, item, 0);
+    if (res != CUDA_SUCCESS) {
+        Py_DECREF(item); /* the driver will not call it */
+    }
+    if (gh_context_leave(self->context, pushed) < 0 || gh_check(res, GH_CU_StreamAddCallback) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* Call gpuhost._streamtools.<name>(self): the parts written in Python. */
+static PyObject *
+stream_call_helper(gh_stream *self, const char *name)
+{
+    PyObject *mod = PyImport_ImportModule("gpuhost._streamtools"), *res;
+    if (mod == NULL) {
+        return NULL;
+    }
+    res = PyObject_CallMethod(mod, name, "O", (PyObject *)self);
+    Py_DECREF(mod);
+    return res;
+}
+
+static PyObject *
+stream_async_done(gh_stream *self, PyObject *Py_UNUSED(ignored))
+{
+    return stream_call_helper(self, "async_done");
+}
+
+static PyObject *
+stream_auto_synchronize(gh_stream *self, PyObject *Py_UNUSED(ignored))
+{
+    return stream_call_helper(self, "auto_synchronize");
+}
+
+static PyObject *
+stream_record(gh_stream *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"event", NULL};
+    PyObject *event = Py_None, *res;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:record", kwlist, &event)) {
+        return NULL;
+    }
+    if (event == Py_None) {
+        event = gh_event_new(gh_state_of_type(Py_TYPE(self)), self->context, CU_EVENT_DEFAULT);
+        if (event == NULL) {
+            return NULL;
+        }
+    } else if (!Py_IS_TYPE(event, gh_state_of_type(Py_TYPE(self))->EventType)) {
+        PyErr_Format(PyExc_TypeError, "event must be a gpuhost Event or None, not %s",
+                     Py_TYPE(event)->tp_name);
+        return NULL;
+    } else {
+        Py_INCREF(event);
+    }
+    res = PyObject_CallMethod(event, "record", "O", (PyObject *)self);
+    if (res == NULL) {
+        Py_DECREF(event);
+        return NULL;
+    }
+    Py_DECREF(res);
+    return event;
+}
+
+static PyObject *
+stream_wait_event(gh_stream *self, PyObject *event)
+{
+    PyObject *res = PyObject_CallMethod(event, "wait", "O", (PyObject *)self);
+    if (res == NULL) {
+        return NULL;
+    }
+    Py_DECREF(res);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+stream_get_priority(gh_stream *self, void *Py_UNUSED(closure))
+{
+    int priority = 0, pushed;
+    CUresult res;
+    if (stream_enter(self, GH_CU_StreamGetPriority, &pushed) < 0) {
+        return NULL;
+    }
+    res = gh_cu.StreamGetPriority(self->handle, &priority);
+    if (gh_context_leave(self->context, pushed) < 0 || gh_check(res, GH_CU_StreamGetPriority) < 0) {
+        return NULL;
+    }
+    return PyLong_FromLong(priority);
+}
+
+static PyObject *
+stream_get_non_blocking(gh_stream *self, void *Py_UNUSED(closure))
+{
+    unsigned int flags = 0;
+    int pushed;
+    CUresult res;
+    if (stream_enter(self, GH_CU_StreamGetFlags, &pushed) < 0) {
+        return NULL;
+    }
+    res = gh_cu.StreamGetFlags(self->handle, &flags);
+    if (gh_context_leave(self->context, pushed) < 0 || gh_check(res, GH_CU_StreamGetFlags) < 0) {
+        return NULL;
+    }
+    return PyBool_FromLong((flags & CU_STREAM_NON_BLOCKING) != 0);
+}
+
+static PyObject *
+stream_get_handle(gh_stream *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromVoidPtr(self->handle);
+}
+
+static PyObject *
+stream_get_context(gh_stream *self, void *Py_UNUSED(closure))
+{
+    return Py_NewRef(self->context);
+}
+
+static PyObject *
+stream_get_device(gh_stream *self, void *Py_UNUSED(closure))
+{
+    return Py_NewRef(self->context->device);
+}
+
+static PyObject *
+stream_cuda_stream(gh_stream *self, PyObject *Py_UNUSED(ignored))
+{
+    return Py_BuildValue("(iN)", 0, PyLong_FromVoidPtr(self->handle));
+}
+
+static PyObject *
+stream_int(gh_stream *self)
+{
+    return PyLong_FromVoidPtr(self->handle);
+}
+
+static PyObject *
+stream_repr(gh_stream *self)
+{
+    static const char *const names[] = {"CUDA stream", "Default CUDA stream",
+                                        "Legacy default CUDA stream",
+                                        "Per-thread default CUDA stream", "External CUDA stream"};
+    if (self->kind == GH_STREAM_OWNED || self->kind == GH_STREAM_EXTERNAL) {
+        return PyUnicode_FromFormat("<%s %p on device %d>", names[self->kind], (void *)self->handle,
+                                    self->context->device->id);
+    }
+    return PyUnicode_FromFormat("<%s on device %d>", names[self->kind], self->context->device->id);
+}
+
+static Py_hash_t
+stream_hash(gh_stream *self)
+{
+    Py_hash_t h = (Py_hash_t)((uintptr_t)self->handle ^ ((uintptr_t)self->context >> 4));
+    return h == -1 ? -2 : h;
+}
+
+static PyObject *
+stream_richcompare(PyObject *a, PyObject *b, int op)
+{
+    int equal;
+    if ((op != Py_EQ && op != Py_NE) || Py_TYPE(a) != Py_TYPE(b)) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    equal = ((gh_stream *)a)->handle == ((gh_stream *)b)->handle &&
+            ((gh_stream *)a)->context == ((gh_stream *)b)->context;
+    return PyBool_FromLong(op == Py_EQ ? equal : !equal);
+}
+
+static void
+stream_dealloc(gh_stream *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    gh_context *ctx = self->context;
+    if (self->kind == GH_STREAM_OWNED && ctx->handle != NULL &&
+        ctx->generation == self->generation) {
+        gh_release(GH_CU_StreamDestroy, self->handle); /* returns at once; frees later */
+    }
+    Py_DECREF(ctx);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+static PyMethodDef stream_methods[] = {
+    {"synchronize", (PyCFunction)stream_synchronize, METH_NOARGS,
+     "synchronize($self, /)\n--\n\n"
+     "Wait, with the GIL released, until all work queued on the stream has finished."},
+    {"query", (PyCFunction)stream_query, METH_NOARGS,
+     "query($self, /)\n--\n\nTrue if all work queued on the stream has finished."},
+    {"add_callback", (PyCFunction)(void (*)(void))stream_add_callback, METH_VARARGS | METH_KEYWORDS,
+     "add_callback($self, /, callback, arg=None)\n--\n\n"
+     "Call callback(stream, status, arg) on a driver thread once the work queued so far "
+     "has finished; later work on the stream waits for it. The callback must not call "
+     "CUDA. An exception it raises goes to sys.unraisablehook."},
+    {"async_done", (PyCFunction)stream_async_done, METH_NOARGS,
+     "async_done($self, /)\n--\n\n"
+     "An asyncio future of the running loop, resolved (on the loop's thread) once the "
+     "work queued so far has finished."},
+    {"auto_synchronize", (PyCFunction)stream_auto_synchronize, METH_NOARGS,
+     "auto_synchronize($self, /)\n--\n\n"
+     "A context manager that yields the stream and synchronizes it on exit."},
+    {"record", (PyCFunction)(void (*)(void))stream_record, METH_VARARGS | METH_KEYWORDS,
+     "record($self, /, event=None)\n--\n\n"
+     "Record `event` (a new timing event if None) on the stream and return it."},
+    {"wait_event", (PyCFunction)stream_wait_event, METH_O,
+     "wait_event($self, event, /)\n--\n\n"
+     "Make later work on the stream wait until `event` has completed."},
+    {"__cuda_stream__", (PyCFunction)stream_cuda_stream, METH_NOARGS,
+     "__cuda_stream__($self, /)\n--\n\nThe stream protocol: (0, handle)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef stream_getset[] = {
+    {"handle", (getter)stream_get_handle, NULL, "The CUstream as an int.", NULL},
+    {"ptr", (getter)stream_get_handle, NULL, "The CUstream as an int (CuPy's name).", NULL},
+    {"done", (getter)stream_get_done, NULL, "True if all queued work has finished.", NULL},
+    {"priority", (getter)stream_get_priority, NULL, "The stream's priority.", NULL},
+    {"non_blocking", (getter)stream_get_non_blocking, NULL,
+     "Whether the stream does not synchronize with the legacy default stream.", NULL},
+    {"context", (getter)stream_get_context, NULL, "The Context the stream belongs to.", NULL},
+    {"device", (getter)stream_get_device, NULL, "The Device the stream belongs to.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot stream_slots[] = {
+    {Py_tp_doc, "A CUDA stream. Make one with gpuhost.stream(); not made directly."},
+    {Py_tp_methods, stream_methods},
+    {Py_tp_getset, stream_getset},
+    {Py_tp_repr, stream_repr},
+    {Py_tp_hash, stream_hash},
+    {Py_tp_richcompare, stream_richcompare},
+    {Py_nb_int, stream_int},
+    {Py_tp_dealloc, stream_dealloc},
+    {0, NULL},
+};
+
+static PyType_Spec stream_spec = {
+    .name = "gpuhost.Stream",
+    .basicsize = sizeof(gh_stream),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = stream_slots,
+};
+
+int
+gh_stream_init_type(PyObject *module, gh_state *st)
+{
+    st->StreamType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &stream_spec, NULL);
+    if (st->StreamType == NULL || PyModule_AddType(module, st->StreamType) < 0) {
+        return -1;
+    }
+    return PyModule_AddFunctions(module, gh_stream_module_methods);
+}

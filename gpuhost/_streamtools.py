@@ -1,0 +1,91 @@
+"""The parts of Stream and Event written in Python (the C types call in here), and the
+profiler's context manager.  Kept out of gpuhost's import: asyncio and contextlib load
+only when first used."""
+import contextlib
+
+from . import _core
+
+__all__ = ["auto_synchronize", "async_done", "IpcEventHandle", "profiling"]
+
+
+@contextlib.contextmanager
+def auto_synchronize(stream):
+    """Yield `stream`; synchronize it when the block ends (also when it raises)."""
+    try:
+        yield stream
+    finally:
+        stream.synchronize()
+
+
+def async_done(stream):
+    """An asyncio future of the running loop, resolved once `stream`'s queued work is done.
+
+    The driver's thread runs the callback; it only hands the result to the loop's thread
+    (call_soon_threadsafe), where the future is resolved."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+
+    def resolve(status):
+        if future.done():  # cancelled meanwhile
+            return
+        if status == 0:
+            future.set_result(stream)
+        else:
+            future.set_exception(_core_error(status))
+
+    def callback(_stream, status, _arg):
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(resolve, status)
+
+    stream.add_callback(callback)
+    return future
+
+
+def _core_error(status):
+    from .errors import CudaAPIError
+
+    return CudaAPIError(status, "CUDA_ERROR_%d" % status, "the stream failed", "cuStreamAddCallback")
+
+
+class IpcEventHandle:
+    """A picklable handle to an interprocess event: send it to another process (e.g.
+    through multiprocessing) and call open() there to get an Event for the same event."""
+
+    __slots__ = ("handle", "device_uuid")
+
+    def __init__(self, handle, device_uuid):
+        self.handle = bytes(handle)
+        self.device_uuid = device_uuid
+
+    def __reduce__(self):
+        return (IpcEventHandle, (self.handle, self.device_uuid))
+
+    def open(self):
+        """The Event, opened in the context of the device it was made on (found by UUID)."""
+        for i in range(_core.device_count()):
+            dev = _core.get_device(i)
+            if dev.uuid == self.device_uuid:
+                with dev:
+                    return _core.open_ipc_event(self.handle)
+        raise _invalid_device(self.device_uuid)
+
+    def __repr__(self):
+        return "<IpcEventHandle of an event on %s>" % self.device_uuid
+
+
+def _invalid_device(uuid):
+    from .errors import InvalidDeviceError
+
+    return InvalidDeviceError("the event's device %s is not visible in this process" % uuid)
+
+
+@contextlib.contextmanager
+def profiling():
+    """Collect profiling data (cuProfilerStart) for the duration of the block."""
+    _core.profile_start()
+    try:
+        yield
+    finally:
+        _core.profile_stop()

@@ -1,0 +1,363 @@
+/* fakecuda events: create, destroy, record (an op on the work queue that stamps the time
+ * when the worker reaches it), query, synchronize, elapsed time, and IPC handles.
+ *
+ * A handle (live counter "events") points at an event state: its own, or, for one opened
+ * from an IPC handle, the exporting event's.  Neither is ever freed, so a destroyed handle
+ * stays recognisably dead and a record still queued never touches freed memory.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "fk_internal.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FK_EVENT_FLAGS (CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS)
+
+/* Under the lock. */
+typedef struct fk_event_state {
+    struct fk_event_state *next_exported; /* in fk_exported, once an IPC handle was made */
+    int exported;
+    unsigned int flags;
+    unsigned long long record_seq; /* the op of the newest record; 0: never recorded */
+    int complete;                  /* that record ran, at `when` */
+    struct timespec when;
+    long handles; /* live handles on it: the creating one and those opened through IPC */
+} fk_event_state;
+
+typedef struct {
+    fk_resource res; /* first: the handle is its address */
+    fk_event_state *state;
+    fk_event_state own;
+} fk_event;
+
+typedef struct {
+    fk_op op;
+    fk_event_state *state;
+} fk_record_op;
+
+/* What cuIpcGetEventHandle writes at the start of the 64 bytes. */
+typedef struct {
+    char magic[8];
+    uint64_t pid;
+    uint64_t instance; /* which copy of the fake made it: the address of fk_exported */
+    uint64_t state;
+} fk_ipc_event;
+
+_Static_assert(sizeof(fk_ipc_event) <= CU_IPC_HANDLE_SIZE, "IPC event handle too small");
+
+static const char fk_ipc_magic[8] = {'f', 'k', 'e', 'v', 'e', 'n', 't', '1'};
+
+static fk_event_state *fk_exported; /* every state an IPC handle was made for; under lock */
+
+/* The live event `handle`, or NULL.  Lock held. */
+static fk_event *
+find_event(CUevent handle)
+{
+    return (fk_event *)fk_resource_find(handle, FK_EVENTS);
+}
+
+/* A handle went: unregistered by cuEventDestroy or with its context.  Lock held. */
+static void
+event_gone(fk_resource *res)
+{
+    ((fk_event *)res)->state->handles--;
+}
+
+/* Register a new handle on `state` (NULL: a new state with `flags`) in `ctx`.  Lock held. */
+static CUresult
+event_new(CUevent *phEvent, fk_context *ctx, fk_event_state *state, unsigned int flags)
+{
+    fk_event *event = calloc(1, sizeof(*event));
+
+    if (event == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (state == NULL) {
+        state = &event->own;
+        state->flags = flags;
+    }
+    event->state = state;
+    state->handles++;
+    fk_resource_add(&event->res, FK_EVENTS, ctx, event_gone);
+    *phEvent = (CUevent)event;
+    return CUDA_SUCCESS;
+}
+
+CUresult
+fk_EventCreate(CUevent *phEvent, unsigned int Flags)
+{
+    CUresult res = fk_enter(GH_CU_EventCreate, FK_AFTER_INIT);
+    fk_context *ctx = NULL;
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (phEvent == NULL || (Flags & ~(unsigned int)FK_EVENT_FLAGS) != 0 ||
+        ((Flags & CU_EVENT_INTERPROCESS) && !(Flags & CU_EVENT_DISABLE_TIMING))) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    fk_lock();
+    res = fk_current_context(&ctx);
+    if (res == CUDA_SUCCESS) {
+        res = event_new(phEvent, ctx, NULL, Flags);
+    }
+    fk_unlock();
+    return res;
+}
+
+CUresult
+fk_EventDestroy(CUevent hEvent)
+{
+    CUresult res = fk_enter(GH_CU_EventDestroy, FK_AFTER_INIT);
+    fk_event *event;
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    fk_lock();
+    event = find_event(hEvent);
+    if (event == NULL) {
+        res = CUDA_ERROR_INVALID_HANDLE;
+    } else {
+        fk_resource_remove(&event->res); /* a record still queued runs on the state */
+        event_gone(&event->res);
+    }
+    fk_unlock();
+    return res;
+}
+
+/* On the worker: complete the record unless a newer record replaced it. */
+static void
+run_record(fk_op *op)
+{
+    fk_record_op *record = (fk_record_op *)op;
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    fk_lock();
+    if (record->state->record_seq == op->seq) {
+        record->state->complete = 1;
+        record->state->when = now;
+    }
+    fk_unlock();
+}
+
+/* Dropped with its context: the event reads as never recorded. */
+static void
+cancel_record(fk_op *op)
+{
+    fk_record_op *record = (fk_record_op *)op;
+
+    if (record->state->record_seq == op->seq) {
+        record->state->record_seq = 0;
+        record->state->complete = 0;
+    }
+}
+
+CUresult
+fk_EventRecord(CUevent hEvent, CUstream hStream)
+{
+    CUresult res = fk_enter(GH_CU_EventRecord, FK_AFTER_INIT);
+    fk_context *ctx = NULL;
+    fk_lane *lane = NULL;
+    fk_event *event;
+    fk_record_op *record = NULL;
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    fk_lock();
+    event = find_event(hEvent);
+    res = event != NULL ? fk_stream_lane(hStream, &ctx, &lane) : CUDA_ERROR_INVALID_HANDLE;
+    if (res == CUDA_SUCCESS && ctx != event->res.ctx) {
+        res = CUDA_ERROR_INVALID_HANDLE; /* event and stream of different contexts */
+    }
+    if (res == CUDA_SUCCESS) {
+        record = calloc(1, sizeof(*record));
+        res = record != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (res == CUDA_SUCCESS) {
+        record->op.run = run_record;
+        record->op.cancel = cancel_record;
+        record->state = event->state;
+        res = fk_op_enqueue(&record->op, ctx, lane);
+    }
+    if (res == CUDA_SUCCESS) { /* the worker cannot run it before the lock is let go */
+        event->state->record_seq = record->op.seq;
+        event->state->complete = 0;
+    }
+    fk_unlock();
+    return res;
+}
+
+CUresult
+fk_EventQuery(CUevent hEvent)
+{
+    CUresult res = fk_enter(GH_CU_EventQuery, FK_AFTER_INIT);
+    fk_event *event;
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    fk_lock();
+    event = find_event(hEvent);
+    if (event == NULL) {
+        res = CUDA_ERROR_INVALID_HANDLE;
+    } else if (event->state->record_seq != 0 && !event->state->complete) {
+        res = CUDA_ERROR_NOT_READY; /* never recorded: CUDA_SUCCESS, as the driver */
+    }
+    fk_unlock();
+    return res;
+}
+
+CUresult
+fk_EventSynchronize(CUevent hEvent)
+{
+    CUresult res = fk_enter(GH_CU_EventSynchronize, FK_AFTER_INIT);
+    fk_event *event;
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    fk_lock();
+    event = find_event(hEvent);
+    if (event == NULL) {
+        res = CUDA_ERROR_INVALID_HANDLE;
+    } else {
+        fk_ops_wait(event->state->record_seq); /* the lock is released while waiting */
+    }
+    fk_unlock();
+    return res;
+}
+
+/* CUDA_SUCCESS if `state` has a completed timed record, else why not.  Lock held. */
+static CUresult
+timing_check(const fk_event_state *state)
+{
+    if ((state->flags & CU_EVENT_DISABLE_TIMING) || state->record_seq == 0) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    return state->complete ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+CUresult
+fk_EventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+{
+    CUresult res = fk_enter(GH_CU_EventElapsedTime, FK_AFTER_INIT);
+    fk_event *start, *end;
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (pMilliseconds == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    fk_lock();
+    start = find_event(hStart);
+    end = find_event(hEnd);
+    if (start == NULL || end == NULL) {
+        res = CUDA_ERROR_INVALID_HANDLE;
+    } else {
+        /* An unusable event (INVALID_HANDLE) outranks an unfinished one (NOT_READY). */
+        CUresult res_start = timing_check(start->state), res_end = timing_check(end->state);
+
+        res = res_start == CUDA_ERROR_INVALID_HANDLE ? res_start
+              : res_end != CUDA_SUCCESS              ? res_end
+                                                     : res_start;
+    }
+    if (res == CUDA_SUCCESS) {
+        const struct timespec *a = &start->state->when, *b = &end->state->when;
+
+        *pMilliseconds = (float)((double)(b->tv_sec - a->tv_sec) * 1e3 +
+                                 (double)(b->tv_nsec - a->tv_nsec) / 1e6);
+    }
+    fk_unlock();
+    return res;
+}
+
+/* ---- IPC ---- */
+
+CUresult
+fk_IpcGetEventHandle(CUipcEventHandle *pHandle, CUevent event)
+{
+    CUresult res = fk_enter(GH_CU_IpcGetEventHandle, FK_AFTER_INIT);
+    fk_event *found;
+    fk_ipc_event ipc;
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (pHandle == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    fk_lock();
+    found = find_event(event);
+    if (found == NULL) {
+        res = CUDA_ERROR_INVALID_HANDLE;
+    } else if (!(found->state->flags & CU_EVENT_INTERPROCESS)) {
+        res = CUDA_ERROR_INVALID_VALUE;
+    } else {
+        if (!found->state->exported) {
+            found->state->exported = 1;
+            found->state->next_exported = fk_exported;
+            fk_exported = found->state;
+        }
+        memcpy(ipc.magic, fk_ipc_magic, sizeof(ipc.magic));
+        ipc.pid = (uint64_t)getpid();
+        ipc.instance = (uint64_t)(uintptr_t)&fk_exported;
+        ipc.state = (uint64_t)(uintptr_t)found->state;
+        memset(pHandle, 0, sizeof(*pHandle));
+        memcpy(pHandle->reserved, &ipc, sizeof(ipc));
+    }
+    fk_unlock();
+    return res;
+}
+
+/* The exported state a handle names with live handles on it, or NULL.  Lock held.
+   The fake cannot share an event across processes: a handle made by another process (or
+   by another copy of the fake loaded in this one) is refused with CUDA_ERROR_INVALID_VALUE;
+   IPC between processes is tested on a real GPU. */
+static fk_event_state *
+exported_state(const CUipcEventHandle *handle)
+{
+    fk_ipc_event ipc;
+
+    memcpy(&ipc, handle->reserved, sizeof(ipc));
+    if (memcmp(ipc.magic, fk_ipc_magic, sizeof(ipc.magic)) != 0 || ipc.pid != (uint64_t)getpid() ||
+        ipc.instance != (uint64_t)(uintptr_t)&fk_exported) {
+        return NULL;
+    }
+    for (fk_event_state *state = fk_exported; state != NULL; state = state->next_exported) {
+        if ((uint64_t)(uintptr_t)state == ipc.state) {
+            return state->handles > 0 ? state : NULL; /* every handle on it destroyed */
+        }
+    }
+    return NULL;
+}
+
+CUresult
+fk_IpcOpenEventHandle(CUevent *phEvent, CUipcEventHandle handle)
+{
+    CUresult res = fk_enter(GH_CU_IpcOpenEventHandle, FK_AFTER_INIT);
+    fk_context *ctx = NULL;
+    fk_event_state *state;
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (phEvent == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    fk_lock();
+    res = fk_current_context(&ctx);
+    if (res == CUDA_SUCCESS) {
+        state = exported_state(&handle);
+        res = state != NULL ? event_new(phEvent, ctx, state, 0) : CUDA_ERROR_INVALID_VALUE;
+    }
+    fk_unlock();
+    return res;
+}
