@@ -35,9 +35,10 @@ gh_context_activate(gh_context *ctx)
     if (ctx->handle != NULL) {
         return 0;
     }
-    Py_BEGIN_ALLOW_THREADS res = gh_cu.DevicePrimaryCtxRetain(&handle, dev);
-    Py_END_ALLOW_THREADS if (gh_check(res, GH_CU_DevicePrimaryCtxRetain) < 0)
-    {
+    Py_BEGIN_ALLOW_THREADS
+    res = gh_cu.DevicePrimaryCtxRetain(&handle, dev);
+    Py_END_ALLOW_THREADS
+    if (gh_check(res, GH_CU_DevicePrimaryCtxRetain) < 0) {
         return -1;
     }
     if (ctx->handle != NULL) {
@@ -258,8 +259,10 @@ gh_context_reset(gh_context *ctx)
     }
     was_current = ctx->handle != NULL && cur == ctx->handle;
     context_release(ctx);
-    Py_BEGIN_ALLOW_THREADS res = gh_cu.DevicePrimaryCtxReset(ctx->device->handle);
-    Py_END_ALLOW_THREADS ctx->generation++;
+    Py_BEGIN_ALLOW_THREADS
+    res = gh_cu.DevicePrimaryCtxReset(ctx->device->handle);
+    Py_END_ALLOW_THREADS
+    ctx->generation++;
     if (gh_check(res, GH_CU_DevicePrimaryCtxReset) < 0) {
         return -1;
     }
@@ -376,10 +379,10 @@ context_synchronize(gh_context *self, PyObject *Py_UNUSED(ignored))
     if (gh_context_enter(self, &pushed) < 0) {
         return NULL;
     }
-    Py_BEGIN_ALLOW_THREADS res = gh_cu.CtxSynchronize();
-    Py_END_ALLOW_THREADS if (gh_context_leave(self, pushed) < 0 ||
-                             gh_check(res, GH_CU_CtxSynchronize) < 0)
-    {
+    Py_BEGIN_ALLOW_THREADS
+    res = gh_cu.CtxSynchronize();
+    Py_END_ALLOW_THREADS
+    if (gh_context_leave(self, pushed) < 0 || gh_check(res, GH_CU_CtxSynchronize) < 0) {
         return NULL;
     }
     Py_RETURN_NONE;

@@ -196,7 +196,8 @@ gh_driver_ensure(void)
         return 0;
     }
     if (atomic_load(&load_state) == LOAD_NOT_TRIED) {
-        Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&load_lock);
+        Py_BEGIN_ALLOW_THREADS
+        pthread_mutex_lock(&load_lock);
         if (atomic_load(&load_state) == LOAD_NOT_TRIED) {
             int ok = load_driver() == 0;
             atomic_store_explicit(&load_state, ok ? LOAD_OK : LOAD_FAILED, memory_order_release);

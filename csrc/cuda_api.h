@@ -58,7 +58,44 @@
     X(IpcGetEventHandle, 4010)                                                                     \
     X(IpcOpenEventHandle, 4010)                                                                    \
     X(ProfilerStart, 4000)                                                                         \
-    X(ProfilerStop, 4000)
+    X(ProfilerStop, 4000)                                                                          \
+    X(MemAlloc, 3020)                                                                              \
+    X(MemFree, 3020)                                                                               \
+    X(MemAllocManaged, 6000)                                                                       \
+    X(MemHostAlloc, 2020)                                                                          \
+    X(MemFreeHost, 2000)                                                                           \
+    X(MemHostGetDevicePointer, 3020)                                                               \
+    X(MemHostRegister, 6050)                                                                       \
+    X(MemHostUnregister, 4000)                                                                     \
+    X(MemGetAddressRange, 3020)                                                                    \
+    X(PointerGetAttribute, 4000)                                                                   \
+    X(MemcpyHtoD, 3020)                                                                            \
+    X(MemcpyDtoH, 3020)                                                                            \
+    X(MemcpyDtoD, 3020)                                                                            \
+    X(MemcpyHtoDAsync, 3020)                                                                       \
+    X(MemcpyDtoHAsync, 3020)                                                                       \
+    X(MemcpyDtoDAsync, 3020)                                                                       \
+    X(Memcpy2D, 3020)                                                                              \
+    X(Memcpy2DAsync, 3020)                                                                         \
+    X(Memcpy3D, 3020)                                                                              \
+    X(Memcpy3DAsync, 3020)                                                                         \
+    X(MemcpyPeer, 4000)                                                                            \
+    X(MemcpyPeerAsync, 4000)                                                                       \
+    X(MemsetD8, 3020)                                                                              \
+    X(MemsetD16, 3020)                                                                             \
+    X(MemsetD32, 3020)                                                                             \
+    X(MemsetD8Async, 3020)                                                                         \
+    X(MemsetD16Async, 3020)                                                                        \
+    X(MemsetD32Async, 3020)                                                                        \
+    X(MemsetD2D8, 3020)                                                                            \
+    X(MemsetD2D16, 3020)                                                                           \
+    X(MemsetD2D32, 3020)                                                                           \
+    X(MemsetD2D8Async, 3020)                                                                       \
+    X(MemsetD2D16Async, 3020)                                                                      \
+    X(MemsetD2D32Async, 3020)                                                                      \
+    X(IpcGetMemHandle, 4010)                                                                       \
+    X(IpcOpenMemHandle, 11000)                                                                     \
+    X(IpcCloseMemHandle, 4010)
 
 /* The function table: gh_cu.MemGetInfo(&free, &total). */
 typedef struct {

@@ -9,7 +9,8 @@
 #include <string.h>
 
 typedef struct {
-    PyObject_HEAD gh_context *context; /* strong */
+    PyObject_HEAD
+    gh_context *context; /* strong */
     CUevent handle;
     uint64_t generation;
     unsigned int flags;
@@ -17,14 +18,14 @@ typedef struct {
 } gh_event;
 
 PyObject *
-gh_event_new(gh_state *st, gh_context *ctx, unsigned int flags)
+gh_event_new(gh_state *st, gh_context *ctx, unsigned int flags, int ctx_is_current)
 {
     CUevent handle = NULL;
     CUresult res;
     gh_event *self;
-    int pushed;
+    int pushed = 0;
 
-    if (gh_context_enter(ctx, &pushed) < 0) {
+    if (!ctx_is_current && gh_context_enter(ctx, &pushed) < 0) {
         return NULL;
     }
     res = gh_cu.EventCreate(&handle, flags);
@@ -100,7 +101,10 @@ event_on_stream(gh_event *self, PyObject *stream, int record)
         raise_other_context(self, what, ref.context->device->id);
         return NULL;
     }
-    if (gh_context_enter(self->context, &pushed) < 0) {
+    /* A default stream's handle means "the current context's": make the event's current.
+       Other handles name their context. */
+    pushed = 0;
+    if (ref.is_default && gh_context_enter(self->context, &pushed) < 0) {
         return NULL;
     }
     res = record ? gh_cu.EventRecord(self->handle, ref.handle)
@@ -188,7 +192,8 @@ event_synchronize(gh_event *self, PyObject *Py_UNUSED(ignored))
     }
     res = gh_cu.EventQuery(self->handle); /* completed: no need to give up the GIL */
     if (res == CUDA_ERROR_NOT_READY) {
-        Py_BEGIN_ALLOW_THREADS res = gh_cu.EventSynchronize(self->handle);
+        Py_BEGIN_ALLOW_THREADS
+        res = gh_cu.EventSynchronize(self->handle);
         Py_END_ALLOW_THREADS
     }
     if (gh_check(res, GH_CU_EventSynchronize) < 0) {
@@ -305,9 +310,7 @@ event_dealloc(gh_event *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     gh_context *ctx = self->context;
-    if (ctx->handle != NULL && ctx->generation == self->generation) {
-        gh_release(GH_CU_EventDestroy, self->handle);
-    }
+    gh_release(ctx, self->generation, GH_CU_EventDestroy, self->handle);
     Py_DECREF(ctx);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
@@ -373,7 +376,8 @@ mod_event(PyObject *module, PyObject *args, PyObject *kwargs)
     gh_context *ctx;
     PyObject *self;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|p$pp:event", kwlist, &timing, &blocking_sync,
+    if ((PyTuple_GET_SIZE(args) != 0 || (kwargs != NULL && PyDict_GET_SIZE(kwargs) != 0)) &&
+        !PyArg_ParseTupleAndKeywords(args, kwargs, "|p$pp:event", kwlist, &timing, &blocking_sync,
                                      &interprocess)) {
         return NULL;
     }
@@ -389,7 +393,7 @@ mod_event(PyObject *module, PyObject *args, PyObject *kwargs)
     if (ctx == NULL) {
         return NULL;
     }
-    self = gh_event_new(st, ctx, flags);
+    self = gh_event_new(st, ctx, flags, 1);
     Py_DECREF(ctx);
     return self;
 }

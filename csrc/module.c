@@ -6,7 +6,7 @@
  */
 #include "module.h"
 
-#define NPY_NO_DEPRECATED_API NPY_1_23_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL gh_ARRAY_API
 #include <numpy/arrayobject.h>
 
 _Thread_local int gh_on_driver_thread = 0;
@@ -20,53 +20,113 @@ release_now(gh_cu_id id, void *handle)
             return gh_cu.StreamDestroy((CUstream)handle);
         case GH_CU_EventDestroy:
             return gh_cu.EventDestroy((CUevent)handle);
+        case GH_CU_MemFree:
+            return gh_cu.MemFree((CUdeviceptr)(uintptr_t)handle);
+        case GH_CU_MemFreeHost:
+            return gh_cu.MemFreeHost(handle);
+        case GH_CU_MemHostUnregister:
+            return gh_cu.MemHostUnregister(handle);
         default:
             return CUDA_ERROR_NOT_SUPPORTED;
     }
 }
 
+/* Release now if the resource's context generation is still alive; never raises. */
 static void
-release_quietly(gh_cu_id id, void *handle)
+release_if_alive(const gh_pending_release *r)
 {
-    CUresult res = release_now(id, handle);
-    if (res != CUDA_SUCCESS && res != CUDA_ERROR_CONTEXT_IS_DESTROYED &&
-        res != CUDA_ERROR_DEINITIALIZED) {
-        gh_warn_cleanup(res, id);
+    CUresult res;
+    if (r->ctx->handle == NULL || r->ctx->generation != r->generation) {
+        return; /* it died with its context; its address may belong to someone else now */
+    }
+    res = release_now(r->id, r->handle);
+    if (res != CUDA_SUCCESS) {
+        gh_warn_cleanup(res, r->id);
     }
 }
-
-typedef struct {
-    gh_cu_id id;
-    void *handle;
-} deferred_release;
 
 /* A pending call (main thread, GIL held): the release a callback thread could not do. */
 static int
 run_deferred_release(void *arg)
 {
-    deferred_release *d = (deferred_release *)arg;
-    release_quietly(d->id, d->handle);
-    PyMem_RawFree(d);
+    gh_pending_release *r = (gh_pending_release *)arg;
+    release_if_alive(r);
+    Py_DECREF(r->ctx);
+    PyMem_RawFree(r);
+    return 0;
+}
+
+/* Keep `r` (its context reference included) for defer_cleanup()'s end; 0 or -1. */
+static int
+hold_release(gh_state *st, const gh_pending_release *r)
+{
+    if (st->n_held == st->cap_held) {
+        Py_ssize_t cap = st->cap_held ? 2 * st->cap_held : 64;
+        gh_pending_release *grown = PyMem_RawRealloc(st->held, (size_t)cap * sizeof(*grown));
+        if (grown == NULL) {
+            return -1;
+        }
+        st->held = grown;
+        st->cap_held = cap;
+    }
+    st->held[st->n_held] = *r;
+    Py_INCREF(r->ctx);
+    st->n_held++;
     return 0;
 }
 
 void
-gh_release(gh_cu_id id, void *handle)
+gh_release(gh_context *ctx, uint64_t generation, gh_cu_id id, void *handle)
 {
-    deferred_release *d;
-    if (!gh_on_driver_thread) {
-        release_quietly(id, handle);
+    gh_state *st = gh_state_of_type(Py_TYPE(ctx));
+    gh_pending_release r = {id, handle, ctx, generation};
+    gh_pending_release *later;
+
+    if (st != NULL && st->defer_depth > 0 && hold_release(st, &r) == 0) {
         return;
     }
-    d = PyMem_RawMalloc(sizeof(*d));
-    if (d == NULL) {
+    if (!gh_on_driver_thread) {
+        release_if_alive(&r);
+        return;
+    }
+    later = PyMem_RawMalloc(sizeof(*later));
+    if (later == NULL) {
         return; /* out of host memory on a driver thread: leak the handle, never crash */
     }
-    d->id = id;
-    d->handle = handle;
-    if (Py_AddPendingCall(run_deferred_release, d) < 0) {
-        PyMem_RawFree(d);
+    *later = r;
+    Py_INCREF(ctx);
+    if (Py_AddPendingCall(run_deferred_release, later) < 0) {
+        Py_DECREF(ctx);
+        PyMem_RawFree(later);
     }
+}
+
+/* Release everything held by defer_cleanup() blocks. */
+static void
+release_held(gh_state *st)
+{
+    while (st->n_held > 0) {
+        gh_pending_release r = st->held[--st->n_held];
+        release_if_alive(&r);
+        Py_DECREF(r.ctx);
+    }
+}
+
+static PyObject *
+mod_defer_cleanup_enter(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    gh_state_of_module(module)->defer_depth++;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+mod_defer_cleanup_exit(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    gh_state *st = gh_state_of_module(module);
+    if (st->defer_depth > 0 && --st->defer_depth == 0) {
+        release_held(st);
+    }
+    Py_RETURN_NONE;
 }
 
 /* The ordinal in `arg`, or -1 with an exception (TypeError for a non-int). */
@@ -265,6 +325,10 @@ static PyMethodDef module_methods[] = {
      "NVRTC's version as (major, minor). Raises NvrtcSupportError if libnvrtc is not found."},
     {"nvrtc_library", mod_nvrtc_library, METH_NOARGS,
      "nvrtc_library()\n--\n\nThe path of the libnvrtc that was loaded."},
+    {"_defer_cleanup_enter", mod_defer_cleanup_enter, METH_NOARGS,
+     "_defer_cleanup_enter()\n--\n\nHold releases of memory, streams and events."},
+    {"_defer_cleanup_exit", mod_defer_cleanup_exit, METH_NOARGS,
+     "_defer_cleanup_exit()\n--\n\nEnd one hold; at the outermost, release what was held."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -277,6 +341,7 @@ module_exec(PyObject *module)
     }
     if (gh_device_init_type(module, st) < 0 || gh_context_init_type(module, st) < 0 ||
         gh_stream_init_type(module, st) < 0 || gh_event_init_type(module, st) < 0 ||
+        gh_memory_init_type(module, st) < 0 || gh_devicearray_init_type(module, st) < 0 ||
         PyModule_AddFunctions(module, gh_nvtx_methods) < 0) {
         return -1;
     }
@@ -292,6 +357,8 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->MemoryInfoType);
     Py_VISIT(st->StreamType);
     Py_VISIT(st->EventType);
+    Py_VISIT(st->AllocationType);
+    Py_VISIT(st->DeviceArrayType);
     Py_VISIT(st->devices);
     return 0;
 }
@@ -306,12 +373,19 @@ module_clear(PyObject *module)
     Py_CLEAR(st->MemoryInfoType);
     Py_CLEAR(st->StreamType);
     Py_CLEAR(st->EventType);
+    Py_CLEAR(st->AllocationType);
+    Py_CLEAR(st->DeviceArrayType);
     return 0;
 }
 
 static void
 module_free(void *module)
 {
+    gh_state *st = gh_state_of_module((PyObject *)module);
+    st->defer_depth = 0;
+    release_held(st);
+    PyMem_RawFree(st->held);
+    st->held = NULL;
     module_clear((PyObject *)module);
 }
 

@@ -14,6 +14,17 @@
 #include "cuda_api.h"
 #include "nvrtc_api.h"
 
+typedef struct gh_context gh_context;
+
+/* A release of a driver resource that waits: in a defer_cleanup() block, or until a
+   driver callback thread has returned. */
+typedef struct {
+    gh_cu_id id;
+    void *handle;
+    gh_context *ctx; /* strong while held */
+    uint64_t generation;
+} gh_pending_release;
+
 /* Per-module state (PEP 573): the heap types, and the Device objects made so far. */
 typedef struct {
     PyTypeObject *DeviceType;
@@ -21,7 +32,12 @@ typedef struct {
     PyTypeObject *MemoryInfoType;
     PyTypeObject *StreamType;
     PyTypeObject *EventType;
-    PyObject *devices; /* list of Device or None, one per ordinal, made on first use */
+    PyTypeObject *AllocationType;
+    PyTypeObject *DeviceArrayType;
+    PyObject *devices;        /* list of Device or None, one per ordinal, made on first use */
+    int defer_depth;          /* nesting of defer_cleanup() blocks */
+    gh_pending_release *held; /* releases held by defer_cleanup(), n_held of cap_held */
+    Py_ssize_t n_held, cap_held;
 } gh_state;
 
 extern PyModuleDef gh_module_def;
@@ -64,10 +80,12 @@ void gh_warn_cleanup(CUresult res, gh_cu_id id);
 
 /* Set while a driver thread runs a host callback: CUDA calls are not allowed there. */
 extern _Thread_local int gh_on_driver_thread;
-/* Free a driver resource: cuStreamDestroy / cuEventDestroy (the `id`) of `handle`, now,
-   or, on a driver callback thread, soon after on the main thread.  Never raises; a
-   failure becomes a warning (none when the resource's context is already gone). */
-void gh_release(gh_cu_id id, void *handle);
+/* Free a driver resource of `ctx` made in its `generation`: `id` is the destroy call
+   (StreamDestroy, EventDestroy, MemFree, MemFreeHost, MemHostUnregister).  Done now; at
+   the end of the outermost defer_cleanup() block; or, on a driver callback thread, soon
+   after on the main thread.  Nothing is done if the context was reset or closed since.
+   Never raises; a failure becomes a warning. */
+void gh_release(gh_context *ctx, uint64_t generation, gh_cu_id id, void *handle);
 
 /* Whether the interpreter is shutting down (a driver thread must not take the GIL). */
 static inline int
@@ -95,7 +113,8 @@ gh_state_of_module(PyObject *module)
 /* ---- device.c ---- */
 
 typedef struct {
-    PyObject_HEAD CUdevice handle;
+    PyObject_HEAD
+    CUdevice handle;
     int id;
     PyObject *name;       /* str */
     PyObject *uuid;       /* str "GPU-..." */
@@ -117,11 +136,12 @@ gh_device *gh_device_get(gh_state *st, long ordinal);
 /* A device's primary context, as gpuhost holds it.  `handle` is NULL while gpuhost holds
    no retain on it (before first use, after close() or reset()); `generation` counts those
    ends, so an object made under an older generation knows its resources are gone. */
-typedef struct {
-    PyObject_HEAD gh_device *device; /* strong */
+struct gh_context {
+    PyObject_HEAD
+    gh_device *device; /* strong */
     CUcontext handle;
     uint64_t generation;
-} gh_context;
+};
 
 int gh_context_init_type(PyObject *module, gh_state *st);
 /* Borrowed reference to the Context of `dev`, made (not yet retained) on first use. */
@@ -170,7 +190,8 @@ typedef enum {
 } gh_stream_kind;
 
 typedef struct {
-    PyObject_HEAD gh_context *context; /* strong */
+    PyObject_HEAD
+    gh_context *context; /* strong */
     CUstream handle;
     uint64_t generation;
     gh_stream_kind kind;
@@ -195,8 +216,62 @@ int gh_stream_resolve(gh_state *st, PyObject *obj, gh_stream_ref *out);
 /* ---- event.c ---- */
 
 int gh_event_init_type(PyObject *module, gh_state *st);
-/* A new Event in `ctx` made with cuEventCreate `flags`; new reference or NULL. */
-PyObject *gh_event_new(gh_state *st, gh_context *ctx, unsigned int flags);
+/* A new Event in `ctx` made with cuEventCreate `flags` (`ctx_is_current`: the caller
+   knows ctx is current, so it is not made so); new reference or NULL. */
+PyObject *gh_event_new(gh_state *st, gh_context *ctx, unsigned int flags, int ctx_is_current);
+
+/* ---- memory.c ---- */
+
+typedef enum {
+    GH_ALLOC_DEVICE,
+    GH_ALLOC_MANAGED,
+    GH_ALLOC_PINNED,
+    GH_ALLOC_MAPPED,
+    GH_ALLOC_REGISTERED,
+} gh_alloc_kind;
+
+/* One allocation (or host registration); arrays viewing it hold a reference. */
+typedef struct {
+    PyObject_HEAD
+    gh_context *context; /* strong */
+    uint64_t generation;
+    gh_alloc_kind kind;
+    size_t size;
+    CUdeviceptr dptr;     /* device address; 0 for host memory not mapped */
+    void *host;           /* host address for host kinds and managed memory, else NULL */
+    Py_buffer registered; /* the registered object's buffer (GH_ALLOC_REGISTERED) */
+    Py_ssize_t exports;   /* buffer views handed out */
+} gh_allocation;
+
+int gh_memory_init_type(PyObject *module, gh_state *st);
+/* Allocate `size` bytes of `kind` in `ctx`; `flags` for cuMemHostAlloc/cuMemAllocManaged.
+   New reference, or NULL with CudaOutOfMemoryError stating the size, or CudaAPIError. */
+gh_allocation *gh_allocate(gh_state *st, gh_context *ctx, gh_alloc_kind kind, size_t size,
+                           unsigned int flags);
+/* Page-lock `obj`'s buffer with cuMemHostRegister `flags`; new reference or NULL. */
+gh_allocation *gh_register(gh_state *st, gh_context *ctx, PyObject *obj, unsigned int flags);
+/* Raise CudaOutOfMemoryError for `size` bytes of `what` with the device's free/total. -1. */
+int gh_raise_oom(gh_context *ctx, const char *what, size_t size, gh_cu_id id);
+
+/* ---- devicearray.c ---- */
+
+#define GH_MAXDIMS 64 /* NumPy 2's limit */
+
+/* A view of device memory: address, layout, and what keeps the memory alive. */
+typedef struct {
+    PyObject_HEAD
+    gh_context *context; /* strong */
+    uint64_t generation;
+    CUdeviceptr ptr;  /* address of the first element */
+    PyObject *owner;  /* keeps the memory alive (an Allocation or a foreign object); or NULL */
+    void *dtype;      /* PyArray_Descr *, strong */
+    PyObject *stream; /* the bound stream, or NULL */
+    int ndim;
+    Py_ssize_t shape[GH_MAXDIMS];
+    Py_ssize_t strides[GH_MAXDIMS];
+} gh_devicearray;
+
+int gh_devicearray_init_type(PyObject *module, gh_state *st);
 
 /* ---- nvtx.c ---- */
 

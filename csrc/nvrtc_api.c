@@ -118,7 +118,8 @@ gh_nvrtc_ensure(void)
         if (paths == NULL) {
             return -1;
         }
-        Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&nvrtc_lock);
+        Py_BEGIN_ALLOW_THREADS
+        pthread_mutex_lock(&nvrtc_lock);
         if (atomic_load(&nvrtc_state) == NVRTC_NOT_TRIED) {
             int ok = 0;
             snprintf(nvrtc_error, sizeof(nvrtc_error), "libnvrtc was not found. Tried:");
@@ -128,8 +129,8 @@ gh_nvrtc_ensure(void)
             atomic_store_explicit(&nvrtc_state, ok ? NVRTC_OK : NVRTC_FAILED, memory_order_release);
         }
         pthread_mutex_unlock(&nvrtc_lock);
-        Py_END_ALLOW_THREADS for (char **p = paths; *p != NULL; p++)
-        {
+        Py_END_ALLOW_THREADS
+        for (char **p = paths; *p != NULL; p++) {
             free(*p);
         }
         free(paths);

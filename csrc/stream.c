@@ -275,14 +275,17 @@ PyMethodDef gh_stream_module_methods[] = {
 
 /* ---- Stream methods ---- */
 
-/* Make the stream's context current for call `id` (the default streams mean "the
-   current context's"; the others are safest in their own); see gh_context_enter. */
+/* Check the stream is alive for call `id`; a default stream's handle means "the current
+   context's", so its context is made current (see gh_context_enter).  0 or -1. */
 static int
 stream_enter(gh_stream *self, gh_cu_id id, int *pushed)
 {
     *pushed = 0;
     if (gh_context_check_alive(self->context, self->generation, id) < 0) {
         return -1;
+    }
+    if (self->kind == GH_STREAM_OWNED || self->kind == GH_STREAM_EXTERNAL) {
+        return 0; /* the handle names its context */
     }
     return gh_context_enter(self->context, pushed);
 }
@@ -299,7 +302,8 @@ stream_synchronize(gh_stream *self, PyObject *Py_UNUSED(ignored))
     res = gh_cu.StreamQuery(self->handle); /* idle: no need to give up the GIL */
     if (res == CUDA_ERROR_NOT_READY) {
         id = GH_CU_StreamSynchronize;
-        Py_BEGIN_ALLOW_THREADS res = gh_cu.StreamSynchronize(self->handle);
+        Py_BEGIN_ALLOW_THREADS
+        res = gh_cu.StreamSynchronize(self->handle);
         Py_END_ALLOW_THREADS
     }
     if (gh_context_leave(self->context, pushed) < 0 || gh_check(res, id) < 0) {
@@ -427,7 +431,7 @@ stream_record(gh_stream *self, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     if (event == Py_None) {
-        event = gh_event_new(gh_state_of_type(Py_TYPE(self)), self->context, CU_EVENT_DEFAULT);
+        event = gh_event_new(gh_state_of_type(Py_TYPE(self)), self->context, CU_EVENT_DEFAULT, 0);
         if (event == NULL) {
             return NULL;
         }
@@ -556,9 +560,8 @@ stream_dealloc(gh_stream *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     gh_context *ctx = self->context;
-    if (self->kind == GH_STREAM_OWNED && ctx->handle != NULL &&
-        ctx->generation == self->generation) {
-        gh_release(GH_CU_StreamDestroy, self->handle); /* returns at once; frees later */
+    if (self->kind == GH_STREAM_OWNED) {
+        gh_release(ctx, self->generation, GH_CU_StreamDestroy, self->handle);
     }
     Py_DECREF(ctx);
     tp->tp_free((PyObject *)self);

@@ -31,6 +31,23 @@ from ._core import (
     stream,
     synchronize,
 )
+from ._arrays import (
+    as_cuda_array,
+    defer_cleanup,
+    device_array,
+    device_array_like,
+    from_cuda_array_interface,
+    is_cuda_array,
+    managed_array,
+    mapped,
+    mapped_array,
+    mapped_array_like,
+    pinned,
+    pinned_array,
+    pinned_array_like,
+    to_device,
+)
+from ._core import Allocation, DeviceArray
 from ._streamtools import IpcEventHandle, profiling
 from .devices import close, detect, gpus, list_devices, require_context
 from .errors import (
@@ -52,6 +69,22 @@ def get_current_device():
 
 
 __all__ = [
+    "Allocation",
+    "DeviceArray",
+    "as_cuda_array",
+    "defer_cleanup",
+    "device_array",
+    "device_array_like",
+    "from_cuda_array_interface",
+    "is_cuda_array",
+    "managed_array",
+    "mapped",
+    "mapped_array",
+    "mapped_array_like",
+    "pinned",
+    "pinned_array",
+    "pinned_array_like",
+    "to_device",
     "Context",
     "CudaAPIError",
     "CudaDriverError",

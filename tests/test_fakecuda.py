@@ -1,6 +1,7 @@
 """The fake driver itself (tests/fakecuda), through ctypes only: lookup, initialization,
 devices, primary contexts, context stacks, streams, events, the work queue and its gate,
-the profiler switch, fault injection, error names, the build.
+memory (allocations, copies, memsets, pointer queries, IPC), the profiler switch, fault
+injection, error names, the build.
 
 Each test loads its own copy of the library (a copy is a different file, so the dynamic
 loader gives it its own state): configuration read at the first cuInit can differ per test,
@@ -17,6 +18,7 @@ import sys
 import threading
 import time
 
+import numpy as np
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -50,11 +52,31 @@ UNKNOWN = ERRORS["CUDA_ERROR_UNKNOWN"]
 INVALID_HANDLE = ERRORS["CUDA_ERROR_INVALID_HANDLE"]
 NOT_READY = ERRORS["CUDA_ERROR_NOT_READY"]
 NOT_PERMITTED = ERRORS["CUDA_ERROR_NOT_PERMITTED"]
+NOT_SUPPORTED = ERRORS["CUDA_ERROR_NOT_SUPPORTED"]
+ALREADY_REGISTERED = ERRORS["CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED"]
+NOT_REGISTERED = ERRORS["CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED"]
 
 # the default stream handles, CUstream_flags, CUevent_flags
 STREAM_NULL, STREAM_LEGACY, STREAM_PER_THREAD = None, 1, 2
 NON_BLOCKING = 1
 EVENT_DEFAULT, BLOCKING_SYNC, DISABLE_TIMING, INTERPROCESS = 0, 1, 2, 4
+
+# CUmemorytype; cuMemHostAlloc, cuMemHostRegister, cuMemAllocManaged and IPC memory flags
+MEM_HOST, MEM_DEVICE, MEM_ARRAY, MEM_UNIFIED = 1, 2, 3, 4
+HOSTALLOC_PORTABLE, HOSTALLOC_DEVICEMAP, HOSTALLOC_WRITECOMBINED = 1, 2, 4
+REGISTER_PORTABLE, REGISTER_DEVICEMAP, REGISTER_IOMEMORY, REGISTER_READ_ONLY = 1, 2, 4, 8
+ATTACH_GLOBAL, ATTACH_HOST, ATTACH_SINGLE = 1, 2, 4
+IPC_LAZY_ENABLE_PEER_ACCESS = 1
+GARBAGE = 0xA5  # what new memory holds
+
+# CUpointer_attribute: number and the ctypes type of its value
+POINTER_ATTR = {
+    "CONTEXT": (1, ctypes.c_void_p), "MEMORY_TYPE": (2, ctypes.c_uint),
+    "DEVICE_POINTER": (3, ctypes.c_uint64), "HOST_POINTER": (4, ctypes.c_void_p),
+    "P2P_TOKENS": (5, ctypes.c_uint64 * 2), "BUFFER_ID": (7, ctypes.c_ulonglong),
+    "IS_MANAGED": (8, ctypes.c_uint), "DEVICE_ORDINAL": (9, ctypes.c_int),
+    "RANGE_START_ADDR": (11, ctypes.c_uint64), "RANGE_SIZE": (12, ctypes.c_size_t),
+}
 
 # CUdriverProcAddressQueryResult, CU_GET_PROC_ADDRESS_LEGACY_STREAM
 SYMBOL_FOUND, SYMBOL_NOT_FOUND, VERSION_NOT_SUFFICIENT = 0, 1, 2
@@ -77,6 +99,9 @@ c_size_p = ctypes.POINTER(ctypes.c_size_t)
 c_void_pp = ctypes.POINTER(ctypes.c_void_p)
 c_char_pp = ctypes.POINTER(ctypes.c_char_p)
 c_uint_p = ctypes.POINTER(ctypes.c_uint)
+c_dptr = ctypes.c_uint64  # CUdeviceptr
+c_dptr_p = ctypes.POINTER(c_dptr)
+c_size = ctypes.c_size_t
 
 # void CUstreamCallback(CUstream, CUresult, void *userData)
 STREAM_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p)
@@ -84,6 +109,38 @@ STREAM_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c
 
 class IpcEventHandle(ctypes.Structure):
     _fields_ = [("reserved", ctypes.c_char * 64)]
+
+
+class IpcMemHandle(ctypes.Structure):
+    _fields_ = [("reserved", ctypes.c_char * 64)]
+
+
+def _copy_side(prefix, three_d):
+    fields = [(prefix + "XInBytes", c_size), (prefix + "Y", c_size)]
+    if three_d:
+        fields += [(prefix + "Z", c_size), (prefix + "LOD", c_size)]
+    fields += [(prefix + "MemoryType", ctypes.c_int), (prefix + "Host", ctypes.c_void_p),
+               (prefix + "Device", c_dptr), (prefix + "Array", ctypes.c_void_p)]
+    if three_d:
+        fields.append(("reserved" + ("0" if prefix == "src" else "1"), ctypes.c_void_p))
+    fields.append((prefix + "Pitch", c_size))
+    if three_d:
+        fields.append((prefix + "Height", c_size))
+    return fields
+
+
+class Memcpy2D(ctypes.Structure):  # CUDA_MEMCPY2D
+    _fields_ = (_copy_side("src", False) + _copy_side("dst", False)
+                + [("WidthInBytes", c_size), ("Height", c_size)])
+
+
+class Memcpy3D(ctypes.Structure):  # CUDA_MEMCPY3D
+    _fields_ = (_copy_side("src", True) + _copy_side("dst", True)
+                + [("WidthInBytes", c_size), ("Height", c_size), ("Depth", c_size)])
+
+
+assert ctypes.sizeof(Memcpy2D) == 128 and Memcpy2D.dstXInBytes.offset == 56
+assert ctypes.sizeof(Memcpy3D) == 200 and Memcpy3D.dstXInBytes.offset == 88
 
 
 SIGNATURES = {
@@ -129,6 +186,44 @@ SIGNATURES = {
     "cuIpcOpenEventHandle": [c_void_pp, IpcEventHandle],
     "cuProfilerStart": [],
     "cuProfilerStop": [],
+    "cuMemAlloc": [c_dptr_p, c_size],
+    "cuMemFree": [c_dptr],
+    "cuMemAllocManaged": [c_dptr_p, c_size, ctypes.c_uint],
+    "cuMemHostAlloc": [c_void_pp, c_size, ctypes.c_uint],
+    "cuMemFreeHost": [ctypes.c_void_p],
+    "cuMemHostGetDevicePointer": [c_dptr_p, ctypes.c_void_p, ctypes.c_uint],
+    "cuMemHostRegister": [ctypes.c_void_p, c_size, ctypes.c_uint],
+    "cuMemHostUnregister": [ctypes.c_void_p],
+    "cuMemGetAddressRange": [c_dptr_p, c_size_p, c_dptr],
+    "cuPointerGetAttribute": [ctypes.c_void_p, ctypes.c_int, c_dptr],
+    "cuMemcpyHtoD": [c_dptr, ctypes.c_void_p, c_size],
+    "cuMemcpyDtoH": [ctypes.c_void_p, c_dptr, c_size],
+    "cuMemcpyDtoD": [c_dptr, c_dptr, c_size],
+    "cuMemcpyHtoDAsync": [c_dptr, ctypes.c_void_p, c_size, ctypes.c_void_p],
+    "cuMemcpyDtoHAsync": [ctypes.c_void_p, c_dptr, c_size, ctypes.c_void_p],
+    "cuMemcpyDtoDAsync": [c_dptr, c_dptr, c_size, ctypes.c_void_p],
+    "cuMemcpy2D": [ctypes.POINTER(Memcpy2D)],
+    "cuMemcpy2DAsync": [ctypes.POINTER(Memcpy2D), ctypes.c_void_p],
+    "cuMemcpy3D": [ctypes.POINTER(Memcpy3D)],
+    "cuMemcpy3DAsync": [ctypes.POINTER(Memcpy3D), ctypes.c_void_p],
+    "cuMemcpyPeer": [c_dptr, ctypes.c_void_p, c_dptr, ctypes.c_void_p, c_size],
+    "cuMemcpyPeerAsync": [c_dptr, ctypes.c_void_p, c_dptr, ctypes.c_void_p, c_size,
+                          ctypes.c_void_p],
+    "cuMemsetD8": [c_dptr, ctypes.c_ubyte, c_size],
+    "cuMemsetD16": [c_dptr, ctypes.c_ushort, c_size],
+    "cuMemsetD32": [c_dptr, ctypes.c_uint, c_size],
+    "cuMemsetD8Async": [c_dptr, ctypes.c_ubyte, c_size, ctypes.c_void_p],
+    "cuMemsetD16Async": [c_dptr, ctypes.c_ushort, c_size, ctypes.c_void_p],
+    "cuMemsetD32Async": [c_dptr, ctypes.c_uint, c_size, ctypes.c_void_p],
+    "cuMemsetD2D8": [c_dptr, c_size, ctypes.c_ubyte, c_size, c_size],
+    "cuMemsetD2D16": [c_dptr, c_size, ctypes.c_ushort, c_size, c_size],
+    "cuMemsetD2D32": [c_dptr, c_size, ctypes.c_uint, c_size, c_size],
+    "cuMemsetD2D8Async": [c_dptr, c_size, ctypes.c_ubyte, c_size, c_size, ctypes.c_void_p],
+    "cuMemsetD2D16Async": [c_dptr, c_size, ctypes.c_ushort, c_size, c_size, ctypes.c_void_p],
+    "cuMemsetD2D32Async": [c_dptr, c_size, ctypes.c_uint, c_size, c_size, ctypes.c_void_p],
+    "cuIpcGetMemHandle": [ctypes.POINTER(IpcMemHandle), c_dptr],
+    "cuIpcOpenMemHandle": [c_dptr_p, IpcMemHandle, ctypes.c_uint],
+    "cuIpcCloseMemHandle": [c_dptr],
 }
 
 
@@ -147,6 +242,8 @@ class Fake:
         lib.fakecuda_calls.restype = ctypes.c_long
         lib.fakecuda_live.argtypes = [ctypes.c_char_p]
         lib.fakecuda_live.restype = ctypes.c_long
+        lib.fakecuda_bytes.argtypes = [ctypes.c_char_p]
+        lib.fakecuda_bytes.restype = ctypes.c_long
         lib.fakecuda_pending.restype = ctypes.c_long
         lib.fakecuda_profiler_state.restype = ctypes.c_long
         self.lib = lib
@@ -181,6 +278,9 @@ class Fake:
 
     def live(self, kind):
         return self.lib.fakecuda_live(kind.encode())
+
+    def bytes(self, kind):
+        return self.lib.fakecuda_bytes(kind.encode())
 
     def reset(self):
         self.lib.fakecuda_reset()
@@ -284,6 +384,60 @@ class Fake:
         event = ctypes.c_void_p()
         return self.cuIpcOpenEventHandle(ctypes.byref(event), handle), event.value
 
+    def alloc(self, size):
+        """cuMemAlloc in the current context: the device address."""
+        dptr = c_dptr()
+        assert self.cuMemAlloc(ctypes.byref(dptr), size) == SUCCESS
+        assert dptr.value
+        return dptr.value
+
+    def host_alloc(self, size, flags=0):
+        """cuMemHostAlloc: the host address."""
+        p = ctypes.c_void_p()
+        assert self.cuMemHostAlloc(ctypes.byref(p), size, flags) == SUCCESS
+        assert p.value
+        return p.value
+
+    def managed(self, size, flags=ATTACH_GLOBAL):
+        dptr = c_dptr()
+        assert self.cuMemAllocManaged(ctypes.byref(dptr), size, flags) == SUCCESS
+        return dptr.value
+
+    def write(self, dptr, data):
+        """Copy the uint8 array `data` to dptr synchronously; the result."""
+        return self.cuMemcpyHtoD(dptr, data.ctypes.data, data.nbytes)
+
+    def read(self, dptr, size):
+        """`size` bytes at dptr, as a new uint8 array."""
+        out = np.empty(size, np.uint8)
+        assert self.cuMemcpyDtoH(out.ctypes.data, dptr, size) == SUCCESS
+        return out
+
+    def device_pointer(self, p):
+        dptr = c_dptr()
+        res = self.cuMemHostGetDevicePointer(ctypes.byref(dptr), p, 0)
+        return res, dptr.value
+
+    def pointer_attr(self, name, ptr):
+        """cuPointerGetAttribute: (result, value)."""
+        number, ctype = POINTER_ATTR[name]
+        value = ctype()
+        res = self.cuPointerGetAttribute(ctypes.byref(value), number, ptr)
+        return res, getattr(value, "value", value)
+
+    def address_range(self, ptr):
+        base, size = c_dptr(), c_size()
+        res = self.cuMemGetAddressRange(ctypes.byref(base), ctypes.byref(size), ptr)
+        return res, base.value, size.value
+
+    def ipc_mem_handle(self, dptr):
+        handle = IpcMemHandle()
+        return self.cuIpcGetMemHandle(ctypes.byref(handle), dptr), handle
+
+    def ipc_mem_open(self, handle, flags=0):
+        dptr = c_dptr()
+        return self.cuIpcOpenMemHandle(ctypes.byref(dptr), handle, flags), dptr.value
+
 
 @pytest.fixture(scope="session")
 def built_lib():
@@ -372,7 +526,7 @@ def test_only_the_lookup_and_the_control_api_are_exported(fake):
     for name in ("cuGetProcAddress", "cuGetProcAddress_v2", "fakecuda_fail",
                  "fakecuda_clear_faults", "fakecuda_calls", "fakecuda_live", "fakecuda_reset",
                  "fakecuda_thread_stack_depth", "fakecuda_gate_close", "fakecuda_gate_open",
-                 "fakecuda_pending", "fakecuda_profiler_state"):
+                 "fakecuda_pending", "fakecuda_profiler_state", "fakecuda_bytes"):
         assert hasattr(fake.lib, name), name
     for name in ("cuInit", "cuMemGetInfo", "fk_Init", "fk_enter", "fk_lock"):
         assert not hasattr(fake.lib, name), name
@@ -1231,6 +1385,941 @@ def test_ctx_synchronize_waits_only_for_its_own_context(fake):
     assert fake.cuStreamSynchronize(busy) == SUCCESS
 
 
+# ---- memory: allocations and accounting ----
+
+def host_view(address, size):
+    """A uint8 array over `size` bytes of host memory at `address` (no copy)."""
+    return np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(address))
+
+
+def random_bytes(rng, shape):
+    return rng.integers(0, 256, size=shape, dtype=np.uint8)
+
+
+def test_alloc_counts_against_the_devices_free_memory_and_free_gives_it_back(fake):
+    rng = np.random.default_rng()
+    fake.push(int(rng.integers(0, 2)))
+    _, free, total = fake.mem_info()
+    sizes = [int(n) for n in rng.integers(1, 1 << 20, size=int(rng.integers(2, 6)))]
+    ptrs = [fake.alloc(n) for n in sizes]
+    assert fake.mem_info() == (SUCCESS, free - sum(sizes), total)
+    assert fake.live("allocations") == len(sizes) and fake.bytes("allocations") == sum(sizes)
+    assert all(p % 512 == 0 for p in ptrs) and len(set(ptrs)) == len(ptrs)
+    for p in ptrs:
+        assert fake.cuMemFree(p) == SUCCESS
+    assert fake.mem_info() == (SUCCESS, free, total)
+    assert fake.live("allocations") == 0 and fake.bytes("allocations") == 0
+
+
+def test_alloc_beyond_free_memory_is_out_of_memory_and_allocates_nothing(fake):
+    fake.push(1)
+    held = fake.alloc(int(np.random.default_rng().integers(1, 1 << 20)))
+    _, free, total = fake.mem_info()
+    dptr = c_dptr(12345)
+    for size in (free + 1, total, 2**63, 2**64 - 1):
+        assert fake.cuMemAlloc(ctypes.byref(dptr), size) == OUT_OF_MEMORY, size
+    assert dptr.value == 12345 and fake.mem_info()[1] == free
+    assert fake.live("allocations") == 1
+    assert fake.cuMemFree(held) == SUCCESS
+
+
+def test_alloc_argument_errors(fake):
+    dptr = c_dptr()
+    assert fake.cuMemAlloc(ctypes.byref(dptr), 64) == INVALID_CONTEXT
+    fake.push(0)
+    assert fake.cuMemAlloc(ctypes.byref(dptr), 0) == INVALID_VALUE  # as the driver
+    assert fake.cuMemAlloc(None, 64) == INVALID_VALUE
+    assert fake.live("allocations") == 0
+
+
+def test_host_memory_running_out_is_out_of_memory(built_lib):
+    code = (
+        "import ctypes, resource, sys\n"
+        "lib = ctypes.CDLL(sys.argv[1])\n"
+        "P = ctypes.POINTER\n"
+        "lib.cuGetProcAddress_v2.argtypes = [ctypes.c_char_p, P(ctypes.c_void_p), ctypes.c_int,"
+        " ctypes.c_uint64, ctypes.c_void_p]\n"
+        "lib.fakecuda_live.restype = ctypes.c_long\n"
+        "def fn(name, *args):\n"
+        "    pfn = ctypes.c_void_p()\n"
+        "    assert lib.cuGetProcAddress_v2(name, ctypes.byref(pfn), 13000, 1, None) == 0\n"
+        "    return ctypes.CFUNCTYPE(ctypes.c_int, *args)(pfn.value)\n"
+        "ctx, d = ctypes.c_void_p(), ctypes.c_uint64()\n"
+        "free, total = ctypes.c_size_t(), ctypes.c_size_t()\n"
+        "assert fn(b'cuInit', ctypes.c_uint)(0) == 0\n"
+        "assert fn(b'cuDevicePrimaryCtxRetain', P(ctypes.c_void_p), ctypes.c_int)"
+        "(ctypes.byref(ctx), 0) == 0\n"
+        "assert fn(b'cuCtxPushCurrent', ctypes.c_void_p)(ctx) == 0\n"
+        "alloc = fn(b'cuMemAlloc', P(ctypes.c_uint64), ctypes.c_size_t)\n"
+        "info = fn(b'cuMemGetInfo', P(ctypes.c_size_t), P(ctypes.c_size_t))\n"
+        "with open('/proc/self/statm') as f:\n"
+        "    vm = int(f.read().split()[0]) * resource.getpagesize()\n"
+        "hard = resource.getrlimit(resource.RLIMIT_AS)[1]\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (vm + (1 << 30), hard))\n"
+        "print(alloc(ctypes.byref(d), 16 << 30))\n"  # the device has it, the host does not
+        "assert info(ctypes.byref(free), ctypes.byref(total)) == 0\n"
+        "print(free.value == total.value, lib.fakecuda_live(b'allocations'))\n"
+        "print(alloc(ctypes.byref(d), 1 << 20), lib.fakecuda_live(b'allocations'))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, built_lib], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:3] == [str(OUT_OF_MEMORY), "True 0", "0 1"]
+
+
+def test_new_memory_holds_garbage_not_zeros(fake):
+    fake.push(0)
+    n = int(np.random.default_rng().integers(1, 1 << 16))
+    assert (fake.read(fake.alloc(n), n) == GARBAGE).all()
+    assert (host_view(fake.managed(n), n) == GARBAGE).all()
+    assert (host_view(fake.host_alloc(n), n) == GARBAGE).all()
+
+
+def test_free_needs_no_context_and_refuses_what_is_not_an_allocation(fake):
+    fake.push(0)
+    d = fake.alloc(1024)
+    p = fake.host_alloc(64)
+    assert fake.pop()[0] == SUCCESS
+    for bad in (d + 1, d + 512, p, 0, 0x1234):
+        assert fake.cuMemFree(bad) == INVALID_VALUE, hex(bad)
+    assert fake.cuMemFree(d) == SUCCESS  # no context current: the allocation names its own
+    assert fake.cuMemFree(d) == INVALID_VALUE  # twice
+    assert fake.cuMemFreeHost(p) == SUCCESS and fake.live("host_allocations") == 0
+
+
+# ---- memory: copies ----
+
+def test_htod_and_dtoh_round_trip_exactly_at_any_offset(fake):
+    rng = np.random.default_rng()
+    fake.push(int(rng.integers(0, 2)))
+    size = int(rng.integers(2, 1 << 16))
+    d = fake.alloc(size)
+    data = random_bytes(rng, size)
+    assert fake.write(d, data) == SUCCESS
+    assert (fake.read(d, size) == data).all()
+    off = int(rng.integers(0, size))
+    patch = random_bytes(rng, int(rng.integers(1, size - off + 1)))
+    assert fake.write(d + off, patch) == SUCCESS
+    data[off:off + patch.size] = patch
+    assert (fake.read(d, size) == data).all()
+    assert (fake.read(d + off, patch.size) == patch).all()
+
+
+def test_dtod_copies_between_and_within_allocations(fake):
+    rng = np.random.default_rng()
+    fake.push(0)
+    size = int(rng.integers(2, 1 << 14))
+    a, b = fake.alloc(size), fake.alloc(size)
+    data = random_bytes(rng, size)
+    assert fake.write(a, data) == SUCCESS
+    assert fake.cuMemcpyDtoD(b, a, size) == SUCCESS
+    assert (fake.read(b, size) == data).all()
+    half = size // 2
+    assert fake.cuMemcpyDtoD(a + size - half, a, half) == SUCCESS
+    expected = data.copy()
+    expected[size - half:] = data[:half]
+    assert (fake.read(a, size) == expected).all()
+
+
+def test_zero_byte_copies_and_memsets_succeed_and_touch_nothing(fake):
+    rng = np.random.default_rng()
+    fake.push(0)
+    d = fake.alloc(256)
+    data = random_bytes(rng, 256)
+    assert fake.write(d, data) == SUCCESS
+    assert fake.cuMemcpyHtoD(d, None, 0) == SUCCESS
+    assert fake.cuMemcpyDtoD(d, d + 1, 0) == SUCCESS
+    assert fake.cuMemsetD8(d, 0, 0) == SUCCESS
+    assert fake.cuMemsetD2D32(d, 256, 0, 0, 5) == SUCCESS
+    assert fake.cuMemcpyHtoDAsync(d, None, 0, STREAM_NULL) == SUCCESS
+    assert (fake.read(d, 256) == data).all() and fake.pending() == 0
+
+
+def test_copies_and_memsets_need_a_context(fake):
+    fake.push(0)
+    d = fake.alloc(64)
+    host = np.zeros(64, np.uint8)
+    assert fake.pop()[0] == SUCCESS
+    assert fake.cuMemcpyHtoD(d, host.ctypes.data, 64) == INVALID_CONTEXT
+    assert fake.cuMemcpyDtoH(host.ctypes.data, d, 64) == INVALID_CONTEXT
+    assert fake.cuMemsetD8(d, 1, 64) == INVALID_CONTEXT
+    assert fake.cuMemcpyHtoDAsync(d, host.ctypes.data, 64, STREAM_NULL) == INVALID_CONTEXT
+    p = Memcpy2D(srcMemoryType=MEM_HOST, srcHost=host.ctypes.data, srcPitch=64,
+                 dstMemoryType=MEM_DEVICE, dstDevice=d, dstPitch=64, WidthInBytes=64, Height=1)
+    assert fake.cuMemcpy2D(ctypes.byref(p)) == INVALID_CONTEXT
+    assert (host == 0).all()
+
+
+def test_out_of_bounds_copies_and_memsets_are_invalid_value_and_touch_nothing(fake):
+    rng = np.random.default_rng()
+    fake.push(0)
+    size = int(rng.integers(16, 4096))
+    a, b = fake.alloc(size), fake.alloc(size)
+    data_a, data_b = random_bytes(rng, size), random_bytes(rng, size)
+    assert fake.write(a, data_a) == SUCCESS and fake.write(b, data_b) == SUCCESS
+    host = random_bytes(rng, 2 * size)
+    keep = host.copy()
+    k = int(rng.integers(1, size))
+    lo, hi = min(a, b), max(a, b)
+    results = [
+        fake.cuMemcpyHtoD(a, host.ctypes.data, size + 1),
+        fake.cuMemcpyHtoD(a + size - k, host.ctypes.data, k + 1),
+        fake.cuMemcpyHtoD(a - 1, host.ctypes.data, 1),
+        fake.cuMemcpyHtoD(a + size, host.ctypes.data, 1),  # just past the end
+        fake.cuMemcpyDtoH(host.ctypes.data, a + k, size - k + 1),
+        fake.cuMemcpyDtoD(b, a + 1, size),
+        fake.cuMemcpyDtoD(a + k, b, size),
+        fake.cuMemsetD8(a + k, 0, size - k + 1),
+        fake.cuMemsetD32(a, 0, size // 4 + 1),
+        fake.cuMemsetD8(lo + size - 1, 0, hi - lo),  # from the end of one into the next
+        fake.cuMemsetD2D8(a, size, 0, 1, 2),  # the second row is past the end
+    ]
+    assert results == [INVALID_VALUE] * len(results)
+    assert (fake.read(a, size) == data_a).all() and (fake.read(b, size) == data_b).all()
+    assert (host == keep).all()
+
+
+def test_use_after_free_is_detected_and_addresses_are_never_reused(fake):
+    rng = np.random.default_rng()
+    fake.push(0)
+    size = int(rng.integers(1, 4096))
+    d = fake.alloc(size)
+    other = fake.alloc(size)
+    host = random_bytes(rng, size)
+    keep = host.copy()
+    assert fake.cuMemFree(d) == SUCCESS
+    assert fake.write(d, host) == INVALID_VALUE
+    assert fake.cuMemcpyDtoH(host.ctypes.data, d, size) == INVALID_VALUE
+    assert fake.cuMemcpyDtoD(other, d, size) == INVALID_VALUE
+    assert fake.cuMemcpyHtoD(other, d, size) == INVALID_VALUE  # a dead device address as host
+    assert fake.cuMemsetD8(d, 0, 1) == INVALID_VALUE
+    assert (host == keep).all()
+    later = [fake.alloc(size) for _ in range(16)]
+    assert all(not d <= p < d + size for p in later)
+
+
+def test_device_addresses_are_not_host_memory(fake):
+    fake.push(0)
+    d = fake.alloc(4096)
+    with open("/proc/self/maps") as f:
+        spans = [line.split() for line in f]
+    perms = [fields[1] for fields in spans
+             if int(fields[0].split("-")[0], 16) <= d < int(fields[0].split("-")[1], 16)]
+    assert perms and perms[0].startswith("---")  # reserved, inaccessible
+    host = np.zeros(16, np.uint8)
+    assert fake.cuMemcpyHtoD(d, d + 16, 16) == INVALID_VALUE  # a device address as host source
+    assert fake.cuMemcpyDtoH(d + 16, d, 16) == INVALID_VALUE  # ... and as host destination
+    assert fake.cuMemcpyHtoD(d, None, 16) == INVALID_VALUE
+    assert fake.cuMemcpyDtoH(None, d, 16) == INVALID_VALUE
+    assert fake.cuMemcpyDtoH(host.ctypes.data, d, 16) == SUCCESS
+
+
+def make_2d(src, dst, width, height):
+    """A CUDA_MEMCPY2D from (memory type, address, x, y, pitch) for each side."""
+    p = Memcpy2D(WidthInBytes=width, Height=height)
+    for prefix, (mtype, address, x, y, pitch) in (("src", src), ("dst", dst)):
+        setattr(p, prefix + "MemoryType", mtype)
+        setattr(p, prefix + ("Host" if mtype == MEM_HOST else "Device"), address)
+        setattr(p, prefix + "XInBytes", x)
+        setattr(p, prefix + "Y", y)
+        setattr(p, prefix + "Pitch", pitch)
+    return p
+
+
+def make_3d(src, dst, width, height, depth):
+    """A CUDA_MEMCPY3D from (memory type, address, x, y, z, pitch, height) for each side."""
+    p = Memcpy3D(WidthInBytes=width, Height=height, Depth=depth)
+    for prefix, (mtype, address, x, y, z, pitch, rows) in (("src", src), ("dst", dst)):
+        setattr(p, prefix + "MemoryType", mtype)
+        setattr(p, prefix + ("Host" if mtype == MEM_HOST else "Device"), address)
+        setattr(p, prefix + "XInBytes", x)
+        setattr(p, prefix + "Y", y)
+        setattr(p, prefix + "Z", z)
+        setattr(p, prefix + "Pitch", pitch)
+        setattr(p, prefix + "Height", rows)
+    return p
+
+
+@pytest.mark.parametrize("device_type", [MEM_DEVICE, MEM_UNIFIED])
+def test_2d_copies_match_a_numpy_reference(fake, device_type):
+    rng = np.random.default_rng()
+    fake.push(0)
+    for _ in range(12):
+        w, h = (int(v) for v in rng.integers(1, 48, size=2))
+        sx, sy, dx, dy, bx, by = (int(v) for v in rng.integers(0, 12, size=6))
+        spitch, dpitch, bpitch = (x + w + int(rng.integers(0, 24)) for x in (sx, dx, bx))
+        src = random_bytes(rng, (sy + h + int(rng.integers(0, 3)), spitch))
+        rows = dy + h
+        dev_size = (rows - 1) * dpitch + dx + w  # exactly what the copy spans: no last pitch
+        d = fake.alloc(dev_size)
+        p = make_2d((MEM_HOST, src.ctypes.data, sx, sy, spitch), (device_type, d, dx, dy, dpitch),
+                    w, h)
+        assert fake.cuMemcpy2D(ctypes.byref(p)) == SUCCESS
+        expected = np.full(rows * dpitch, GARBAGE, np.uint8)
+        expected.reshape(rows, dpitch)[dy:, dx:dx + w] = src[sy:sy + h, sx:sx + w]
+        assert (fake.read(d, dev_size) == expected[:dev_size]).all()
+        back = random_bytes(rng, (by + h + int(rng.integers(0, 3)), bpitch))
+        want = back.copy()
+        want[by:by + h, bx:bx + w] = src[sy:sy + h, sx:sx + w]
+        p = make_2d((device_type, d, dx, dy, dpitch), (MEM_HOST, back.ctypes.data, bx, by, bpitch),
+                    w, h)
+        assert fake.cuMemcpy2D(ctypes.byref(p)) == SUCCESS
+        assert (back == want).all()
+        assert fake.cuMemFree(d) == SUCCESS
+
+
+def test_2d_device_rows_must_lie_inside_one_allocation(fake):
+    rng = np.random.default_rng()
+    fake.push(0)
+    w, h, pitch = 24, int(rng.integers(2, 9)), 40
+    src = random_bytes(rng, h * pitch)
+    short = fake.alloc((h - 1) * pitch + w - 1)  # the last row misses one byte
+    p = make_2d((MEM_HOST, src.ctypes.data, 0, 0, pitch), (MEM_DEVICE, short, 0, 0, pitch), w, h)
+    assert fake.cuMemcpy2D(ctypes.byref(p)) == INVALID_VALUE
+    assert (fake.read(short, (h - 1) * pitch + w - 1) == GARBAGE).all()
+    p.dstDevice = fake.alloc(pitch * h)
+    p.dstY = 1  # one row down: the last row falls off the end
+    assert fake.cuMemcpy2D(ctypes.byref(p)) == INVALID_VALUE
+    p.dstY = 0
+    assert fake.cuMemcpy2D(ctypes.byref(p)) == SUCCESS
+
+
+def test_3d_copies_match_a_numpy_reference(fake):
+    rng = np.random.default_rng()
+    fake.push(1)
+
+    def geometry(w, h, depth):
+        x, y, z = (int(v) for v in rng.integers(0, 5, size=3))
+        pitch, height = x + w + int(rng.integers(0, 9)), y + h + int(rng.integers(0, 3))
+        return x, y, z, pitch, height, z + depth + int(rng.integers(0, 2))
+
+    for _ in range(8):
+        w, h, depth = int(rng.integers(1, 24)), int(rng.integers(1, 7)), int(rng.integers(1, 5))
+        sx, sy, sz, spitch, sheight, sslices = geometry(w, h, depth)
+        src = random_bytes(rng, (sslices, sheight, spitch))
+        region = src[sz:sz + depth, sy:sy + h, sx:sx + w]
+        dx, dy, dz, dpitch, dheight, dslices = geometry(w, h, depth)
+        d = fake.alloc(dslices * dheight * dpitch)
+        p = make_3d((MEM_HOST, src.ctypes.data, sx, sy, sz, spitch, sheight),
+                    (MEM_DEVICE, d, dx, dy, dz, dpitch, dheight), w, h, depth)
+        assert fake.cuMemcpy3D(ctypes.byref(p)) == SUCCESS
+        expected = np.full((dslices, dheight, dpitch), GARBAGE, np.uint8)
+        expected[dz:dz + depth, dy:dy + h, dx:dx + w] = region
+        assert (fake.read(d, expected.size).reshape(expected.shape) == expected).all()
+        # device to device with another geometry, then back to the host as a unified pointer
+        ex, ey, ez, epitch, eheight, eslices = geometry(w, h, depth)
+        e = fake.alloc(eslices * eheight * epitch)
+        p = make_3d((MEM_DEVICE, d, dx, dy, dz, dpitch, dheight),
+                    (MEM_DEVICE, e, ex, ey, ez, epitch, eheight), w, h, depth)
+        assert fake.cuMemcpy3D(ctypes.byref(p)) == SUCCESS
+        bx, by, bz, bpitch, bheight, bslices = geometry(w, h, depth)
+        back = random_bytes(rng, (bslices, bheight, bpitch))
+        want = back.copy()
+        want[bz:bz + depth, by:by + h, bx:bx + w] = region
+        p = make_3d((MEM_UNIFIED, e, ex, ey, ez, epitch, eheight),
+                    (MEM_UNIFIED, back.ctypes.data, bx, by, bz, bpitch, bheight), w, h, depth)
+        assert fake.cuMemcpy3D(ctypes.byref(p)) == SUCCESS
+        assert (back == want).all()
+
+
+def test_2d_and_3d_copy_parameter_errors(fake):
+    rng = np.random.default_rng()
+    fake.push(0)
+    d = fake.alloc(4096)
+    host = random_bytes(rng, 4096)
+
+    def copy_2d(**changes):
+        p = make_2d((MEM_HOST, host.ctypes.data, 0, 0, 64), (MEM_DEVICE, d, 0, 0, 64), 64, 8)
+        for name, value in changes.items():
+            setattr(p, name, value)
+        return fake.cuMemcpy2D(ctypes.byref(p))
+
+    def copy_3d(**changes):
+        p = make_3d((MEM_HOST, host.ctypes.data, 0, 0, 0, 64, 8),
+                    (MEM_DEVICE, d, 0, 0, 0, 64, 8), 64, 8, 2)
+        for name, value in changes.items():
+            setattr(p, name, value)
+        return fake.cuMemcpy3D(ctypes.byref(p))
+
+    assert copy_2d() == SUCCESS and copy_3d() == SUCCESS
+    assert copy_2d(srcPitch=63) == INVALID_VALUE  # pitch < width
+    assert copy_2d(dstXInBytes=1) == INVALID_VALUE  # pitch < x + width
+    assert copy_2d(srcMemoryType=MEM_ARRAY) == NOT_SUPPORTED
+    assert copy_2d(dstMemoryType=MEM_ARRAY) == NOT_SUPPORTED
+    assert copy_2d(dstMemoryType=99) == INVALID_VALUE
+    assert copy_2d(srcHost=None) == INVALID_VALUE
+    assert copy_2d(dstMemoryType=MEM_HOST, dstHost=d) == INVALID_VALUE  # device address as host
+    assert copy_2d(dstDevice=d + 4096 - 511) == INVALID_VALUE  # the last row ends past it
+    assert copy_2d(WidthInBytes=0) == SUCCESS and copy_2d(Height=0) == SUCCESS
+    assert copy_3d(srcLOD=1) == INVALID_VALUE and copy_3d(dstLOD=1) == INVALID_VALUE
+    assert copy_3d(reserved0=1) == INVALID_VALUE and copy_3d(reserved1=1) == INVALID_VALUE
+    assert copy_3d(dstHeight=7) == INVALID_VALUE  # slices would overlap
+    assert copy_3d(Depth=1, srcHeight=0, dstHeight=0) == SUCCESS  # height unused for one slice
+    assert copy_3d(Depth=1, srcZ=1, srcHeight=0) == INVALID_VALUE
+    assert copy_3d(dstZ=7) == INVALID_VALUE  # past the allocation
+    assert copy_3d(srcMemoryType=MEM_ARRAY) == NOT_SUPPORTED
+    assert fake.cuMemcpy2D(None) == INVALID_VALUE and fake.cuMemcpy3D(None) == INVALID_VALUE
+    assert fake.cuMemcpy2DAsync(None, STREAM_NULL) == INVALID_VALUE
+
+
+# ---- memory: memsets ----
+
+MEMSET = {1: "cuMemsetD8", 2: "cuMemsetD16", 4: "cuMemsetD32"}
+MEMSET_2D = {1: "cuMemsetD2D8", 2: "cuMemsetD2D16", 4: "cuMemsetD2D32"}
+
+
+@pytest.mark.parametrize("elem", [1, 2, 4])
+def test_memsets_set_exactly_their_elements(fake, elem):
+    rng = np.random.default_rng()
+    fake.push(0)
+    size = 4 * int(rng.integers(4, 1024))
+    d = fake.alloc(size)
+    data = random_bytes(rng, size)
+    assert fake.write(d, data) == SUCCESS
+    count = int(rng.integers(1, size // elem - 1))
+    start = elem * int(rng.integers(0, size // elem - count + 1))
+    value = int(rng.integers(0, 256**elem))
+    assert getattr(fake, MEMSET[elem])(d + start, value, count) == SUCCESS
+    data[start:start + count * elem] = np.full(count, value, "<u%d" % elem).view(np.uint8)
+    assert (fake.read(d, size) == data).all()
+    if elem > 1:
+        assert getattr(fake, MEMSET[elem])(d + 1, value, 1) == INVALID_VALUE  # misaligned
+        assert (fake.read(d, size) == data).all()
+
+
+@pytest.mark.parametrize("elem", [1, 2, 4])
+def test_2d_memsets_set_each_row_and_leave_the_gaps(fake, elem):
+    rng = np.random.default_rng()
+    fake.push(1)
+    width, height = int(rng.integers(1, 17)), int(rng.integers(2, 9))
+    pitch = elem * (width + int(rng.integers(0, 9)))
+    offset = elem * int(rng.integers(0, 5))
+    size = offset + pitch * height + int(rng.integers(0, 9))
+    d = fake.alloc(size)
+    data = random_bytes(rng, size)
+    assert fake.write(d, data) == SUCCESS
+    value = int(rng.integers(0, 256**elem))
+    fn = getattr(fake, MEMSET_2D[elem])
+    assert fn(d + offset, pitch, value, width, height) == SUCCESS
+    row = np.full(width, value, "<u%d" % elem).view(np.uint8)
+    for r in range(height):
+        data[offset + r * pitch:offset + r * pitch + width * elem] = row
+    assert (fake.read(d, size) == data).all()
+    assert fn(d + offset, width * elem - 1, value, width, 2) == INVALID_VALUE  # rows overlap
+    assert fn(d + offset, pitch, value, width, size // pitch + 2) == INVALID_VALUE  # past end
+    if elem > 1:
+        assert fn(d + offset, pitch + 1, value, width, 2) == INVALID_VALUE  # rows misaligned
+        assert fn(d + offset + 1, pitch, value, width, 1) == INVALID_VALUE
+    assert fn(d + offset, 0, value, width, 1) == SUCCESS  # one row: the pitch is unused
+    assert (fake.read(d, size) == data).all()
+
+
+# ---- memory: asynchronous work ----
+
+def host_buffer(fake, kind, size, keep):
+    """`size` bytes of host memory of `kind` (pinned, registered, managed, pageable); its
+    address.  Registered and pageable buffers are numpy arrays appended to `keep`."""
+    if kind == "pinned":
+        return fake.host_alloc(size)
+    if kind == "managed":
+        return fake.managed(size)
+    array = np.empty(size, np.uint8)
+    keep.append(array)
+    if kind == "registered":
+        assert fake.cuMemHostRegister(array.ctypes.data, size, 0) == SUCCESS
+    return array.ctypes.data
+
+
+@pytest.mark.parametrize("kind", ["pinned", "registered", "managed"])
+def test_async_copies_with_pinned_memory_wait_in_their_stream(fake, kind):
+    rng = np.random.default_rng()
+    fake.push(0)
+    stream, keep = fake.stream(), []
+    n = int(rng.integers(1, 1 << 16))
+    d, e = fake.alloc(n), fake.alloc(n)
+    src, dst = host_buffer(fake, kind, n, keep), host_buffer(fake, kind, n, keep)
+    data = random_bytes(rng, n)
+    host_view(src, n)[:] = data
+    before = host_view(dst, n).copy()
+    with gate_closed(fake):
+        assert fake.cuMemcpyHtoDAsync(d, src, n, stream) == SUCCESS
+        assert fake.cuMemcpyDtoDAsync(e, d, n, stream) == SUCCESS
+        assert fake.cuMemcpyDtoHAsync(dst, e, n, stream) == SUCCESS
+        assert fake.pending() == 3 and fake.cuStreamQuery(stream) == NOT_READY
+        assert (host_view(dst, n) == before).all()
+    assert fake.cuStreamSynchronize(stream) == SUCCESS
+    assert (host_view(dst, n) == data).all()
+
+
+def test_async_copies_from_pageable_memory_are_done_at_return(fake):
+    rng = np.random.default_rng()
+    fake.push(0)
+    stream = random.choice([fake.stream(), STREAM_NULL, STREAM_PER_THREAD])
+    n = int(rng.integers(1, 1 << 16))
+    d = fake.alloc(n)
+    data, out = random_bytes(rng, n), random_bytes(rng, n)
+    with gate_closed(fake):
+        assert fake.cuMemcpyHtoDAsync(d, data.ctypes.data, n, stream) == SUCCESS
+        assert fake.cuMemcpyDtoHAsync(out.ctypes.data, d, n, stream) == SUCCESS
+        assert fake.pending() == 0 and (out == data).all()
+        back = random_bytes(rng, (2, n))
+        p = make_2d((MEM_DEVICE, d, 0, 0, n), (MEM_HOST, back.ctypes.data, 0, 1, n), n, 1)
+        assert fake.cuMemcpy2DAsync(ctypes.byref(p), stream) == SUCCESS
+        assert fake.pending() == 0 and (back[1] == data).all()
+
+
+def test_a_pageable_async_copy_waits_for_its_streams_earlier_work(fake):
+    rng = np.random.default_rng()
+    fake.push(0)
+    stream = fake.stream()
+    d = fake.alloc(64)
+    data = random_bytes(rng, 64)
+    order = []
+    with gate_closed(fake):
+        assert fake.add_callback(stream, lambda h, s: order.append("callback")) == SUCCESS
+
+        def copy():
+            res = fake.cuMemcpyHtoDAsync(d, data.ctypes.data, 64, stream)
+            order.append("copy")
+            return res
+
+        copier = Background(copy)
+        time.sleep(0.02)
+        assert not copier.done()
+    assert copier.result() == SUCCESS and order == ["callback", "copy"]
+
+
+def test_synchronous_copies_wait_for_blocking_streams_not_non_blocking_ones(fake):
+    rng = np.random.default_rng()
+    ctx = fake.push(0)
+    blocking, non_blocking = fake.stream(), fake.stream(NON_BLOCKING)
+    d = fake.alloc(64)
+    data = random_bytes(rng, 64)
+    with gate_closed(fake):
+        assert fake.add_callback(non_blocking, lambda h, s: None) == SUCCESS
+        assert fake.write(d, data) == SUCCESS  # the legacy stream does not wait for it
+        assert fake.cuMemsetD8(d, 7, 1) == SUCCESS
+        assert fake.add_callback(blocking, lambda h, s: None) == SUCCESS
+
+        def write():
+            assert fake.cuCtxPushCurrent(ctx) == SUCCESS
+            return fake.write(d, data)
+
+        writer = Background(write)
+        time.sleep(0.02)
+        assert not writer.done()
+    assert writer.result() == SUCCESS and fake.pending() == 0
+    assert (fake.read(d, 64) == data).all()
+
+
+def test_async_memsets_run_in_stream_order(fake):
+    rng = np.random.default_rng()
+    fake.push(0)
+    stream = fake.stream()
+    size = 4 * int(rng.integers(16, 256))
+    d = fake.alloc(size)
+    out = fake.host_alloc(size)
+    values = [int(rng.integers(0, 256**e)) for e in (1, 2, 4, 1, 2, 4)]
+    with gate_closed(fake):
+        assert fake.cuMemsetD32Async(d, values[2], size // 4, stream) == SUCCESS
+        assert fake.cuMemsetD16Async(d + 4, values[1], 4, stream) == SUCCESS
+        assert fake.cuMemsetD8Async(d + 1, values[0], 2, stream) == SUCCESS
+        assert fake.cuMemsetD2D8Async(d + 16, 8, values[3], 2, 3, stream) == SUCCESS
+        assert fake.cuMemsetD2D16Async(d + 18, 8, values[4], 1, 3, stream) == SUCCESS
+        assert fake.cuMemsetD2D32Async(d + 20, 8, values[5], 1, 3, stream) == SUCCESS
+        assert fake.cuMemcpyDtoHAsync(out, d, size, stream) == SUCCESS
+        assert fake.pending() == 7 and (host_view(out, size) == GARBAGE).all()
+    assert fake.cuStreamSynchronize(stream) == SUCCESS
+    want = np.full(size // 4, values[2], "<u4").view(np.uint8).copy()
+    want[4:12] = np.full(4, values[1], "<u2").view(np.uint8)
+    want[1:3] = values[0]
+    for r in range(3):
+        want[16 + 8 * r:18 + 8 * r] = values[3]
+        want[18 + 8 * r:20 + 8 * r] = np.array([values[4]], "<u2").view(np.uint8)
+        want[20 + 8 * r:24 + 8 * r] = np.array([values[5]], "<u4").view(np.uint8)
+    assert (host_view(out, size) == want).all()
+
+
+def test_async_ops_check_their_ranges_when_queued(fake):
+    fake.push(0)
+    stream = fake.stream()
+    n = 256
+    d, pinned = fake.alloc(n), fake.host_alloc(n + 1)
+    with gate_closed(fake):
+        assert fake.cuMemcpyHtoDAsync(d + 1, pinned, n, stream) == INVALID_VALUE
+        assert fake.cuMemcpyDtoHAsync(pinned, d, n + 1, stream) == INVALID_VALUE
+        assert fake.cuMemcpyDtoDAsync(d, d + n, 1, stream) == INVALID_VALUE
+        assert fake.cuMemsetD8Async(d, 0, n + 1, stream) == INVALID_VALUE
+        assert fake.cuMemsetD32Async(d + 2, 0, 1, stream) == INVALID_VALUE
+        p = make_3d((MEM_HOST, pinned, 0, 0, 0, 16, 4), (MEM_DEVICE, d, 0, 0, 0, 16, 4), 16, 4,
+                    5)
+        assert fake.cuMemcpy3DAsync(ctypes.byref(p), stream) == INVALID_VALUE
+        assert fake.pending() == 0
+        assert fake.cuMemcpyHtoDAsync(d, pinned, n, 0xDEAD0) == INVALID_HANDLE
+    assert (fake.read(d, n) == GARBAGE).all()
+
+
+def test_queued_copies_are_dropped_when_their_context_dies(fake):
+    rng = np.random.default_rng()
+    fake.push(0)
+    stream = fake.stream()
+    n = int(rng.integers(1, 4096))
+    d = fake.alloc(n)
+    assert fake.write(d, random_bytes(rng, n)) == SUCCESS
+    target = random_bytes(rng, n)
+    keep = target.copy()
+    assert fake.cuMemHostRegister(target.ctypes.data, n, 0) == SUCCESS
+    with gate_closed(fake):
+        assert fake.cuMemcpyDtoHAsync(target.ctypes.data, d, n, stream) == SUCCESS
+        assert fake.pending() == 1
+        assert fake.cuDevicePrimaryCtxReset(0) == SUCCESS
+        assert fake.pending() == 0
+    assert (target == keep).all()
+    assert fake.live("allocations") == 0 and fake.live("registrations") == 0
+
+
+def test_memory_freed_while_a_copy_is_queued_lives_until_the_copy_ran(fake):
+    rng = np.random.default_rng()
+    fake.push(0)
+    stream = fake.stream()
+    n = int(rng.integers(1, 1 << 16))
+    d, p = fake.alloc(n), fake.host_alloc(n)
+    host_view(p, n)[:] = random_bytes(rng, n)
+    total = fake.mem_info()[2]
+    with gate_closed(fake):
+        assert fake.cuMemcpyHtoDAsync(d, p, n, stream) == SUCCESS
+        assert fake.cuMemcpyDtoHAsync(p, d, n, stream) == SUCCESS
+        assert fake.cuMemFree(d) == SUCCESS and fake.cuMemFreeHost(p) == SUCCESS
+        assert fake.live("allocations") == 0 and fake.live("host_allocations") == 0
+        assert fake.mem_info()[1] == total
+        assert fake.cuMemsetD8(d, 0, n) == INVALID_VALUE
+        assert fake.pending() == 2
+    assert fake.cuStreamSynchronize(stream) == SUCCESS
+
+
+# ---- memory: pinned, registered, managed ----
+
+def test_pinned_memory_is_host_memory_with_a_device_pointer_only_when_mapped(fake):
+    rng = np.random.default_rng()
+    p = ctypes.c_void_p()
+    assert fake.cuMemHostAlloc(ctypes.byref(p), 64, 0) == INVALID_CONTEXT
+    fake.push(0)
+    n = int(rng.integers(1, 1 << 14))
+    plain = fake.host_alloc(n, HOSTALLOC_PORTABLE)
+    mapped = fake.host_alloc(n, HOSTALLOC_DEVICEMAP | HOSTALLOC_WRITECOMBINED)
+    assert fake.live("host_allocations") == 2 and fake.bytes("host_allocations") == 2 * n
+    assert fake.live("allocations") == 0 and fake.mem_info()[1] == fake.mem_info()[2]
+    data = random_bytes(rng, n)
+    host_view(plain, n)[:] = data  # the caller writes it directly
+    assert fake.device_pointer(mapped) == (SUCCESS, mapped)
+    assert fake.device_pointer(mapped + n - 1) == (SUCCESS, mapped + n - 1)
+    assert fake.device_pointer(plain)[0] == INVALID_VALUE
+    assert fake.cuMemHostGetDevicePointer(ctypes.byref(c_dptr()), mapped, 1) == INVALID_VALUE
+    assert fake.device_pointer(data.ctypes.data)[0] == INVALID_VALUE
+    # with unified addressing a pinned range is a valid device side of a copy or memset
+    d = fake.alloc(n)
+    assert fake.cuMemcpyDtoD(d, plain, n) == SUCCESS and (fake.read(d, n) == data).all()
+    assert fake.cuMemsetD8(mapped, 7, n) == SUCCESS and (host_view(mapped, n) == 7).all()
+    assert fake.device_pointer(d)[0] == INVALID_VALUE
+    assert fake.cuMemHostAlloc(ctypes.byref(p), n, 8) == INVALID_VALUE
+    assert fake.cuMemHostAlloc(ctypes.byref(p), 0, 0) == INVALID_VALUE
+    assert fake.cuMemHostAlloc(None, n, 0) == INVALID_VALUE
+    for bad in (data.ctypes.data, plain + 1, d):
+        assert fake.cuMemFreeHost(bad) == INVALID_VALUE
+    assert fake.cuMemFreeHost(plain) == SUCCESS and fake.cuMemFreeHost(mapped) == SUCCESS
+    assert fake.cuMemFreeHost(plain) == INVALID_VALUE
+    assert fake.live("host_allocations") == 0 and fake.bytes("host_allocations") == 0
+
+
+def test_registered_memory_is_the_callers_and_cannot_overlap(fake):
+    rng = np.random.default_rng()
+    fake.push(0)
+    n = int(rng.integers(64, 4096))
+    buf = random_bytes(rng, n + 64)
+    p = buf.ctypes.data + 16
+    assert fake.cuMemHostRegister(p, n, REGISTER_DEVICEMAP | REGISTER_PORTABLE) == SUCCESS
+    assert fake.live("registrations") == 1 and fake.bytes("registrations") == n
+    assert fake.device_pointer(p + 5) == (SUCCESS, p + 5)
+    d = fake.alloc(n)
+    assert fake.cuMemcpyDtoD(d, p, n) == SUCCESS  # a device address too
+    assert (fake.read(d, n) == buf[16:16 + n]).all()
+    pinned = fake.host_alloc(64)
+    for addr, size in ((p + n - 1, 2), (buf.ctypes.data, 17), (p + 1, 1), (pinned + 8, 8)):
+        assert fake.cuMemHostRegister(addr, size, 0) == ALREADY_REGISTERED
+    assert fake.cuMemHostRegister(p + n, 8, 0) == SUCCESS  # adjacent is fine
+    assert fake.device_pointer(p + n)[0] == INVALID_VALUE  # registered without DEVICEMAP
+    assert fake.cuMemHostUnregister(p + n) == SUCCESS
+    assert fake.cuMemHostRegister(d, 8, 0) == INVALID_VALUE  # not host memory
+    assert fake.cuMemHostRegister(buf.ctypes.data, 8, REGISTER_IOMEMORY) == INVALID_VALUE
+    assert fake.cuMemHostRegister(buf.ctypes.data, 8, 0x100) == INVALID_VALUE
+    assert fake.cuMemHostRegister(None, 8, 0) == INVALID_VALUE
+    assert fake.cuMemHostRegister(buf.ctypes.data, 0, 0) == INVALID_VALUE
+    for bad in (p + 1, pinned, buf.ctypes.data):
+        assert fake.cuMemHostUnregister(bad) == NOT_REGISTERED
+    assert fake.cuMemHostUnregister(None) == INVALID_VALUE
+    assert fake.cuMemHostUnregister(p) == SUCCESS
+    assert fake.cuMemHostUnregister(p) == NOT_REGISTERED
+    assert fake.live("registrations") == 0 and fake.bytes("registrations") == 0
+
+
+def test_read_only_registered_memory_is_never_written(fake):
+    rng = np.random.default_rng()
+    fake.push(0)
+    n = int(rng.integers(64, 4096))
+    buf = random_bytes(rng, n + 32)
+    keep = buf.copy()
+    p = buf.ctypes.data + 16
+    assert fake.cuMemHostRegister(p, n, REGISTER_READ_ONLY) == SUCCESS
+    d = fake.alloc(n + 32)
+    assert fake.cuMemcpyHtoD(d, p, n) == SUCCESS and (fake.read(d, n) == keep[16:16 + n]).all()
+    assert fake.cuMemcpyDtoH(p, d, n) == INVALID_VALUE
+    assert fake.cuMemcpyDtoH(buf.ctypes.data, d, 17) == INVALID_VALUE  # overlaps its start
+    assert fake.cuMemsetD8(p, 0, 1) == INVALID_VALUE
+    assert (buf == keep).all()
+
+
+def test_managed_memory_is_host_memory_at_its_device_address(fake):
+    rng = np.random.default_rng()
+    fake.push(1)
+    _, free, _ = fake.mem_info()
+    n = int(rng.integers(1, 1 << 14))
+    m, h = fake.managed(n, ATTACH_GLOBAL), fake.managed(n, ATTACH_HOST)
+    assert fake.live("allocations") == 2 and fake.bytes("allocations") == 2 * n
+    assert fake.mem_info()[1] == free  # not counted as device memory used
+    data = random_bytes(rng, n)
+    host_view(m, n)[:] = data
+    assert (fake.read(m, n) == data).all()
+    assert fake.cuMemcpyDtoD(h, m, n) == SUCCESS and (host_view(h, n) == data).all()
+    assert fake.pointer_attr("IS_MANAGED", m) == (SUCCESS, 1)
+    assert fake.pointer_attr("MEMORY_TYPE", m) == (SUCCESS, MEM_DEVICE)
+    assert fake.pointer_attr("HOST_POINTER", m + 1) == (SUCCESS, m + 1)
+    assert fake.pointer_attr("DEVICE_POINTER", m + 1) == (SUCCESS, m + 1)
+    dptr = c_dptr()
+    for flags in (0, ATTACH_SINGLE, ATTACH_GLOBAL | ATTACH_HOST):
+        assert fake.cuMemAllocManaged(ctypes.byref(dptr), n, flags) == INVALID_VALUE
+    assert fake.cuMemAllocManaged(ctypes.byref(dptr), 0, ATTACH_GLOBAL) == INVALID_VALUE
+    assert fake.cuMemFreeHost(m) == INVALID_VALUE
+    assert fake.cuMemFree(m) == SUCCESS and fake.cuMemFree(h) == SUCCESS
+    assert fake.live("allocations") == 0 and fake.bytes("allocations") == 0
+
+
+# ---- memory: pointer queries ----
+
+def test_pointer_attributes_of_device_memory(fake):
+    rng = np.random.default_rng()
+    ctx = fake.push(1)
+    n = int(rng.integers(2, 1 << 16))
+    d = fake.alloc(n)
+    inner = d + int(rng.integers(0, n))
+    assert fake.pointer_attr("CONTEXT", inner) == (SUCCESS, ctx)
+    assert fake.pointer_attr("MEMORY_TYPE", inner) == (SUCCESS, MEM_DEVICE)
+    assert fake.pointer_attr("DEVICE_POINTER", inner) == (SUCCESS, inner)
+    assert fake.pointer_attr("HOST_POINTER", inner)[0] == INVALID_VALUE
+    assert fake.pointer_attr("IS_MANAGED", inner) == (SUCCESS, 0)
+    assert fake.pointer_attr("DEVICE_ORDINAL", inner) == (SUCCESS, 1)
+    assert fake.pointer_attr("RANGE_START_ADDR", inner) == (SUCCESS, d)
+    assert fake.pointer_attr("RANGE_SIZE", inner) == (SUCCESS, n)
+    ids = {fake.pointer_attr("BUFFER_ID", p)[1] for p in (d, fake.alloc(8), fake.host_alloc(8))}
+    assert len(ids) == 3
+    assert fake.cuMemFree(d) == SUCCESS
+    assert fake.pointer_attr("BUFFER_ID", fake.alloc(n))[1] not in ids  # never reused
+    for name in ("CONTEXT", "MEMORY_TYPE", "RANGE_SIZE"):
+        assert fake.pointer_attr(name, inner)[0] == INVALID_VALUE  # freed
+    e = fake.alloc(n)
+    assert fake.pointer_attr("P2P_TOKENS", e)[0] == INVALID_VALUE  # not implemented
+    assert fake.cuPointerGetAttribute(ctypes.byref(ctypes.c_uint64()), 99, e) == INVALID_VALUE
+    assert fake.cuPointerGetAttribute(None, 2, e) == INVALID_VALUE
+    assert fake.pointer_attr("MEMORY_TYPE", 0x1234)[0] == INVALID_VALUE
+    assert fake.pop()[0] == SUCCESS
+    assert fake.pointer_attr("DEVICE_POINTER", e)[0] == INVALID_CONTEXT
+    assert fake.pointer_attr("RANGE_START_ADDR", e) == (SUCCESS, e)  # no context needed
+
+
+def test_pointer_attributes_of_host_memory(fake):
+    rng = np.random.default_rng()
+    ctx = fake.push(0)
+    n = int(rng.integers(8, 1 << 12))
+    mapped, plain = fake.host_alloc(n, HOSTALLOC_DEVICEMAP), fake.host_alloc(n)
+    buf = np.empty(n, np.uint8)
+    assert fake.cuMemHostRegister(buf.ctypes.data, n, 0) == SUCCESS
+    for p in (mapped, plain, buf.ctypes.data):
+        assert fake.pointer_attr("MEMORY_TYPE", p + 3) == (SUCCESS, MEM_HOST)
+        assert fake.pointer_attr("HOST_POINTER", p + 3) == (SUCCESS, p + 3)
+        assert fake.pointer_attr("CONTEXT", p) == (SUCCESS, ctx)
+        assert fake.pointer_attr("DEVICE_ORDINAL", p) == (SUCCESS, 0)
+        assert fake.pointer_attr("IS_MANAGED", p) == (SUCCESS, 0)
+        assert fake.pointer_attr("RANGE_START_ADDR", p + n - 1) == (SUCCESS, p)
+        assert fake.pointer_attr("RANGE_SIZE", p) == (SUCCESS, n)
+    assert fake.pointer_attr("DEVICE_POINTER", mapped + 3) == (SUCCESS, mapped + 3)
+    assert fake.pointer_attr("DEVICE_POINTER", plain)[0] == INVALID_VALUE  # not mapped
+    pageable = np.empty(16, np.uint8)
+    assert fake.pointer_attr("MEMORY_TYPE", pageable.ctypes.data)[0] == INVALID_VALUE
+
+
+def test_address_range_finds_the_allocation_around_a_pointer(fake):
+    rng = np.random.default_rng()
+    fake.push(0)
+    n = int(rng.integers(2, 1 << 16))
+    d, p = fake.alloc(n), fake.host_alloc(n)
+    inner = d + int(rng.integers(0, n))
+    assert fake.address_range(inner) == (SUCCESS, d, n)
+    base, size = c_dptr(), c_size()
+    assert fake.cuMemGetAddressRange(ctypes.byref(base), None, inner) == SUCCESS
+    assert fake.cuMemGetAddressRange(None, ctypes.byref(size), inner) == SUCCESS
+    assert (base.value, size.value) == (d, n)
+    assert fake.cuMemGetAddressRange(None, None, inner) == SUCCESS
+    assert fake.address_range(p + n - 1) == (SUCCESS, p, n)
+    for bad in (d + n, d - 1, 0, 0x1234):
+        assert fake.address_range(bad)[0] == NOT_FOUND, hex(bad)
+    assert fake.pop()[0] == SUCCESS
+    assert fake.address_range(inner)[0] == INVALID_CONTEXT
+    assert fake.cuMemFree(d) == SUCCESS
+    fake.push(0)
+    assert fake.address_range(inner)[0] == NOT_FOUND
+
+
+# ---- memory: peer copies and IPC ----
+
+def test_peer_copies_move_bytes_between_two_devices_contexts(fake):
+    rng = np.random.default_rng()
+    c0 = fake.push(0)
+    n = int(rng.integers(1, 1 << 14))
+    a = fake.alloc(n)
+    c1 = fake.push(1)
+    b = fake.alloc(n)
+    stream = fake.stream()
+    data = random_bytes(rng, n)
+    assert fake.write(a, data) == SUCCESS  # unified addressing: any context's memory
+    assert fake.cuMemcpyPeer(b, c1, a, c0, n) == SUCCESS
+    assert (fake.read(b, n) == data).all()
+    assert fake.cuMemcpyPeer(b, c0, a, c0, n) == INVALID_VALUE  # b is not c0's
+    assert fake.cuMemcpyPeer(b, c1, a, c1, n) == INVALID_VALUE  # a is not c1's
+    assert fake.cuMemcpyPeer(b, c1, a, c0, n + 1) == INVALID_VALUE
+    assert fake.cuMemcpyPeer(b, 0x1234, a, c0, n) == INVALID_CONTEXT
+    data = random_bytes(rng, n)
+    assert fake.write(a, data) == SUCCESS
+    with gate_closed(fake):
+        assert fake.cuMemcpyPeerAsync(b, c1, a, c0, n, stream) == SUCCESS
+        assert fake.cuMemcpyPeerAsync(b, c0, a, c0, n, stream) == INVALID_VALUE
+        assert fake.pending() == 1
+    assert fake.cuStreamSynchronize(stream) == SUCCESS
+    assert (fake.read(b, n) == data).all()
+    assert fake.cuDevicePrimaryCtxReset(0) == SUCCESS
+    assert fake.cuMemcpyPeer(b, c1, a, c0, n) == CONTEXT_IS_DESTROYED
+
+
+def test_ipc_memory_handle_opens_an_alias_of_the_same_bytes(fake):
+    rng = np.random.default_rng()
+    fake.push(0)
+    n = int(rng.integers(2, 1 << 14))
+    d = fake.alloc(n)
+    data = random_bytes(rng, n)
+    assert fake.write(d, data) == SUCCESS
+    free = fake.mem_info()[1]
+    res, handle = fake.ipc_mem_handle(d + int(rng.integers(0, n)))  # any address inside
+    assert res == SUCCESS
+    res, alias = fake.ipc_mem_open(handle, random.choice([0, IPC_LAZY_ENABLE_PEER_ACCESS]))
+    assert res == SUCCESS and alias % 512 == 0 and not d - n < alias < d + n
+    assert fake.live("ipc_mappings") == 1 and fake.bytes("ipc_mappings") == n
+    assert fake.live("allocations") == 1 and fake.mem_info()[1] == free
+    assert (fake.read(alias, n) == data).all()
+    patch = random_bytes(rng, n)
+    assert fake.write(alias, patch) == SUCCESS and (fake.read(d, n) == patch).all()
+    assert fake.address_range(alias + 1) == (SUCCESS, alias, n)
+    assert fake.cuMemFree(alias) == INVALID_VALUE  # closed, not freed
+    assert fake.cuMemFree(d) == SUCCESS  # the bytes stay while the alias is open
+    assert (fake.read(alias, n) == patch).all()
+    assert fake.ipc_mem_open(handle)[0] == INVALID_VALUE  # the allocation is gone
+    assert fake.cuIpcCloseMemHandle(alias) == SUCCESS
+    assert fake.cuIpcCloseMemHandle(alias) == INVALID_VALUE
+    assert fake.cuMemsetD8(alias, 0, 1) == INVALID_VALUE
+    assert fake.live("ipc_mappings") == 0 and fake.bytes("ipc_mappings") == 0
+
+
+def test_ipc_memory_handle_refusals(load):
+    fake, other = load(), load()
+    fake.push(0)
+    other.push(0)
+    d = fake.alloc(64)
+    for bad in (fake.host_alloc(64), fake.managed(64), d + 64, 0x1234):
+        assert fake.ipc_mem_handle(bad)[0] == INVALID_VALUE, hex(bad)
+    assert fake.cuIpcGetMemHandle(None, d) == INVALID_VALUE
+    res, handle = fake.ipc_mem_handle(d)
+    assert res == SUCCESS
+    assert other.ipc_mem_open(handle)[0] == INVALID_VALUE  # another copy of the fake
+    forged = bytearray(bytes(handle))
+    forged[8:16] = (os.getpid() + 1).to_bytes(8, sys.byteorder)  # another process's
+    assert fake.ipc_mem_open(IpcMemHandle.from_buffer_copy(forged))[0] == INVALID_VALUE
+    assert fake.ipc_mem_open(IpcMemHandle())[0] == INVALID_VALUE
+    assert fake.ipc_mem_open(handle, 2)[0] == INVALID_VALUE
+    assert fake.cuIpcOpenMemHandle(None, handle, 0) == INVALID_VALUE
+    assert fake.cuIpcCloseMemHandle(d) == INVALID_VALUE  # not an opened mapping
+    assert fake.pop()[0] == SUCCESS
+    assert fake.ipc_mem_handle(d)[0] == INVALID_CONTEXT
+    assert fake.ipc_mem_open(handle)[0] == INVALID_CONTEXT
+    assert fake.live("ipc_mappings") == 0
+
+
+# ---- memory: context death, concurrency ----
+
+@pytest.mark.parametrize("how", ["reset", "release"])
+def test_context_death_frees_all_its_memory(fake, how):
+    rng = np.random.default_rng()
+    fake.push(1)
+    survivor = fake.alloc(64)
+    assert fake.pop()[0] == SUCCESS
+    fake.push(0)
+    n = int(rng.integers(1, 1 << 14))
+    d, m, p = fake.alloc(n), fake.managed(n), fake.host_alloc(n)
+    buf = np.empty(n, np.uint8)
+    assert fake.cuMemHostRegister(buf.ctypes.data, n, 0) == SUCCESS
+    alias = fake.ipc_mem_open(fake.ipc_mem_handle(d)[1])[1]
+    assert fake.live("allocations") == 3 and fake.live("ipc_mappings") == 1
+    if how == "reset":
+        assert fake.cuDevicePrimaryCtxReset(0) == SUCCESS
+    else:
+        assert fake.cuDevicePrimaryCtxRelease(0) == SUCCESS
+    for kind, live, size in (("allocations", 1, 64), ("host_allocations", 0, 0),
+                             ("registrations", 0, 0), ("ipc_mappings", 0, 0)):
+        assert (fake.live(kind), fake.bytes(kind)) == (live, size), kind
+    for ptr in (d, m, p, buf.ctypes.data, alias):
+        assert fake.pointer_attr("RANGE_START_ADDR", ptr)[0] == INVALID_VALUE
+    assert fake.cuMemFree(d) == INVALID_VALUE and fake.cuMemFree(m) == INVALID_VALUE
+    assert fake.cuMemFreeHost(p) == INVALID_VALUE
+    assert fake.cuMemHostUnregister(buf.ctypes.data) == NOT_REGISTERED
+    assert fake.cuIpcCloseMemHandle(alias) == INVALID_VALUE
+    assert fake.pointer_attr("RANGE_SIZE", survivor) == (SUCCESS, 64)
+    fake.push(0)
+    assert fake.mem_info()[1] == fake.mem_info()[2]  # device 0 has everything free again
+
+
+def test_concurrent_allocations_and_copies_lose_nothing(fake):
+    ctx = fake.retain(0)
+    errors = []
+
+    def worker():
+        rng = np.random.default_rng()
+        if fake.cuCtxPushCurrent(ctx) != SUCCESS:
+            errors.append("push")
+        for _ in range(40):
+            n, d = int(rng.integers(1, 1 << 12)), c_dptr()
+            data = random_bytes(rng, n)
+            if fake.cuMemAlloc(ctypes.byref(d), n) != SUCCESS:
+                errors.append("alloc")
+                continue
+            if (fake.write(d.value, data) != SUCCESS or not (fake.read(d.value, n) == data).all()
+                    or fake.cuMemFree(d.value) != SUCCESS):
+                errors.append("copy")
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    assert fake.live("allocations") == 0 and fake.bytes("allocations") == 0
+
+
 # ---- the gate, the profiler, process exit ----
 
 def test_reset_opens_the_gate(fake):
@@ -1355,10 +2444,19 @@ def test_calls_are_counted_per_entry_point(fake):
 def test_live_counts_every_kind_and_refuses_unknown_ones(fake):
     fake.retain(0)
     assert fake.live("contexts") == 1
-    for kind in ("allocations", "streams", "events", "modules"):
+    for kind in ("allocations", "streams", "events", "modules", "host_allocations",
+                 "registrations", "ipc_mappings"):
         assert fake.live(kind) == 0, kind
     assert fake.live("widgets") == -1
     assert fake.lib.fakecuda_live(None) == -1
+
+
+def test_bytes_count_only_memory_kinds(fake):
+    for kind in ("allocations", "host_allocations", "registrations", "ipc_mappings"):
+        assert fake.bytes(kind) == 0, kind
+    for kind in ("contexts", "streams", "events", "modules", "widgets"):
+        assert fake.bytes(kind) == -1, kind
+    assert fake.lib.fakecuda_bytes(None) == -1
 
 
 def test_reset_clears_faults_and_counters_but_keeps_contexts(fake):

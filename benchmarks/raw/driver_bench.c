@@ -98,6 +98,54 @@ measure(void (*op)(int), int n, int sync)
     return median(t);
 }
 
+/* ---- copies ---- */
+
+static CUdeviceptr dbuf;
+static void *hbuf;
+static size_t copy_bytes;
+
+static void
+op_htod(int n)
+{
+    for (int i = 0; i < n; i++) {
+        CHECK(cuMemcpyHtoD(dbuf, hbuf, copy_bytes));
+    }
+}
+
+static void
+op_dtoh(int n)
+{
+    for (int i = 0; i < n; i++) {
+        CHECK(cuMemcpyDtoH(hbuf, dbuf, copy_bytes));
+    }
+}
+
+/* µs per copy of `bytes` each way, from pageable (malloc) or pinned host memory. */
+static void
+copies(size_t bytes, int pinned, int n, const char *label)
+{
+    copy_bytes = bytes;
+    CHECK(cuMemAlloc(&dbuf, bytes));
+    if (pinned) {
+        CHECK(cuMemHostAlloc(&hbuf, bytes, 0));
+    }
+    else {
+        hbuf = malloc(bytes);
+    }
+    for (size_t i = 0; i < bytes; i++) {
+        ((unsigned char *)hbuf)[i] = (unsigned char)(i * 7); /* touch: no page faults timed */
+    }
+    printf(", \"htod_%s\": %.4f", label, measure(op_htod, n, 0));
+    printf(", \"dtoh_%s\": %.4f", label, measure(op_dtoh, n, 0));
+    if (pinned) {
+        CHECK(cuMemFreeHost(hbuf));
+    }
+    else {
+        free(hbuf);
+    }
+    CHECK(cuMemFree(dbuf));
+}
+
 int
 main(void)
 {
@@ -116,6 +164,12 @@ main(void)
     printf(", \"event_record\": %.4f", measure(op_event_record, 200, 1));
     printf(", \"stream_sync_idle\": %.4f", measure(op_stream_sync, 2000, 0));
     printf(", \"stream_create\": %.4f", measure(op_stream_create, 500, 1));
-    printf(", \"event_create\": %.4f}\n", measure(op_event_create, 2000, 1));
+    printf(", \"event_create\": %.4f", measure(op_event_create, 2000, 1));
+    copies(8, 0, 2000, "8B_pageable");
+    copies(1 << 20, 0, 50, "1MiB_pageable");
+    copies(1 << 20, 1, 50, "1MiB_pinned");
+    copies((size_t)256 << 20, 0, 1, "256MiB_pageable");
+    copies((size_t)256 << 20, 1, 1, "256MiB_pinned");
+    printf("}\n");
     return 0;
 }

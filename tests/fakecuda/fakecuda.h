@@ -23,9 +23,16 @@ FAKECUDA_API void fakecuda_clear_faults(void);
    failed calls included; -1 for an unknown name. */
 FAKECUDA_API long fakecuda_calls(const char *name);
 
-/* How many resources of `kind` are alive: "contexts", "allocations", "streams", "events",
-   "modules"; -1 for an unknown kind. */
+/* How many resources of `kind` are alive: "contexts", "allocations" (cuMemAlloc and
+   cuMemAllocManaged), "streams", "events", "modules", "host_allocations" (cuMemHostAlloc),
+   "registrations" (cuMemHostRegister), "ipc_mappings" (cuIpcOpenMemHandle); -1 for an
+   unknown kind. */
 FAKECUDA_API long fakecuda_live(const char *kind);
+
+/* How many bytes the live resources of memory `kind` span ("allocations",
+   "host_allocations", "registrations", "ipc_mappings": the sizes asked for); -1 for any
+   other kind. */
+FAKECUDA_API long fakecuda_bytes(const char *kind);
 
 /* Test isolation: disarm every fault, zero every call counter and open the gate.
    Contexts, other resources and queued work are left alone. */

@@ -1,6 +1,6 @@
 /* fakecuda contexts: primary contexts (retain/release/reset/state) and each thread's
  * context stack (cuCtxGetCurrent/SetCurrent/Push/Pop, GetDevice, Synchronize).
- * Destroying a context destroys its streams and events and drops its queued work.
+ * Destroying a context destroys its streams, events and memory and drops its queued work.
  *
  * A destroyed context stays allocated but dead, so a stale handle gives
  * CUDA_ERROR_CONTEXT_IS_DESTROYED instead of a crash; a retain after destruction makes a new
@@ -24,20 +24,25 @@ static struct {
 static _Thread_local fk_context *fk_stack[FK_STACK_MAX];
 static _Thread_local int fk_stack_depth;
 
-/* CUDA_SUCCESS if `handle` is a live context (one that may be made current), else why not:
-   CUDA_ERROR_CONTEXT_IS_DESTROYED, or CUDA_ERROR_INVALID_CONTEXT for what never was one. */
+CUresult
+fk_context_usable(CUcontext handle)
+{
+    for (fk_context *ctx = fk_contexts_made; ctx != NULL; ctx = ctx->next_made) {
+        if (ctx == handle) {
+            return ctx->alive ? CUDA_SUCCESS : CUDA_ERROR_CONTEXT_IS_DESTROYED;
+        }
+    }
+    return CUDA_ERROR_INVALID_CONTEXT;
+}
+
+/* fk_context_usable, taking the lock: may `handle` be made current? */
 static CUresult
 context_check(CUcontext handle)
 {
-    CUresult res = CUDA_ERROR_INVALID_CONTEXT;
+    CUresult res;
 
     fk_lock();
-    for (fk_context *ctx = fk_contexts_made; ctx != NULL; ctx = ctx->next_made) {
-        if (ctx == handle) {
-            res = ctx->alive ? CUDA_SUCCESS : CUDA_ERROR_CONTEXT_IS_DESTROYED;
-            break;
-        }
-    }
+    res = fk_context_usable(handle);
     fk_unlock();
     return res;
 }

@@ -1,5 +1,5 @@
 /* fakecuda internals shared by its files: the lock, the shared entry check, devices,
- * contexts, the resource registry, the work queue and stream lookup.
+ * contexts, the resource registry, the work queue, stream lookup and the memory registry.
  *
  * Every driver entry point of csrc/cuda_api.h is a function fk_<Name> declared here from the
  * list itself, with the type of its PFN_cu<Name>_v<Version>: a definition with other
@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cuda_api.h"
 #include "fakecuda.h"
@@ -64,6 +65,8 @@ FK_HIDDEN fk_device *fk_device_get(CUdevice ordinal);
 /* What has been queued on one stream: a created one, or a default stream of a context. */
 typedef struct {
     unsigned long long last_seq; /* seq of the newest op queued on it (fk_op); 0: none yet */
+    int non_blocking; /* a stream made with CU_STREAM_NON_BLOCKING: the legacy default stream
+                         does not wait for it */
 } fk_lane;
 
 /* A context (the fake's primary contexts).  Never freed: a destroyed one stays allocated,
@@ -73,6 +76,7 @@ struct CUctx_st {
     CUdevice device;
     int alive;
     fk_lane ops;        /* every op of the context, for cuCtxSynchronize */
+    fk_lane blocking;   /* every op of its blocking streams: what the legacy stream waits for */
     fk_lane legacy;     /* the legacy default stream: handles 0 and CU_STREAM_LEGACY */
     fk_lane per_thread; /* CU_STREAM_PER_THREAD: one per context, shared by its threads */
 };
@@ -81,6 +85,9 @@ typedef struct CUctx_st fk_context;
 /* The calling thread's current context if it is usable: CUDA_SUCCESS and *out set,
    CUDA_ERROR_INVALID_CONTEXT (none), or CUDA_ERROR_CONTEXT_IS_DESTROYED.  Lock held. */
 FK_HIDDEN CUresult fk_current_context(fk_context **out);
+/* CUDA_SUCCESS if `handle` is a live context, CUDA_ERROR_CONTEXT_IS_DESTROYED for a dead one,
+   CUDA_ERROR_INVALID_CONTEXT for what never was one (never dereferenced).  Lock held. */
+FK_HIDDEN CUresult fk_context_usable(CUcontext handle);
 
 /* ---- fk_resource.c: the registry of per-context resources, with live counters ---- */
 
@@ -89,7 +96,10 @@ FK_HIDDEN CUresult fk_current_context(fk_context **out);
     K(ALLOCATIONS, "allocations")                                                                  \
     K(STREAMS, "streams")                                                                          \
     K(EVENTS, "events")                                                                            \
-    K(MODULES, "modules")
+    K(MODULES, "modules")                                                                          \
+    K(HOST_ALLOCATIONS, "host_allocations")                                                        \
+    K(REGISTRATIONS, "registrations")                                                              \
+    K(IPC_MAPPINGS, "ipc_mappings")
 
 typedef enum {
 #define FK_KIND_ENUM(kind, name) FK_##kind,
@@ -119,6 +129,8 @@ FK_HIDDEN void fk_resource_remove(fk_resource *res);
 FK_HIDDEN fk_resource *fk_resource_find(const void *handle, fk_kind kind);
 /* Unregister and destroy every resource of `ctx`.  Lock held. */
 FK_HIDDEN void fk_resource_destroy_all(fk_context *ctx);
+/* The kind named `name` ("streams"), or -1 for an unknown or NULL name. */
+FK_HIDDEN int fk_kind_lookup(const char *name);
 
 /* ---- fk_queue.c: the asynchronous work queue and its worker thread ---- */
 
@@ -133,7 +145,8 @@ typedef struct fk_op {
     void (*cancel)(struct fk_op *op); /* NULL, or undo on drop (ctx died).  Lock held. */
 } fk_op;
 
-/* Queue `op` at the end of the global FIFO as the newest op of `lane` (a stream) of `ctx`,
+/* Queue `op` at the end of the global FIFO as the newest op of `lane` (a stream) of `ctx`
+   (and of ctx->ops, and of ctx->blocking unless the lane is non-blocking),
    starting the worker thread if needed.  op->seq is set on return.  CUDA_SUCCESS, or
    CUDA_ERROR_OUT_OF_MEMORY when the worker cannot start (op is then freed).  Lock held. */
 FK_HIDDEN CUresult fk_op_enqueue(fk_op *op, fk_context *ctx, fk_lane *lane);
@@ -154,5 +167,33 @@ FK_HIDDEN int fk_on_worker(void);
    context and lane in *ctx and *lane; CUDA_ERROR_INVALID_HANDLE for a destroyed or unknown
    stream; the current context's error for a default stream without one.  Lock held. */
 FK_HIDDEN CUresult fk_stream_lane(CUstream handle, fk_context **ctx, fk_lane **lane);
+
+/* ---- fk_memory.c: the registry of memory ranges that copies and memsets go through ---- */
+
+typedef struct fk_storage fk_storage; /* the bytes behind a range, refcounted */
+
+/* How an address given to a copy or memset is taken. */
+typedef enum {
+    FK_SIDE_DEVICE,  /* must be inside one live range (device, managed, pinned, registered, IPC) */
+    FK_SIDE_HOST,    /* a host pointer: a pinned/registered/managed range or any other memory,
+                        never a fake device address */
+    FK_SIDE_UNIFIED, /* a range if it is inside one, else host memory as FK_SIDE_HOST */
+} fk_side;
+
+/* Where the bytes of one side of a copy or memset are, held valid until released. */
+typedef struct {
+    unsigned char *host; /* the first byte, host-addressable */
+    fk_storage *pin;     /* the storage kept alive for the access, or NULL */
+    int pageable;        /* host memory outside every pinned/registered/managed range */
+} fk_span;
+
+/* Translate [addr, addr + len) (len > 0) taken as `side` into *span, pinning its storage.
+   `write`: the access writes (read-only registrations refuse).  `owner`: NULL, or the
+   context a device or IPC range must belong to (peer copies).  CUDA_SUCCESS, or
+   CUDA_ERROR_INVALID_VALUE with *span empty.  Lock held. */
+FK_HIDDEN CUresult fk_span_resolve(fk_span *span, uintptr_t addr, size_t len, fk_side side,
+                                   int write, const fk_context *owner);
+/* Drop the pin of a resolved span (an empty one is fine).  Lock held. */
+FK_HIDDEN void fk_span_release(fk_span *span);
 
 #endif /* FAKECUDA_FK_INTERNAL_H */

@@ -1,5 +1,5 @@
 /* fakecuda work queue: the asynchronous half of the fake.  The ops of every stream (host
- * callbacks, event records, stream waits; copies and memsets later) go on ONE global FIFO,
+ * callbacks, event records, stream waits, copies and memsets) go on ONE global FIFO,
  * run in order by ONE worker thread started at the first op.  A FIFO is one legal schedule
  * of CUDA's stream semantics, and since ops finish in queue order, "has op N finished?" is
  * "has everything up to N left the queue?".  Tests hold the worker back with a gate.
@@ -173,6 +173,9 @@ fk_op_enqueue(fk_op *op, fk_context *ctx, fk_lane *lane)
     fk_queued++;
     lane->last_seq = op->seq;
     ctx->ops.last_seq = op->seq;
+    if (!lane->non_blocking) {
+        ctx->blocking.last_seq = op->seq;
+    }
     pthread_cond_signal(&fk_work_cond);
     return CUDA_SUCCESS;
 }

@@ -1,5 +1,5 @@
-/* fakecuda resource registry: what each context owns (allocations, streams, events,
- * modules), so destroying a context frees them, stale handles are recognised, and tests can
+/* fakecuda resource registry: what each context owns (memory, streams, events, modules),
+ * so destroying a context frees them, stale handles are recognised, and tests can
  * count what is alive (fakecuda_live).
  *
  * One doubly linked list per kind; contexts themselves are only counted (fk_context.c
@@ -92,21 +92,28 @@ fk_resource_destroy_all(fk_context *ctx)
     }
 }
 
+int
+fk_kind_lookup(const char *name)
+{
+    for (int i = 0; name != NULL && i < FK__KINDS; i++) {
+        if (strcmp(fk_kind_names[i], name) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
 long
 fakecuda_live(const char *kind)
 {
-    long live = -1;
+    int index = fk_kind_lookup(kind);
+    long live;
 
-    if (kind == NULL) {
+    if (index < 0) {
         return -1;
     }
     fk_lock();
-    for (int i = 0; i < FK__KINDS; i++) {
-        if (strcmp(fk_kind_names[i], kind) == 0) {
-            live = fk_live[i];
-            break;
-        }
-    }
+    live = fk_live[index];
     fk_unlock();
     return live;
 }

@@ -109,6 +109,7 @@ fk_StreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority
     }
     if (res == CUDA_SUCCESS) {
         stream->flags = flags;
+        stream->lane.non_blocking = (flags & CU_STREAM_NON_BLOCKING) != 0;
         /* Clamped into the range, as the driver does; lower numbers are higher priorities. */
         stream->priority = priority > FK_LEAST_PRIORITY      ? FK_LEAST_PRIORITY
                            : priority < FK_GREATEST_PRIORITY ? FK_GREATEST_PRIORITY

@@ -1,0 +1,774 @@
+/* DeviceArray: an n-dimensional array in device memory, numba.cuda's DeviceNDArray.
+ *
+ * An array is a view: a device address, shape, strides and dtype, and a reference to
+ * whatever keeps the memory alive (an Allocation, or a foreign exporter's object).  The
+ * common copies (contiguous on both sides) run here in C; strided layouts are planned in
+ * gpuhost/_arrays.py over the 2D copy primitive below.
+ */
+#include "module.h"
+
+#define NO_IMPORT_ARRAY
+#define PY_ARRAY_UNIQUE_SYMBOL gh_ARRAY_API
+#include <numpy/arrayobject.h>
+
+#include <string.h>
+
+/* ---- layout helpers ---- */
+
+static int
+is_contiguous(const gh_devicearray *a, int fortran)
+{
+    npy_intp expected = PyDataType_ELSIZE(a->dtype);
+    for (int k = 0; k < a->ndim; k++) {
+        int i = fortran ? k : a->ndim - 1 - k;
+        if (a->shape[i] == 0) {
+            return 1;
+        }
+        if (a->shape[i] != 1 && a->strides[i] != expected) {
+            return 0;
+        }
+        expected *= a->shape[i];
+    }
+    return 1;
+}
+
+static npy_intp
+array_size(const gh_devicearray *a)
+{
+    npy_intp n = 1;
+    for (int i = 0; i < a->ndim; i++) {
+        n *= a->shape[i];
+    }
+    return n;
+}
+
+/* ---- construction ---- */
+
+static PyObject *
+gh_devicearray_new(gh_state *st, gh_context *ctx, uint64_t generation, CUdeviceptr ptr,
+                   PyObject *owner, PyArray_Descr *dtype, int ndim, const npy_intp *shape,
+                   const npy_intp *strides, PyObject *stream)
+{
+    gh_devicearray *self;
+    if (ndim < 0 || ndim > GH_MAXDIMS) {
+        PyErr_Format(PyExc_ValueError, "a device array has 0 to %d dimensions, not %d", GH_MAXDIMS,
+                     ndim);
+        return NULL;
+    }
+    self = PyObject_New(gh_devicearray, st->DeviceArrayType);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->context = (gh_context *)Py_NewRef(ctx);
+    self->generation = generation;
+    self->ptr = ptr;
+    self->owner = Py_XNewRef(owner);
+    self->dtype = (PyArray_Descr *)Py_NewRef((PyObject *)dtype);
+    self->ndim = ndim;
+    self->stream = Py_XNewRef(stream == Py_None ? NULL : stream);
+    memcpy(self->shape, shape, (size_t)ndim * sizeof(npy_intp));
+    memcpy(self->strides, strides, (size_t)ndim * sizeof(npy_intp));
+    return (PyObject *)self;
+}
+
+/* _core.make_array(owner, ptr, shape, strides, dtype, stream=None, context=None) */
+static PyObject *
+mod_make_array(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"owner",  "ptr",     "shape", "strides", "dtype",
+                             "stream", "context", "base",  NULL};
+    gh_state *st = gh_state_of_module(module);
+    PyObject *owner, *shape_obj, *strides_obj, *dtype_obj, *stream = Py_None, *ctx_obj = Py_None;
+    PyObject *base = Py_None;
+    unsigned long long ptr;
+    PyArray_Descr *dtype = NULL;
+    PyArray_Dims shape = {NULL, 0}, strides = {NULL, 0};
+    gh_context *ctx = NULL;
+    PyObject *res = NULL;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OKOOO|OOO:make_array", kwlist, &owner, &ptr,
+                                     &shape_obj, &strides_obj, &dtype_obj, &stream, &ctx_obj,
+                                     &base) ||
+        !PyArray_DescrConverter(dtype_obj, &dtype) || !PyArray_IntpConverter(shape_obj, &shape) ||
+        !PyArray_IntpConverter(strides_obj, &strides)) {
+        goto done;
+    }
+    if (shape.len != strides.len) {
+        PyErr_Format(PyExc_ValueError, "shape has %d dimensions but strides has %d", shape.len,
+                     strides.len);
+        goto done;
+    }
+    for (int i = 0; i < shape.len; i++) {
+        if (shape.ptr[i] < 0) {
+            PyErr_Format(PyExc_ValueError, "negative dimension %zd in shape", shape.ptr[i]);
+            goto done;
+        }
+    }
+    if (base != Py_None) {
+        /* a view of `base`: same context and generation */
+        gh_devicearray *b = (gh_devicearray *)base;
+        if (!Py_IS_TYPE(base, st->DeviceArrayType)) {
+            PyErr_SetString(PyExc_TypeError, "base must be a DeviceArray");
+            goto done;
+        }
+        res = gh_devicearray_new(st, b->context, b->generation, ptr, owner, dtype, shape.len,
+                                 shape.ptr, strides.ptr, stream);
+        goto done;
+    }
+    if (ctx_obj == Py_None) {
+        ctx = gh_current_context(st, -1);
+    } else if (Py_IS_TYPE(ctx_obj, st->ContextType)) {
+        ctx = (gh_context *)Py_NewRef(ctx_obj);
+    } else {
+        PyErr_SetString(PyExc_TypeError, "context must be a gpuhost Context or None");
+    }
+    if (ctx == NULL || gh_context_activate(ctx) < 0) {
+        goto done;
+    }
+    if (Py_IS_TYPE(owner, st->AllocationType) && ((gh_allocation *)owner)->context == ctx) {
+        res = gh_devicearray_new(st, ctx, ((gh_allocation *)owner)->generation, ptr, owner, dtype,
+                                 shape.len, shape.ptr, strides.ptr, stream);
+    } else {
+        res = gh_devicearray_new(st, ctx, ctx->generation, ptr, owner, dtype, shape.len, shape.ptr,
+                                 strides.ptr, stream);
+    }
+done:
+    Py_XDECREF(ctx);
+    Py_XDECREF(dtype);
+    PyDimMem_FREE(shape.ptr);
+    PyDimMem_FREE(strides.ptr);
+    return res;
+}
+
+/* ---- copies ---- */
+
+/* Resolve stream= (the array's bound stream when NULL/0-default is not given). */
+static int
+copy_stream(gh_devicearray *self, PyObject *stream, gh_stream_ref *ref)
+{
+    gh_state *st = gh_state_of_type(Py_TYPE(self));
+    if (stream == NULL && self->stream != NULL) {
+        stream = self->stream;
+    }
+    if (gh_stream_resolve(st, stream, ref) < 0) {
+        return -1;
+    }
+    if (ref->context != NULL && ref->context != self->context) {
+        return gh_raise("CudaDriverError",
+                        "the array is on device %d but the stream is device %d's",
+                        self->context->device->id, ref->context->device->id);
+    }
+    return 0;
+}
+
+/* Copy `nbytes` between device address `dptr` and host `host`; async on a non-default
+   stream ref (the caller keeps the host memory alive), else synchronous with the GIL
+   released.  0 or -1. */
+static int
+linear_copy(gh_devicearray *self, int to_host, void *host, CUdeviceptr dptr, size_t nbytes,
+            const gh_stream_ref *ref, int async)
+{
+    CUresult res;
+    gh_cu_id id;
+    int pushed;
+
+    if (nbytes == 0) {
+        return 0;
+    }
+    if (gh_context_check_alive(self->context, self->generation,
+                               to_host ? GH_CU_MemcpyDtoH : GH_CU_MemcpyHtoD) < 0 ||
+        gh_context_enter(self->context, &pushed) < 0) {
+        return -1;
+    }
+    if (async) {
+        id = to_host ? GH_CU_MemcpyDtoHAsync : GH_CU_MemcpyHtoDAsync;
+        res = to_host ? gh_cu.MemcpyDtoHAsync(host, dptr, nbytes, ref->handle)
+                      : gh_cu.MemcpyHtoDAsync(dptr, host, nbytes, ref->handle);
+    } else {
+        id = to_host ? GH_CU_MemcpyDtoH : GH_CU_MemcpyHtoD;
+        Py_BEGIN_ALLOW_THREADS
+        res = to_host ? gh_cu.MemcpyDtoH(host, dptr, nbytes) : gh_cu.MemcpyHtoD(dptr, host, nbytes);
+        Py_END_ALLOW_THREADS
+    }
+    if (gh_context_leave(self->context, pushed) < 0) {
+        return -1;
+    }
+    return gh_check(res, id);
+}
+
+/* Whether a numpy array has exactly the device array's shape, dtype and strides. */
+static int
+same_layout(gh_devicearray *self, PyArrayObject *host)
+{
+    if (PyArray_NDIM(host) != self->ndim || !PyArray_EquivTypes(PyArray_DESCR(host), self->dtype)) {
+        return 0;
+    }
+    for (int i = 0; i < self->ndim; i++) {
+        if (PyArray_DIM(host, i) != self->shape[i] ||
+            (self->shape[i] > 1 && PyArray_STRIDE(host, i) != self->strides[i])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static PyObject *
+call_arrays_helper(const char *name, PyObject *args)
+{
+    PyObject *mod = PyImport_ImportModule("gpuhost._arrays"), *fn, *res = NULL;
+    if (mod == NULL) {
+        return NULL;
+    }
+    fn = PyObject_GetAttrString(mod, name);
+    Py_DECREF(mod);
+    if (fn != NULL) {
+        res = PyObject_CallObject(fn, args);
+        Py_DECREF(fn);
+    }
+    return res;
+}
+
+/* Parse (ary, stream) for the copy methods. */
+static int
+parse_copy_args(PyObject *args, PyObject *kwargs, const char *fmt, PyObject **ary,
+                PyObject **stream)
+{
+    static char *kwlist[] = {"ary", "stream", NULL};
+    *ary = Py_None;
+    *stream = NULL;
+    return PyArg_ParseTupleAndKeywords(args, kwargs, fmt, kwlist, ary, stream);
+}
+
+static PyObject *
+devicearray_copy_to_host(gh_devicearray *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *ary, *stream, *out = NULL;
+    gh_stream_ref ref;
+    int contiguous_c = is_contiguous(self, 0), contiguous_f = is_contiguous(self, 1);
+
+    if (!parse_copy_args(args, kwargs, "|OO:copy_to_host", &ary, &stream) ||
+        copy_stream(self, stream, &ref) < 0) {
+        return NULL;
+    }
+    if (ary == Py_None && (contiguous_c || contiguous_f)) {
+        npy_intp *strides = self->strides;
+        Py_INCREF(self->dtype);
+        out = PyArray_NewFromDescr(&PyArray_Type, self->dtype, self->ndim, self->shape, strides,
+                                   NULL, contiguous_c ? 0 : NPY_ARRAY_F_CONTIGUOUS, NULL);
+        if (out == NULL) {
+            return NULL;
+        }
+    } else if (ary != Py_None && PyArray_Check(ary) && same_layout(self, (PyArrayObject *)ary) &&
+               (contiguous_c || contiguous_f) && PyArray_ISWRITEABLE((PyArrayObject *)ary)) {
+        out = Py_NewRef(ary);
+    }
+    if (out == NULL) {
+        PyObject *a = Py_BuildValue("(OOO)", (PyObject *)self, ary, stream ? stream : Py_None);
+        PyObject *res = a ? call_arrays_helper("copy_to_host_strided", a) : NULL;
+        Py_XDECREF(a);
+        return res;
+    }
+    if (linear_copy(self, 1, PyArray_DATA((PyArrayObject *)out), self->ptr,
+                    (size_t)(array_size(self) * PyDataType_ELSIZE(self->dtype)), &ref,
+                    !ref.is_default) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
+}
+
+static PyObject *
+devicearray_copy_to_device(gh_devicearray *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *ary, *stream, *host = NULL, *res = NULL;
+    gh_stream_ref ref;
+    int fortran;
+
+    if (!parse_copy_args(args, kwargs, "O|O:copy_to_device", &ary, &stream) ||
+        copy_stream(self, stream, &ref) < 0) {
+        return NULL;
+    }
+    fortran = !is_contiguous(self, 0) && is_contiguous(self, 1);
+    if ((is_contiguous(self, 0) || fortran) && PyArray_Check(ary) &&
+        same_layout(self, (PyArrayObject *)ary)) {
+        host = Py_NewRef(ary);
+    }
+    if (host == NULL) {
+        PyObject *a = Py_BuildValue("(OOO)", (PyObject *)self, ary, stream ? stream : Py_None);
+        res = a ? call_arrays_helper("copy_to_device_strided", a) : NULL;
+        Py_XDECREF(a);
+        return res;
+    }
+    if (linear_copy(self, 0, PyArray_DATA((PyArrayObject *)host), self->ptr,
+                    (size_t)(array_size(self) * PyDataType_ELSIZE(self->dtype)), &ref,
+                    !ref.is_default) == 0) {
+        res = Py_NewRef(Py_None);
+    }
+    Py_DECREF(host);
+    return res;
+}
+
+/* _core.copy_2d(array, to_host, host_ptr, host_pitch, dev_ptr, dev_pitch, width, height,
+   stream): one cuMemcpy2D(Async) between host and the array's device memory. */
+static PyObject *
+mod_copy_2d(PyObject *module, PyObject *args)
+{
+    gh_state *st = gh_state_of_module(module);
+    PyObject *array, *stream;
+    int to_host;
+    unsigned long long host, dev;
+    Py_ssize_t host_pitch, dev_pitch, width, height;
+    CUDA_MEMCPY2D p;
+    gh_stream_ref ref;
+    gh_devicearray *self;
+    CUresult res;
+    int pushed;
+
+    if (!PyArg_ParseTuple(args, "O!pKnKnnnO:copy_2d", st->DeviceArrayType, &array, &to_host, &host,
+                          &host_pitch, &dev, &dev_pitch, &width, &height, &stream)) {
+        return NULL;
+    }
+    self = (gh_devicearray *)array;
+    if (host_pitch < 0 || dev_pitch < 0 || width < 0 || height < 0) {
+        PyErr_SetString(PyExc_ValueError, "copy_2d takes non-negative pitches and sizes");
+        return NULL;
+    }
+    if (copy_stream(self, stream == Py_None ? NULL : stream, &ref) < 0 ||
+        gh_context_check_alive(self->context, self->generation, GH_CU_Memcpy2D) < 0) {
+        return NULL;
+    }
+    if (width == 0 || height == 0) {
+        Py_RETURN_NONE;
+    }
+    memset(&p, 0, sizeof(p));
+    p.WidthInBytes = (size_t)width;
+    p.Height = (size_t)height;
+    if (to_host) {
+        p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+        p.srcDevice = (CUdeviceptr)dev;
+        p.srcPitch = (size_t)dev_pitch;
+        p.dstMemoryType = CU_MEMORYTYPE_HOST;
+        p.dstHost = (void *)(uintptr_t)host;
+        p.dstPitch = (size_t)host_pitch;
+    } else {
+        p.srcMemoryType = CU_MEMORYTYPE_HOST;
+        p.srcHost = (const void *)(uintptr_t)host;
+        p.srcPitch = (size_t)host_pitch;
+        p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+        p.dstDevice = (CUdeviceptr)dev;
+        p.dstPitch = (size_t)dev_pitch;
+    }
+    if (gh_context_enter(self->context, &pushed) < 0) {
+        return NULL;
+    }
+    if (!ref.is_default) {
+        res = gh_cu.Memcpy2DAsync(&p, ref.handle);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        res = gh_cu.Memcpy2D(&p);
+        Py_END_ALLOW_THREADS
+    }
+    if (gh_context_leave(self->context, pushed) < 0 ||
+        gh_check(res, ref.is_default ? GH_CU_Memcpy2D : GH_CU_Memcpy2DAsync) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* ---- views and element access, planned in gpuhost/_arrays.py ---- */
+
+/* gpuhost._arrays.<name>(self, *args, **kwargs) */
+static PyObject *
+delegate(const char *name, PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *full, *res;
+    Py_ssize_t n = args ? PyTuple_GET_SIZE(args) : 0;
+    PyObject *mod = PyImport_ImportModule("gpuhost._arrays"), *fn;
+    if (mod == NULL) {
+        return NULL;
+    }
+    fn = PyObject_GetAttrString(mod, name);
+    Py_DECREF(mod);
+    if (fn == NULL) {
+        return NULL;
+    }
+    full = PyTuple_New(n + 1);
+    if (full == NULL) {
+        Py_DECREF(fn);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(full, 0, Py_NewRef(self));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyTuple_SET_ITEM(full, i + 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
+    }
+    res = PyObject_Call(fn, full, kwargs);
+    Py_DECREF(full);
+    Py_DECREF(fn);
+    return res;
+}
+
+static PyObject *
+da_getitem(PyObject *self, PyObject *key)
+{
+    PyObject *args = PyTuple_Pack(1, key), *res;
+    if (args == NULL) {
+        return NULL;
+    }
+    res = delegate("getitem", self, args, NULL);
+    Py_DECREF(args);
+    return res;
+}
+
+static int
+da_setitem(PyObject *self, PyObject *key, PyObject *value)
+{
+    PyObject *args, *res;
+    if (value == NULL) {
+        PyErr_SetString(PyExc_TypeError, "device array elements cannot be deleted");
+        return -1;
+    }
+    args = PyTuple_Pack(2, key, value);
+    if (args == NULL) {
+        return -1;
+    }
+    res = delegate("setitem", self, args, NULL);
+    Py_DECREF(args);
+    if (res == NULL) {
+        return -1;
+    }
+    Py_DECREF(res);
+    return 0;
+}
+
+#define GH_DELEGATE(pyname)                                                                        \
+    static PyObject *da_##pyname(PyObject *self, PyObject *args, PyObject *kwargs)                 \
+    {                                                                                              \
+        return delegate(#pyname, self, args, kwargs);                                              \
+    }
+GH_DELEGATE(reshape)
+GH_DELEGATE(ravel)
+GH_DELEGATE(view)
+GH_DELEGATE(transpose)
+GH_DELEGATE(split)
+#undef GH_DELEGATE
+
+static PyObject *
+da_T(PyObject *self, void *Py_UNUSED(c))
+{
+    return delegate("transpose", self, NULL, NULL);
+}
+
+/* ---- properties ---- */
+
+static PyObject *
+intp_tuple(const npy_intp *v, int n)
+{
+    PyObject *t = PyTuple_New(n);
+    for (int i = 0; t != NULL && i < n; i++) {
+        PyObject *x = PyLong_FromSsize_t(v[i]);
+        if (x == NULL) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, x);
+    }
+    return t;
+}
+
+static PyObject *
+da_shape(gh_devicearray *self, void *Py_UNUSED(c))
+{
+    return intp_tuple(self->shape, self->ndim);
+}
+
+static PyObject *
+da_strides(gh_devicearray *self, void *Py_UNUSED(c))
+{
+    return intp_tuple(self->strides, self->ndim);
+}
+
+static PyObject *
+da_ndim(gh_devicearray *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromLong(self->ndim);
+}
+
+static PyObject *
+da_size(gh_devicearray *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromSsize_t(array_size(self));
+}
+
+static PyObject *
+da_itemsize(gh_devicearray *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromSsize_t(PyDataType_ELSIZE(self->dtype));
+}
+
+static PyObject *
+da_nbytes(gh_devicearray *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromSsize_t(array_size(self) * PyDataType_ELSIZE(self->dtype));
+}
+
+static PyObject *
+da_dtype(gh_devicearray *self, void *Py_UNUSED(c))
+{
+    return Py_NewRef(self->dtype);
+}
+
+static PyObject *
+da_ptr(gh_devicearray *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromUnsignedLongLong((unsigned long long)self->ptr);
+}
+
+static PyObject *
+da_device(gh_devicearray *self, void *Py_UNUSED(c))
+{
+    return Py_NewRef(self->context->device);
+}
+
+static PyObject *
+da_context(gh_devicearray *self, void *Py_UNUSED(c))
+{
+    return Py_NewRef(self->context);
+}
+
+static PyObject *
+da_stream(gh_devicearray *self, void *Py_UNUSED(c))
+{
+    return Py_NewRef(self->stream ? self->stream : Py_None);
+}
+
+static PyObject *
+da_owner(gh_devicearray *self, void *Py_UNUSED(c))
+{
+    return Py_NewRef(self->owner ? self->owner : Py_None);
+}
+
+static PyObject *
+da_flags(gh_devicearray *self, void *Py_UNUSED(c))
+{
+    return Py_BuildValue("{sOsO}", "C_CONTIGUOUS", is_contiguous(self, 0) ? Py_True : Py_False,
+                         "F_CONTIGUOUS", is_contiguous(self, 1) ? Py_True : Py_False);
+}
+
+static PyObject *
+da_is_c_contiguous(gh_devicearray *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(is_contiguous(self, 0));
+}
+
+static PyObject *
+da_is_f_contiguous(gh_devicearray *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(is_contiguous(self, 1));
+}
+
+/* __cuda_array_interface__, version 3. */
+static PyObject *
+da_cai(gh_devicearray *self, void *Py_UNUSED(c))
+{
+    PyObject *typestr = NULL, *shape = NULL, *strides = NULL, *stream = NULL, *res = NULL;
+    PyObject *descr = NULL;
+    npy_intp n = array_size(self);
+
+    if (gh_context_check_alive(self->context, self->generation, GH_CU_PointerGetAttribute) < 0) {
+        return NULL;
+    }
+    typestr = PyObject_GetAttrString((PyObject *)self->dtype, "str");
+    descr = PyObject_GetAttrString((PyObject *)self->dtype, "descr");
+    shape = intp_tuple(self->shape, self->ndim);
+    if (is_contiguous(self, 0)) {
+        strides = Py_NewRef(Py_None);
+    } else {
+        strides = intp_tuple(self->strides, self->ndim);
+    }
+    if (self->stream == NULL) {
+        stream = PyLong_FromLong(1); /* the legacy default stream; never 0 (the spec forbids it) */
+    } else {
+        stream = PyObject_GetAttrString(self->stream, "handle");
+        if (stream != NULL && PyLong_AsLong(stream) == 0) {
+            Py_SETREF(stream, PyLong_FromLong(1));
+        }
+    }
+    if (typestr && descr && shape && strides && stream) {
+        res =
+            Py_BuildValue("{sOsOsOsOs(KO)sisO}", "shape", shape, "typestr", typestr, "descr", descr,
+                          "strides", strides, "data", (unsigned long long)(n ? self->ptr : 0),
+                          Py_False, "version", 3, "stream", stream);
+    }
+    Py_XDECREF(typestr);
+    Py_XDECREF(descr);
+    Py_XDECREF(shape);
+    Py_XDECREF(strides);
+    Py_XDECREF(stream);
+    return res;
+}
+
+static PyObject *
+da_array(gh_devicearray *Py_UNUSED(self), PyObject *Py_UNUSED(args), PyObject *Py_UNUSED(kw))
+{
+    PyErr_SetString(PyExc_TypeError,
+                    "a DeviceArray lives in device memory and is never copied implicitly: call "
+                    ".copy_to_host() to get a numpy array");
+    return NULL;
+}
+
+static PyObject *
+da_bind(gh_devicearray *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"stream", NULL};
+    gh_state *st = gh_state_of_type(Py_TYPE(self));
+    PyObject *stream = Py_None;
+    gh_stream_ref ref;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:bind", kwlist, &stream) ||
+        gh_stream_resolve(st, stream, &ref) < 0) {
+        return NULL;
+    }
+    if (stream != Py_None && !Py_IS_TYPE(stream, st->StreamType)) {
+        PyErr_SetString(PyExc_TypeError, "bind() takes a gpuhost Stream or None");
+        return NULL;
+    }
+    return gh_devicearray_new(st, self->context, self->generation, self->ptr, self->owner,
+                              self->dtype, self->ndim, self->shape, self->strides, stream);
+}
+
+static Py_ssize_t
+da_len(gh_devicearray *self)
+{
+    if (self->ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "len() of a 0-d device array");
+        return -1;
+    }
+    return self->shape[0];
+}
+
+static PyObject *
+da_repr(gh_devicearray *self)
+{
+    PyObject *shape = intp_tuple(self->shape, self->ndim), *res;
+    if (shape == NULL) {
+        return NULL;
+    }
+    res = PyUnicode_FromFormat("<gpuhost.DeviceArray shape=%R dtype=%S on device %d at %p>", shape,
+                               (PyObject *)self->dtype, self->context->device->id,
+                               (void *)(uintptr_t)self->ptr);
+    Py_DECREF(shape);
+    return res;
+}
+
+static void
+da_dealloc(gh_devicearray *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    Py_XDECREF(self->owner);
+    Py_XDECREF(self->stream);
+    Py_DECREF(self->dtype);
+    Py_DECREF(self->context);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+static PyMethodDef da_methods[] = {
+    {"copy_to_host", (PyCFunction)(void (*)(void))devicearray_copy_to_host,
+     METH_VARARGS | METH_KEYWORDS,
+     "copy_to_host($self, /, ary=None, stream=0)\n--\n\n"
+     "Copy to a new numpy array, or into `ary` (same shape and dtype; only its elements are "
+     "written, never the gaps between them), and return it. Asynchronous on a stream."},
+    {"copy_to_device", (PyCFunction)(void (*)(void))devicearray_copy_to_device,
+     METH_VARARGS | METH_KEYWORDS,
+     "copy_to_device($self, /, ary, stream=0)\n--\n\n"
+     "Copy `ary` (a host array, or a device array) of the same shape and dtype into this "
+     "array. Asynchronous on a stream."},
+    {"is_c_contiguous", (PyCFunction)da_is_c_contiguous, METH_NOARGS,
+     "is_c_contiguous($self, /)\n--\n\nWhether the array is C-contiguous."},
+    {"is_f_contiguous", (PyCFunction)da_is_f_contiguous, METH_NOARGS,
+     "is_f_contiguous($self, /)\n--\n\nWhether the array is Fortran-contiguous."},
+    {"bind", (PyCFunction)(void (*)(void))da_bind, METH_VARARGS | METH_KEYWORDS,
+     "bind($self, /, stream=None)\n--\n\n"
+     "A view of the same memory whose copies default to `stream`."},
+    {"reshape", (PyCFunction)(void (*)(void))da_reshape, METH_VARARGS | METH_KEYWORDS,
+     "reshape($self, /, *newshape, order='C')\n--\n\n"
+     "A view with a new shape (one dimension may be -1). The array must be contiguous in "
+     "`order`, else NotImplementedError (a reshape that would need a copy)."},
+    {"ravel", (PyCFunction)(void (*)(void))da_ravel, METH_VARARGS | METH_KEYWORDS,
+     "ravel($self, /, order='C')\n--\n\nA 1-d view of a contiguous array."},
+    {"view", (PyCFunction)(void (*)(void))da_view, METH_VARARGS | METH_KEYWORDS,
+     "view($self, /, dtype)\n--\n\nThe same memory seen as another dtype (numpy's rules)."},
+    {"transpose", (PyCFunction)(void (*)(void))da_transpose, METH_VARARGS | METH_KEYWORDS,
+     "transpose($self, /, axes=None)\n--\n\nA view with the axes permuted (reversed by default)."},
+    {"split", (PyCFunction)(void (*)(void))da_split, METH_VARARGS | METH_KEYWORDS,
+     "split($self, /, section, stream=0)\n--\n\n"
+     "Views of `section` elements each (the last may be shorter) of a 1-d array."},
+    {"__array__", (PyCFunction)(void (*)(void))da_array, METH_VARARGS | METH_KEYWORDS,
+     "__array__($self, /, dtype=None, copy=None)\n--\n\n"
+     "Refused with TypeError: device memory is copied explicitly, with copy_to_host()."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef da_getset[] = {
+    {"shape", (getter)da_shape, NULL, "The shape, a tuple.", NULL},
+    {"strides", (getter)da_strides, NULL, "The strides in bytes, a tuple.", NULL},
+    {"ndim", (getter)da_ndim, NULL, "The number of dimensions.", NULL},
+    {"size", (getter)da_size, NULL, "The number of elements.", NULL},
+    {"itemsize", (getter)da_itemsize, NULL, "Bytes per element.", NULL},
+    {"nbytes", (getter)da_nbytes, NULL, "Bytes of the elements (size * itemsize).", NULL},
+    {"dtype", (getter)da_dtype, NULL, "The numpy dtype.", NULL},
+    {"ptr", (getter)da_ptr, NULL, "The device address of the first element, an int.", NULL},
+    {"device", (getter)da_device, NULL, "The Device the memory is on.", NULL},
+    {"context", (getter)da_context, NULL, "The Context the memory belongs to.", NULL},
+    {"stream", (getter)da_stream, NULL, "The stream copies default to (bind()), or None.", NULL},
+    {"gpu_data", (getter)da_owner, NULL,
+     "The object keeping the memory alive (an Allocation, or a foreign owner).", NULL},
+    {"flags", (getter)da_flags, NULL, "{'C_CONTIGUOUS': bool, 'F_CONTIGUOUS': bool}", NULL},
+    {"T", (getter)da_T, NULL, "The transposed view.", NULL},
+    {"__cuda_array_interface__", (getter)da_cai, NULL,
+     "The CUDA array interface, version 3 (with the bound stream, or 1 for the legacy "
+     "default stream).",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot da_slots[] = {
+    {Py_tp_doc, "An array in device memory. Make one with to_device(), device_array() and "
+                "friends; not made directly."},
+    {Py_tp_methods, da_methods},
+    {Py_tp_getset, da_getset},
+    {Py_tp_repr, da_repr},
+    {Py_sq_length, da_len},
+    {Py_mp_length, da_len},
+    {Py_mp_subscript, da_getitem},
+    {Py_mp_ass_subscript, da_setitem},
+    {Py_tp_dealloc, da_dealloc},
+    {0, NULL},
+};
+
+static PyType_Spec da_spec = {
+    .name = "gpuhost.DeviceArray",
+    .basicsize = sizeof(gh_devicearray),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .slots = da_slots,
+};
+
+static PyMethodDef da_module_methods[] = {
+    {"make_array", (PyCFunction)(void (*)(void))mod_make_array, METH_VARARGS | METH_KEYWORDS,
+     "make_array(owner, ptr, shape, strides, dtype, stream=None, context=None)\n--\n\n"
+     "A DeviceArray over device memory at `ptr` kept alive by `owner` (gpuhost internal)."},
+    {"copy_2d", mod_copy_2d, METH_VARARGS,
+     "copy_2d(array, to_host, host_ptr, host_pitch, dev_ptr, dev_pitch, width, height, "
+     "stream)\n--\n\nOne 2D copy between the host and `array`'s memory (gpuhost internal)."},
+    {NULL, NULL, 0, NULL},
+};
+
+int
+gh_devicearray_init_type(PyObject *module, gh_state *st)
+{
+    st->DeviceArrayType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &da_spec, NULL);
+    if (st->DeviceArrayType == NULL || PyModule_AddType(module, st->DeviceArrayType) < 0) {
+        return -1;
+    }
+    return PyModule_AddFunctions(module, da_module_methods);
+}

@@ -1,0 +1,480 @@
+"""numba.cuda's array functions over gpuhost's C types, and the strided-copy planner.
+
+The C DeviceArray copies contiguous data itself; layouts with gaps or negative strides
+come here and become 2D copies (cuMemcpy2D), each moving only the array's own elements.
+"""
+import contextlib
+import operator
+
+import numpy as np
+
+from . import _core
+from .errors import CudaDriverError
+
+__all__ = [
+    "as_cuda_array", "defer_cleanup", "device_array", "device_array_like",
+    "from_cuda_array_interface", "is_cuda_array", "managed_array", "mapped", "mapped_array",
+    "mapped_array_like", "pinned", "pinned_array", "pinned_array_like", "to_device",
+]
+
+_MAX_BYTES = 2**62
+
+
+def _dtype(dtype):
+    dt = np.dtype(dtype)
+    if dt.hasobject:
+        raise TypeError("dtype %s holds Python objects, which cannot live in device memory" % dt)
+    return dt
+
+
+def _shape(shape):
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        shape = tuple(operator.index(n) for n in shape)
+    except TypeError:
+        raise TypeError("shape must be an int or a sequence of ints, not %r" % (shape,)) from None
+    if any(n < 0 for n in shape):
+        raise ValueError("negative dimensions are not allowed: shape %r" % (shape,))
+    return shape
+
+
+def _layout(shape, dtype, strides, order):
+    """(shape, dtype, strides, bytes to allocate) for a new array, validated."""
+    shape, dtype = _shape(shape), _dtype(dtype)
+    size = 1
+    for n in shape:
+        size *= n
+    if size * dtype.itemsize >= _MAX_BYTES:
+        raise ValueError("array of shape %r and dtype %s is too large (%d bytes)"
+                         % (shape, dtype, size * dtype.itemsize))
+    if strides is None:
+        if order not in ("C", "F"):
+            raise ValueError("order must be 'C' or 'F', not %r" % (order,))
+        strides, acc = [0] * len(shape), dtype.itemsize
+        for i in (reversed(range(len(shape))) if order == "C" else range(len(shape))):
+            strides[i] = acc
+            acc *= shape[i]
+        return shape, dtype, tuple(strides), size * dtype.itemsize
+    strides = tuple(operator.index(s) for s in strides)
+    if len(strides) != len(shape):
+        raise ValueError("strides %r do not match shape %r" % (strides, shape))
+    if any(s < 0 for s in strides):
+        raise ValueError("a new array cannot have negative strides %r" % (strides,))
+    extent = 0 if size == 0 else dtype.itemsize + sum((n - 1) * s for n, s in zip(shape, strides))
+    return shape, dtype, strides, extent
+
+
+def _stream_or_none(stream):
+    """None for the default stream (0 or None), else the stream as given."""
+    if stream is None or (type(stream) is int and stream == 0):
+        return None
+    return stream
+
+
+def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0):
+    """A new, uninitialized array in device memory of the current context."""
+    shape, dtype, strides, nbytes = _layout(shape, dtype, strides, order)
+    alloc = _core.mem_alloc(nbytes)
+    return _core.make_array(alloc, alloc.ptr, shape, strides, dtype, _stream_or_none(stream))
+
+
+def _like_order(ary):
+    return "F" if (ary.flags["F_CONTIGUOUS"] and not ary.flags["C_CONTIGUOUS"]) else "C"
+
+
+def device_array_like(ary, stream=0):
+    """A new device array with the shape and dtype of `ary` (its order if contiguous)."""
+    return device_array(ary.shape, ary.dtype, order=_like_order(ary), stream=stream)
+
+
+def is_cuda_array(obj):
+    """Whether `obj` exports the CUDA array interface."""
+    return hasattr(obj, "__cuda_array_interface__")
+
+
+def _host_array(obj):
+    host = np.asarray(obj)
+    if host.dtype.hasobject:
+        raise TypeError("dtype %s holds Python objects, which cannot live in device memory"
+                        % host.dtype)
+    return host
+
+
+def to_device(obj, stream=0, copy=True, to=None):
+    """Copy a host array (anything numpy.asarray takes) to a new device array, or into
+    `to`. A device array, or an object exporting the CUDA array interface, comes back as
+    a device array over the same memory: no copy."""
+    if to is not None:
+        to.copy_to_device(obj, stream=stream)
+        return to
+    if isinstance(obj, _core.DeviceArray):
+        return obj
+    if is_cuda_array(obj):
+        return as_cuda_array(obj)
+    host = _host_array(obj)
+    dev = device_array(host.shape, host.dtype, order=_like_order(host), stream=stream)
+    if copy:
+        dev.copy_to_device(host, stream=stream)
+    return dev
+
+
+def _host_alloc(kind, shape, dtype, strides, order, **flags):
+    shape, dtype, strides, nbytes = _layout(shape, dtype, strides, order)
+    alloc = _core.mem_alloc(nbytes, kind, **flags)
+    return alloc, shape, dtype, strides
+
+
+def pinned_array(shape, dtype=np.float64, strides=None, order="C"):
+    """A numpy array in page-locked host memory (fast, asynchronous copies)."""
+    alloc, shape, dtype, strides = _host_alloc("pinned", shape, dtype, strides, order)
+    return np.ndarray(shape, dtype, buffer=alloc if alloc.size else None, strides=strides)
+
+
+def pinned_array_like(ary):
+    return pinned_array(ary.shape, ary.dtype, order=_like_order(ary))
+
+
+class MappedArray(np.ndarray):
+    """A numpy array whose memory the device reads and writes directly (mapped or
+    managed memory); it also exports __cuda_array_interface__."""
+
+    @property
+    def __cuda_array_interface__(self):
+        alloc = self.base
+        while not isinstance(alloc, _core.Allocation):
+            alloc = alloc.base
+        offset = self.__array_interface__["data"][0] - alloc.host_ptr
+        return {"shape": self.shape, "typestr": self.dtype.str, "descr": self.dtype.descr,
+                "strides": None if self.flags["C_CONTIGUOUS"] else self.strides,
+                "data": (alloc.ptr + offset if self.size else 0, False), "version": 3,
+                "stream": 1}
+
+
+def _mapped_view(alloc, shape, dtype, strides):
+    if alloc.size == 0:
+        return np.ndarray(shape, dtype, strides=strides).view(MappedArray)
+    return MappedArray(shape, dtype, buffer=alloc, strides=strides)
+
+
+def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0, portable=False,
+                 wc=False):
+    """A host array mapped into the device's address space. `portable`: usable from every
+    context; `wc`: write-combined (fast for the device to read, slow for the host)."""
+    alloc, shape, dtype, strides = _host_alloc("mapped", shape, dtype, strides, order,
+                                               portable=portable, wc=wc)
+    return _mapped_view(alloc, shape, dtype, strides)
+
+
+def mapped_array_like(ary, stream=0, portable=False, wc=False):
+    return mapped_array(ary.shape, ary.dtype, order=_like_order(ary), portable=portable, wc=wc)
+
+
+def managed_array(shape, dtype=np.float64, strides=None, order="C", stream=0,
+                  attach_global=True):
+    """An array in managed (unified) memory, readable from the host and the device."""
+    alloc, shape, dtype, strides = _host_alloc("managed", shape, dtype, strides, order,
+                                               attach_global=attach_global)
+    return _mapped_view(alloc, shape, dtype, strides)
+
+
+@contextlib.contextmanager
+def pinned(*arrays):
+    """Page-lock the host arrays for the block (cuMemHostRegister), then release them."""
+    regs = []
+    try:
+        for a in arrays:
+            regs.append(_core.mem_register(a))
+        yield
+    finally:
+        for reg in regs:
+            reg.close()
+
+
+@contextlib.contextmanager
+def mapped(*arrays, stream=0, portable=False, wc=False):
+    """Page-lock and map the host arrays for the block; yields a device array (or a list
+    of them) over the same memory."""
+    if wc:
+        raise ValueError("write-combined memory can only be allocated (mapped_array(wc=True)), "
+                         "not made from an existing array")
+    regs, devs = [], []
+    try:
+        for a in arrays:
+            host = np.asarray(a)
+            reg = _core.mem_register(host, mapped=True, portable=portable)
+            regs.append(reg)
+            devs.append(_core.make_array(reg, reg.ptr, host.shape, host.strides, host.dtype,
+                                         _stream_or_none(stream)))
+        yield devs[0] if len(devs) == 1 else devs
+    finally:
+        for reg in regs:
+            reg.close()  # unregistered now, as numba does, even if the arrays live on
+
+
+def from_cuda_array_interface(desc, owner=None, sync=True):
+    """A DeviceArray over the memory `desc` (a __cuda_array_interface__ dict) describes;
+    `owner` is kept alive with it. With `sync`, the exporter's stream is synchronized."""
+    if desc.get("mask") is not None:
+        raise NotImplementedError("masked CUDA arrays are not supported")
+    shape = _shape(desc["shape"])
+    dtype = _dtype(desc.get("typestr"))
+    if "descr" in desc and dtype.kind == "V":
+        dtype = _dtype(desc["descr"])
+    strides = desc.get("strides")
+    if strides is None:
+        strides = _layout(shape, dtype, None, "C")[2]
+    ptr = desc["data"][0]
+    stream = desc.get("stream")
+    if sync and stream is not None and desc.get("version", 0) >= 3:
+        if stream == 0:
+            raise ValueError("__cuda_array_interface__ stream 0 is forbidden by the protocol")
+        if stream not in (1, 2):
+            _core.external_stream(stream).synchronize()
+    return _core.make_array(owner, ptr, shape, strides, dtype)
+
+
+def as_cuda_array(obj, sync=True):
+    """A DeviceArray over `obj`'s memory (CuPy, PyTorch, numba, ...), without a copy."""
+    if isinstance(obj, _core.DeviceArray):
+        return obj
+    if not is_cuda_array(obj):
+        raise TypeError("%s does not export __cuda_array_interface__" % type(obj).__name__)
+    return from_cuda_array_interface(obj.__cuda_array_interface__, owner=obj, sync=sync)
+
+
+@contextlib.contextmanager
+def defer_cleanup():
+    """Hold the release of device memory, streams and events until the block ends (so a
+    free's implicit synchronization cannot stall queued work)."""
+    _core._defer_cleanup_enter()
+    try:
+        yield
+    finally:
+        _core._defer_cleanup_exit()
+
+
+# ---- strided copies (called by DeviceArray.copy_to_host / copy_to_device) ----
+
+def _check_match(dev, host, what):
+    if host.shape != dev.shape or host.dtype != dev.dtype:
+        raise ValueError("%s has shape %s and dtype %s; the device array has shape %s and "
+                         "dtype %s" % (what, host.shape, host.dtype, dev.shape, dev.dtype))
+
+
+def _plan(dev):
+    """The device layout with negative strides flipped: (ptr, shape, strides, flips),
+    where flips is the index that flips the same axes of a host array."""
+    ptr, shape, strides, flips = dev.ptr, list(dev.shape), list(dev.strides), []
+    for i, (n, s) in enumerate(zip(shape, strides)):
+        if s < 0 and n > 1:
+            ptr += (n - 1) * s
+            strides[i] = -s
+            flips.append(slice(None, None, -1))
+        else:
+            flips.append(slice(None))
+    # drop length-1 axes, then merge axes that are contiguous with the next one
+    axes = [(n, s) for n, s in zip(shape, strides) if n != 1]
+    merged = []
+    for n, s in axes:
+        if merged and merged[-1][1] == n * s:
+            merged[-1] = (merged[-1][0] * n, s)
+        else:
+            merged.append((n, s))
+    return ptr, merged, tuple(flips)
+
+
+def _copy_planned(dev, host_c, to_host, stream):
+    """Move dev's elements to/from host_c (C-contiguous, the flipped logical order)."""
+    ptr, axes, _ = _plan(dev)
+    item = dev.itemsize
+    if not axes:
+        axes = [(1, item)]
+    if axes[-1][1] == item:  # rows of contiguous elements
+        width, inner = axes[-1][0] * item, axes[:-1]
+        rows, pitch = (inner[-1][0], inner[-1][1]) if inner else (1, width)
+        outer = inner[:-1]
+    else:  # every element its own row
+        width, rows, pitch, outer = item, axes[-1][0], axes[-1][1], axes[:-1]
+    host_row_bytes = width
+    base = host_c.__array_interface__["data"][0]
+    for k, index in enumerate(np.ndindex(*[n for n, _ in outer])):
+        offset = sum(i * s for i, (_, s) in zip(index, outer))
+        _core.copy_2d(dev, to_host, base + k * rows * host_row_bytes, host_row_bytes,
+                      ptr + offset, pitch, width, rows, stream)
+
+
+def _sync(dev, stream):
+    stream = stream if stream is not None else dev.stream
+    if stream is not None and stream != 0:
+        (stream if hasattr(stream, "synchronize") else _core.external_stream(
+            stream.__cuda_stream__()[1])).synchronize()
+
+
+def copy_to_host_strided(dev, ary, stream):
+    if ary is None:
+        out = np.empty(dev.shape, dev.dtype)
+    else:
+        if not isinstance(ary, np.ndarray):
+            raise TypeError("copy_to_host() copies into a numpy array, not %s"
+                            % type(ary).__name__)
+        _check_match(dev, ary, "the target array")
+        if not ary.flags.writeable:
+            raise ValueError("the target array is read-only")
+        out = ary
+    if dev.size == 0:
+        return out
+    _, _, flips = _plan(dev)
+    tmp = np.empty(dev.shape, dev.dtype)
+    _copy_planned(dev, tmp, True, stream)
+    _sync(dev, stream)
+    np.copyto(out, tmp[flips])  # writes out's elements only, never its gaps
+    return out
+
+
+def copy_to_device_strided(dev, ary, stream):
+    if isinstance(ary, _core.DeviceArray) or is_cuda_array(ary):
+        raise NotImplementedError("device-to-device copies into a device array are not "
+                                  "implemented yet")
+    host = _host_array(ary)
+    _check_match(dev, host, "the source array")
+    if dev.size == 0:
+        return None
+    _, _, flips = _plan(dev)
+    tmp = np.ascontiguousarray(host[flips])
+    _copy_planned(dev, tmp, False, stream)
+    _sync(dev, stream)  # tmp must outlive the copy
+    return None
+
+
+# ---- views: numpy's own indexing rules, applied to a probe that owns no device memory ----
+
+def _probe(dev):
+    """A numpy array with dev's shape, strides and dtype over a 1-element host buffer.
+
+    numpy computes views of it (basic indexing, transpose, reshape of contiguous arrays,
+    dtype views) by metadata alone; the view's data address minus the probe's is the byte
+    offset to apply to the device address.  Nothing here reads through the probe."""
+    cell = np.empty(1, dev.dtype)
+    probe = np.lib.stride_tricks.as_strided(cell, dev.shape, dev.strides)
+    return probe, cell.__array_interface__["data"][0]
+
+
+def _from_probe(dev, view, base_addr, stream=0):
+    offset = view.__array_interface__["data"][0] - base_addr
+    return _core.make_array(dev.gpu_data, dev.ptr + offset, view.shape, view.strides, view.dtype,
+                            dev.stream if stream == 0 else _stream_or_none(stream),
+                            base=dev)
+
+
+def _index_tuple(key):
+    return key if isinstance(key, tuple) else (key,)
+
+
+def _is_int(k):
+    if isinstance(k, (bool, np.bool_)):
+        return False
+    try:
+        operator.index(k)
+        return True
+    except TypeError:
+        return False
+
+
+def _check_basic(key):
+    for k in _index_tuple(key):
+        if k is None or k is Ellipsis or isinstance(k, slice) or _is_int(k):
+            continue
+        raise TypeError("only basic indexing (ints, slices, ..., None) is supported on a "
+                        "device array, not %s" % type(k).__name__)
+
+
+def _element_offset(dev, key):
+    """Byte offset of dev[key] when key indexes every axis with an int; IndexError as
+    numpy words it."""
+    offset = 0
+    for axis, (k, n, s) in enumerate(zip(key, dev.shape, dev.strides)):
+        i = operator.index(k)
+        if not -n <= i < n:
+            raise IndexError("index %d is out of bounds for axis %d with size %d" % (i, axis, n))
+        offset += (i % n) * s
+    return offset
+
+
+def getitem(dev, key):
+    _check_basic(key)
+    items = _index_tuple(key)
+    if len(items) == dev.ndim and all(_is_int(k) for k in items):
+        offset = _element_offset(dev, items)
+        cell = _core.make_array(dev.gpu_data, dev.ptr + offset, (), (), dev.dtype,
+                                dev.stream, base=dev)
+        return cell.copy_to_host()[()]  # a numpy scalar
+    probe, base = _probe(dev)
+    view = probe[key]
+    return _from_probe(dev, view, base)
+
+
+def setitem(dev, key, value):
+    target = _element_view(dev, key) if _is_int_tuple(dev, key) else getitem(dev, key)
+    if isinstance(value, _core.DeviceArray) or is_cuda_array(value):
+        # device to device through the host until the copy kernel lands: exact, not fast
+        value = as_cuda_array(value).copy_to_host()
+    host = np.asarray(value, dtype=target.dtype) if not isinstance(value, np.ndarray) \
+        else value.astype(target.dtype, copy=False)
+    try:
+        host = np.broadcast_to(host, target.shape)
+    except ValueError:
+        raise ValueError("could not broadcast input of shape %s into shape %s"
+                         % (host.shape, target.shape)) from None
+    target.copy_to_device(host)
+
+
+def _is_int_tuple(dev, key):
+    items = _index_tuple(key)
+    return len(items) == dev.ndim and all(_is_int(k) for k in items)
+
+
+def _element_view(dev, key):
+    _check_basic(key)
+    offset = _element_offset(dev, _index_tuple(key))
+    return _core.make_array(dev.gpu_data, dev.ptr + offset, (), (), dev.dtype, dev.stream,
+                            base=dev)
+
+
+def transpose(dev, axes=None):
+    probe, base = _probe(dev)
+    return _from_probe(dev, probe.transpose(axes), base)
+
+
+def reshape(dev, *newshape, order="C"):
+    if len(newshape) == 1 and not _is_int(newshape[0]):
+        newshape = tuple(newshape[0])
+    if order not in ("C", "F"):
+        raise ValueError("order must be 'C' or 'F', not %r" % (order,))
+    contiguous = dev.is_c_contiguous() if order == "C" else dev.is_f_contiguous()
+    if not contiguous:
+        raise NotImplementedError("reshape of a device array that is not %s-contiguous needs "
+                                  "a copy; make one first" % order)
+    probe, base = _probe(dev)
+    return _from_probe(dev, probe.reshape(newshape, order=order), base)
+
+
+def ravel(dev, order="C"):
+    return reshape(dev, dev.size, order=order)
+
+
+def view(dev, dtype):
+    dtype = _dtype(dtype)
+    probe, base = _probe(dev)
+    return _from_probe(dev, probe.view(dtype), base)
+
+
+def split(dev, section, stream=0):
+    if dev.ndim != 1:
+        raise ValueError("split() works on 1-d arrays, not %d-d" % dev.ndim)
+    section = operator.index(section)
+    if section <= 0:
+        raise ValueError("section must be positive, not %d" % section)
+    probe, base = _probe(dev)
+    return [_from_probe(dev, probe[i:i + section], base, stream)
+            for i in range(0, dev.shape[0], section)]

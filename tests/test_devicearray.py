@@ -1,0 +1,490 @@
+"""DeviceArray and numba's array functions: exact round trips for every dtype and layout,
+copies that touch only the elements asked for, the CUDA array interface, and bad input."""
+import gc
+
+import numpy as np
+import pytest
+
+import gpuhost
+from gpuhost import CudaOutOfMemoryError
+from conftest import run_python
+
+rng = np.random.default_rng()
+
+DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+          np.uint64, np.float16, np.float32, np.float64, np.complex64, np.complex128,
+          np.dtype([("a", np.int32), ("b", np.float64), ("c", "S3")])]
+
+
+def random_array(shape, dtype):
+    """Fresh random data of any dtype (never all zeros)."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64))
+    raw = rng.integers(0, 256, size=n * dtype.itemsize, dtype=np.uint8)
+    if dtype.kind == "b":
+        return (raw[:n] & 1).astype(bool).reshape(shape)
+    if dtype.kind in "fc":  # random bit patterns may be NaN: draw real numbers instead
+        real = rng.standard_normal(n * (2 if dtype.kind == "c" else 1)) * 1e3
+        return real.view(np.complex128).astype(dtype).reshape(shape) if dtype.kind == "c" \
+            else real.astype(dtype).reshape(shape)
+    return raw.view(dtype).reshape(shape).copy()
+
+
+def same(a, b):
+    return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name or "struct")
+@pytest.mark.parametrize("shape", [(), (0,), (3, 0), (7,), (5, 3), (2, 3, 4), (2, 1, 3, 2),
+                                   (2, 2, 1, 3, 2)])
+def test_round_trip_is_exact(dtype, shape):
+    host = random_array(shape, dtype)
+    dev = gpuhost.to_device(host)
+    assert isinstance(dev, gpuhost.DeviceArray)
+    assert (dev.shape, dev.dtype, dev.ndim, dev.size) == (host.shape, host.dtype, host.ndim,
+                                                          host.size)
+    assert dev.nbytes == host.nbytes and dev.itemsize == host.itemsize
+    back = dev.copy_to_host()
+    assert same(back, host)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_fortran_and_c_order_round_trip(order):
+    host = np.asarray(random_array((4, 5, 3), np.float64), order=order)
+    dev = gpuhost.to_device(host)
+    assert dev.strides == host.strides
+    assert dev.is_c_contiguous() == (order == "C") and dev.is_f_contiguous() == (order == "F")
+    assert dev.flags == {"C_CONTIGUOUS": order == "C", "F_CONTIGUOUS": order == "F"}
+    assert same(dev.copy_to_host(), host)
+
+
+@pytest.mark.parametrize("index", [np.s_[::2], np.s_[::-1], np.s_[1:-1, ::-2],
+                                   np.s_[::-1, ::3, 1:], np.s_[:, 1]])
+def test_to_device_of_strided_and_negatively_strided_host_views(index):
+    base = random_array((9, 8, 5), np.int32)
+    view = base[index]
+    assert same(gpuhost.to_device(view).copy_to_host(), np.ascontiguousarray(view))
+
+
+def test_copy_to_host_into_a_strided_target_writes_only_its_elements():
+    host = random_array((6, 4), np.float32)
+    dev = gpuhost.to_device(host)
+    big = np.full((12, 8), -7.5, np.float32)
+    target = big[::2, ::2]
+    assert dev.copy_to_host(target) is target
+    assert same(np.ascontiguousarray(target), host)
+    gaps = np.ones(big.shape, bool)
+    gaps[::2, ::2] = False
+    assert (big[gaps] == -7.5).all()
+
+
+def test_copy_to_host_into_a_matching_array_returns_it():
+    host = random_array((3, 4), np.int64)
+    dev = gpuhost.to_device(host)
+    out = np.empty_like(host)
+    assert dev.copy_to_host(out) is out and same(out, host)
+    out_f = np.empty((3, 4), np.int64, order="F")
+    assert same(dev.copy_to_host(out_f), host)
+
+
+def strided_view(base, shape, strides, offset_elems=0):
+    """A device view into `base` through the CUDA array interface (no copy)."""
+    desc = dict(base.__cuda_array_interface__)
+    desc.update(shape=shape, strides=strides,
+                data=(base.ptr + offset_elems * base.itemsize, False))
+    return gpuhost.from_cuda_array_interface(desc, owner=base)
+
+
+@pytest.mark.parametrize("layout", [
+    ((4, 3), (48, 8)),          # gapped rows, every other element
+    ((3, 4), (64, 4)),          # gapped rows, contiguous inside
+    ((2, 3, 2), (96, 16, 8)),   # three dims, gaps everywhere
+    ((5,), (-4,)),              # reversed
+    ((3, 2), (-64, 8)),         # reversed rows
+])
+def test_strided_device_arrays_copy_exactly_and_leave_gaps_alone(layout):
+    shape, strides = layout
+    base_host = random_array((64,), np.int32)
+    base = gpuhost.to_device(base_host)
+    offset = 0 if min(strides) > 0 else 60 - 16 * (strides[0] < -4)
+    view = strided_view(base, shape, strides, offset_elems=offset)
+    expected_view = np.lib.stride_tricks.as_strided(base_host[offset:], shape, strides)
+    assert same(view.copy_to_host(), np.ascontiguousarray(expected_view))
+    new = random_array(shape, np.int32)
+    view.copy_to_device(new)
+    expected = base_host.copy()
+    np.lib.stride_tricks.as_strided(expected[offset:], shape, strides)[...] = new
+    assert same(base.copy_to_host(), expected)
+
+
+def test_device_array_and_like():
+    dev = gpuhost.device_array((3, 4), np.float32, order="F")
+    assert dev.strides == (4, 12) and dev.is_f_contiguous()
+    like = gpuhost.device_array_like(np.empty((2, 5), np.int16, order="F"))
+    assert like.shape == (2, 5) and like.dtype == np.int16 and like.is_f_contiguous()
+    assert gpuhost.device_array(5).shape == (5,) and gpuhost.device_array(5).dtype == np.float64
+    host = random_array((3, 4), np.float32)
+    dev.copy_to_device(host)
+    assert same(dev.copy_to_host(), host)
+
+
+def test_to_device_into_an_existing_array():
+    dev = gpuhost.device_array((10,), np.uint16)
+    host = random_array((10,), np.uint16)
+    assert gpuhost.to_device(host, to=dev) is dev
+    assert same(dev.copy_to_host(), host)
+
+
+def test_to_device_of_a_device_array_is_the_same_array():
+    dev = gpuhost.to_device(random_array((4,), np.int8))
+    assert gpuhost.to_device(dev) is dev
+
+
+def test_copies_on_a_stream_and_bind():
+    s = gpuhost.stream()
+    host = gpuhost.pinned_array((1000,), np.float64)
+    host[:] = random_array((1000,), np.float64)
+    dev = gpuhost.to_device(host, stream=s)
+    out = gpuhost.pinned_array((1000,), np.float64)
+    dev.copy_to_host(out, stream=s)
+    s.synchronize()
+    assert same(out, host)
+    assert dev.stream is s  # to_device(stream=s) binds, as numba's does
+    plain = gpuhost.device_array_like(host)
+    assert plain.stream is None
+    bound = plain.bind(s)
+    assert bound.stream is s and bound.ptr == plain.ptr and plain.stream is None
+    assert bound.__cuda_array_interface__["stream"] == s.handle
+    bound.copy_to_device(host)
+    assert same(bound.copy_to_host(), host)
+    assert plain.bind().stream is None
+
+
+def test_cuda_array_interface_v3():
+    host = random_array((3, 4), np.float32)
+    dev = gpuhost.to_device(host)
+    cai = dev.__cuda_array_interface__
+    assert cai["version"] == 3 and cai["shape"] == (3, 4) and cai["typestr"] == "<f4"
+    assert cai["data"] == (dev.ptr, False) and cai["strides"] is None
+    assert cai["stream"] == 1  # never 0: the protocol forbids it
+    assert gpuhost.is_cuda_array(dev) and not gpuhost.is_cuda_array(host)
+    wrapped = gpuhost.as_cuda_array(dev)
+    assert wrapped is dev
+    other = gpuhost.from_cuda_array_interface(cai, owner=dev)
+    assert other.ptr == dev.ptr and other.gpu_data is dev
+    assert same(other.copy_to_host(), host)
+    f = gpuhost.to_device(np.asfortranarray(host))
+    assert f.__cuda_array_interface__["strides"] == (4, 12)
+
+
+def test_foreign_exporters_are_wrapped_without_a_copy():
+    dev = gpuhost.to_device(random_array((6,), np.int32))
+
+    class Exporter:
+        __cuda_array_interface__ = dev.__cuda_array_interface__
+
+    ex = Exporter()
+    wrapped = gpuhost.to_device(ex)
+    assert wrapped.ptr == dev.ptr and wrapped.gpu_data is ex
+    with pytest.raises(TypeError, match="int does not export __cuda_array_interface__"):
+        gpuhost.as_cuda_array(3)
+    bad = dict(dev.__cuda_array_interface__, stream=0)
+    with pytest.raises(ValueError, match="stream 0 is forbidden"):
+        gpuhost.from_cuda_array_interface(bad)
+    with pytest.raises(NotImplementedError, match="masked"):
+        gpuhost.from_cuda_array_interface(dict(bad, mask=object()))
+
+
+def test_no_implicit_copies():
+    dev = gpuhost.to_device(random_array((3,), np.float64))
+    with pytest.raises(TypeError, match="never copied implicitly: call .copy_to_host.."):
+        np.asarray(dev)
+    with pytest.raises(TypeError):
+        np.add(dev, 1)
+
+
+def test_array_basics():
+    dev = gpuhost.to_device(random_array((4, 2), np.int16))
+    assert len(dev) == 4
+    assert repr(dev) == "<gpuhost.DeviceArray shape=(4, 2) dtype=int16 on device 0 at %#x>" % dev.ptr
+    assert dev.device is gpuhost.gpus[0] and dev.context is gpuhost.current_context()
+    assert isinstance(dev.gpu_data, gpuhost.Allocation) and dev.gpu_data.kind == "device"
+    with pytest.raises(TypeError, match="len.. of a 0-d device array"):
+        len(gpuhost.to_device(np.float32(1)))
+    with pytest.raises(TypeError):
+        gpuhost.DeviceArray()
+    with pytest.raises(TypeError):
+        gpuhost.Allocation()
+
+
+def test_bad_copies_name_both_shapes_and_dtypes():
+    dev = gpuhost.device_array((3, 4), np.float32)
+    with pytest.raises(ValueError, match=r"the source array has shape \(4, 3\) and dtype float32; "
+                                         r"the device array has shape \(3, 4\) and dtype float32"):
+        dev.copy_to_device(np.zeros((4, 3), np.float32))
+    with pytest.raises(ValueError, match="dtype float64; the device array has shape .3, 4. and "
+                                         "dtype float32"):
+        dev.copy_to_device(np.zeros((3, 4)))
+    with pytest.raises(ValueError, match="the target array has shape .2,."):
+        dev.copy_to_host(np.zeros(2, np.float32))
+    with pytest.raises(ValueError, match="read-only"):
+        ro = np.zeros((3, 4), np.float32)
+        ro.flags.writeable = False
+        dev.copy_to_host(ro)
+    with pytest.raises(TypeError, match="copies into a numpy array, not list"):
+        dev.copy_to_host([1, 2])
+
+
+def test_bad_allocations():
+    with pytest.raises(TypeError, match="holds Python objects"):
+        gpuhost.to_device(np.array([object()]))
+    with pytest.raises(TypeError, match="holds Python objects"):
+        gpuhost.device_array(3, dtype=object)
+    with pytest.raises(ValueError, match="negative dimensions are not allowed"):
+        gpuhost.device_array((2, -1))
+    with pytest.raises(ValueError, match="too large"):
+        gpuhost.device_array((2**40, 2**30))
+    with pytest.raises(TypeError, match="shape must be an int or a sequence of ints"):
+        gpuhost.device_array("abc")
+    with pytest.raises(ValueError, match="order must be 'C' or 'F'"):
+        gpuhost.device_array(3, order="K")
+    with pytest.raises(ValueError, match="strides .8,. do not match shape .2, 2."):
+        gpuhost.device_array((2, 2), strides=(8,))
+    with pytest.raises(ValueError, match="negative strides"):
+        gpuhost.device_array((2,), strides=(-8,))
+
+
+def test_out_of_memory_states_the_request_and_leaks_nothing():
+    total = gpuhost.gpus[0].total_memory
+    with pytest.raises(CudaOutOfMemoryError) as info:
+        gpuhost.device_array(total * 2, np.uint8)
+    e = info.value
+    assert isinstance(e, MemoryError) and e.requested == total * 2
+    assert "out of memory allocating %d bytes of device memory on device 0" % (total * 2) in str(e)
+    gpuhost.device_array(16)  # still usable
+
+
+def test_allocations_are_counted_and_freed(fake):
+    gc.collect()
+    before = fake.live("allocations")
+    arrays = [gpuhost.device_array(1000) for _ in range(5)]
+    view = gpuhost.from_cuda_array_interface(arrays[0].__cuda_array_interface__, owner=arrays[0])
+    assert fake.live("allocations") == before + 5
+    del arrays
+    gc.collect()
+    assert fake.live("allocations") == before + 1  # the view keeps its owner alive
+    del view
+    assert fake.live("allocations") == before
+
+
+def test_defer_cleanup_holds_frees_until_the_block_ends(fake):
+    gc.collect()
+    before = fake.live("allocations")
+    with gpuhost.defer_cleanup():
+        a = gpuhost.device_array(100)
+        with gpuhost.defer_cleanup():
+            del a
+            assert fake.live("allocations") == before + 1
+        assert fake.live("allocations") == before + 1  # still inside the outer block
+    assert fake.live("allocations") == before
+
+
+def test_pinned_mapped_and_managed_arrays():
+    p = gpuhost.pinned_array((4, 4), np.float32)
+    assert isinstance(p, np.ndarray) and p.shape == (4, 4) and p.flags.writeable
+    p[:] = random_array((4, 4), np.float32)
+    assert same(gpuhost.to_device(p).copy_to_host(), p)
+    m = gpuhost.mapped_array((8,), np.int32, portable=True, wc=True)
+    assert m.__cuda_array_interface__["data"][0] != 0
+    m2 = gpuhost.managed_array((8,), np.int64)
+    m2[:] = random_array((8,), np.int64)
+    assert m2.__cuda_array_interface__["data"][0] == m2.__array_interface__["data"][0]
+    dev_view = gpuhost.as_cuda_array(m2)
+    assert same(dev_view.copy_to_host(), np.asarray(m2))
+    assert gpuhost.pinned_array_like(p).shape == (4, 4)
+    assert gpuhost.mapped_array_like(p).dtype == np.float32
+    assert gpuhost.pinned_array(0).size == 0
+
+
+def test_pinned_and_mapped_context_managers(fake):
+    a, b = random_array((100,), np.float64), random_array((10, 3), np.int8)
+    before = fake.live("registrations")
+    with gpuhost.pinned(a, b):
+        assert fake.live("registrations") == before + 2
+        assert same(gpuhost.to_device(a).copy_to_host(), a)
+    assert fake.live("registrations") == before
+    with gpuhost.mapped(b) as dev:
+        assert isinstance(dev, gpuhost.DeviceArray) and dev.shape == b.shape
+        assert same(dev.copy_to_host(), b)
+    with gpuhost.mapped(a, b) as devs:
+        assert [d.shape for d in devs] == [a.shape, b.shape]
+    assert fake.live("registrations") == before
+    with pytest.raises(ValueError, match="write-combined memory can only be allocated"):
+        with gpuhost.mapped(a, wc=True):
+            pass
+
+
+AFTER_RESET = r"""
+import warnings, gc, numpy as np, gpuhost
+warnings.simplefilter("error")
+dev = gpuhost.to_device(np.arange(10))
+p = gpuhost.pinned_array(10)
+gpuhost.gpus[0].reset()
+try:
+    dev.copy_to_host()
+except gpuhost.CudaAPIError as e:
+    print(e.name)
+try:
+    dev.__cuda_array_interface__
+except gpuhost.CudaAPIError as e:
+    print(e.name)
+del dev, p
+gc.collect()
+print(gpuhost.to_device(np.arange(3)).copy_to_host().tolist())
+"""
+
+
+def test_arrays_of_a_reset_context_raise_and_free_quietly():
+    proc = run_python(AFTER_RESET)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:3] == ["CUDA_ERROR_CONTEXT_IS_DESTROYED"] * 2 + ["[0, 1, 2]"]
+    assert proc.stderr == ""
+
+
+@pytest.mark.gpu
+def test_zero_copy_interop_with_cupy_torch_and_numba():
+    host = random_array((5, 7), np.float32)
+    dev = gpuhost.to_device(host)
+    cupy = pytest.importorskip("cupy")
+    c = cupy.asarray(dev)
+    assert c.data.ptr == dev.ptr and same(cupy.asnumpy(c), host)
+    c *= 2  # written through CuPy, read through gpuhost
+    cupy.cuda.runtime.deviceSynchronize()
+    assert same(dev.copy_to_host(), host * 2)
+    theirs = cupy.asarray(random_array((3, 3), np.int64))
+    ours = gpuhost.as_cuda_array(theirs)
+    assert ours.ptr == theirs.data.ptr and same(ours.copy_to_host(), cupy.asnumpy(theirs))
+    torch = pytest.importorskip("torch")
+    t = torch.as_tensor(dev, device="cuda")
+    assert t.data_ptr() == dev.ptr
+    t += 1
+    torch.cuda.synchronize()
+    assert same(dev.copy_to_host(), host * 2 + 1)
+    try:
+        from numba import cuda as ncuda
+    except ImportError:
+        return
+    n = ncuda.as_cuda_array(dev)
+    assert n.device_ctypes_pointer.value == dev.ptr
+    assert same(n.copy_to_host(), host * 2 + 1)
+
+
+INDICES = [np.s_[1], np.s_[-1], np.s_[1:3], np.s_[::2], np.s_[::-1], np.s_[::-2, 1:],
+           np.s_[..., 2], np.s_[None, 1], np.s_[:, None, ::-3], np.s_[2, ..., ::2],
+           np.s_[1, 2], np.s_[-1, -4, 0], np.s_[0, 0, ...], np.s_[5:2], np.s_[1, :, None]]
+
+
+@pytest.mark.parametrize("key", INDICES, ids=repr)
+def test_getitem_follows_numpy_and_shares_memory(key):
+    host = random_array((4, 6, 5), np.float64)
+    dev = gpuhost.to_device(host)
+    expected = host[key]
+    got = dev[key]
+    if np.ndim(expected) == 0 and not isinstance(expected, np.ndarray):
+        assert isinstance(got, np.generic) and got == expected
+        return
+    assert isinstance(got, gpuhost.DeviceArray)
+    assert got.shape == expected.shape and got.strides == expected.strides
+    assert same(got.copy_to_host(), np.ascontiguousarray(expected))
+    assert got.gpu_data is dev.gpu_data  # a view: no new allocation
+
+
+def test_full_integer_index_returns_a_numpy_scalar():
+    host = random_array((3, 4), np.int32)
+    dev = gpuhost.to_device(host)
+    assert dev[2, 3] == host[2, 3] and isinstance(dev[2, 3], np.int32)
+    assert dev[-1][-1] == host[-1, -1]
+    zero_d = gpuhost.to_device(np.float32(2.5))
+    assert zero_d[()] == np.float32(2.5)
+
+
+def test_bad_indices():
+    dev = gpuhost.to_device(random_array((3, 4), np.int32))
+    with pytest.raises(IndexError, match="index 3 is out of bounds for axis 0 with size 3"):
+        dev[3, 0]
+    with pytest.raises(IndexError):
+        dev[5]
+    with pytest.raises(TypeError, match="only basic indexing"):
+        dev[[0, 1]]
+    with pytest.raises(TypeError, match="only basic indexing"):
+        dev[np.array([True, False, True])]
+    with pytest.raises(TypeError, match="only basic indexing"):
+        dev["a"]
+    with pytest.raises(TypeError, match="cannot be deleted"):
+        del dev[0]
+
+
+@pytest.mark.parametrize("key,value", [
+    (np.s_[1], 7), (np.s_[:, 2], -1.5), (np.s_[::2, ::-1], "array"), (np.s_[1, 2], 42),
+    (np.s_[...], "row"), (np.s_[::-1, 1:3], "array"),
+], ids=repr)
+def test_setitem_writes_exactly_the_selected_elements(key, value):
+    host = random_array((5, 4), np.float32)
+    dev = gpuhost.to_device(host)
+    if value == "array":
+        value = random_array(host[key].shape, np.float32)
+    elif value == "row":
+        value = random_array((4,), np.float32)  # broadcast over the rows
+    host[key] = value
+    dev[key] = value
+    assert same(dev.copy_to_host(), host)
+
+
+def test_setitem_from_a_device_array_and_broadcast_errors():
+    host = random_array((4, 3), np.int64)
+    dev = gpuhost.to_device(host)
+    src = random_array((3,), np.int64)
+    dev[1] = gpuhost.to_device(src)
+    host[1] = src
+    assert same(dev.copy_to_host(), host)
+    with pytest.raises(ValueError, match=r"could not broadcast input of shape \(2,\) into shape "
+                                         r"\(4, 3\)"):
+        dev[...] = np.zeros(2, np.int64)
+
+
+def test_views_reshape_ravel_view_transpose_split():
+    host = random_array((4, 6), np.int16)
+    dev = gpuhost.to_device(host)
+    assert same(dev.T.copy_to_host(), np.ascontiguousarray(host.T))
+    assert same(dev.transpose((1, 0)).copy_to_host(), np.ascontiguousarray(host.T))
+    assert same(dev.reshape(3, 8).copy_to_host(), host.reshape(3, 8))
+    assert same(dev.reshape((2, -1)).copy_to_host(), host.reshape(2, -1))
+    assert same(dev.ravel().copy_to_host(), host.ravel())
+    assert same(dev.view(np.uint8).copy_to_host(), host.view(np.uint8))
+    assert same(dev.T.reshape(24, order="F").copy_to_host(), host.T.reshape(24, order="F"))
+    with pytest.raises(NotImplementedError, match="not C-contiguous needs a copy"):
+        dev.T.reshape(24)
+    with pytest.raises(NotImplementedError):
+        dev[:, ::2].ravel()
+    flat = gpuhost.to_device(random_array((10,), np.float64))
+    parts = flat.split(4)
+    assert [p.shape for p in parts] == [(4,), (4,), (2,)]
+    assert same(np.concatenate([p.copy_to_host() for p in parts]), flat.copy_to_host())
+    with pytest.raises(ValueError, match="split.. works on 1-d arrays"):
+        dev.split(2)
+    with pytest.raises(ValueError, match="section must be positive"):
+        flat.split(0)
+    with pytest.raises(ValueError):
+        dev.reshape(5, 5)
+
+
+def test_views_keep_their_owner_alive(fake):
+    gc.collect()
+    before = fake.live("allocations")
+    host = random_array((8,), np.int32)
+    view = gpuhost.to_device(host)[2:6]
+    gc.collect()
+    assert fake.live("allocations") == before + 1
+    assert same(view.copy_to_host(), host[2:6])
+    del view
+    assert fake.live("allocations") == before
