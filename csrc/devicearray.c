@@ -212,22 +212,6 @@ same_layout(gh_devicearray *self, PyArrayObject *host)
     return 1;
 }
 
-static PyObject *
-call_arrays_helper(const char *name, PyObject *args)
-{
-    PyObject *mod = PyImport_ImportModule("gpuhost._arrays"), *fn, *res = NULL;
-    if (mod == NULL) {
-        return NULL;
-    }
-    fn = PyObject_GetAttrString(mod, name);
-    Py_DECREF(mod);
-    if (fn != NULL) {
-        res = PyObject_CallObject(fn, args);
-        Py_DECREF(fn);
-    }
-    return res;
-}
-
 /* Parse (ary, stream) for the copy methods. */
 static int
 parse_copy_args(PyObject *args, PyObject *kwargs, const char *fmt, PyObject **ary,
@@ -264,7 +248,8 @@ devicearray_copy_to_host(gh_devicearray *self, PyObject *args, PyObject *kwargs)
     }
     if (out == NULL) {
         PyObject *a = Py_BuildValue("(OOO)", (PyObject *)self, ary, stream ? stream : Py_None);
-        PyObject *res = a ? call_arrays_helper("copy_to_host_strided", a) : NULL;
+        PyObject *res =
+            a ? gh_call_python("gpuhost._arrays", "copy_to_host_strided", a, NULL) : NULL;
         Py_XDECREF(a);
         return res;
     }
@@ -295,7 +280,7 @@ devicearray_copy_to_device(gh_devicearray *self, PyObject *args, PyObject *kwarg
     }
     if (host == NULL) {
         PyObject *a = Py_BuildValue("(OOO)", (PyObject *)self, ary, stream ? stream : Py_None);
-        res = a ? call_arrays_helper("copy_to_device_strided", a) : NULL;
+        res = a ? gh_call_python("gpuhost._arrays", "copy_to_device_strided", a, NULL) : NULL;
         Py_XDECREF(a);
         return res;
     }
@@ -381,29 +366,17 @@ mod_copy_2d(PyObject *module, PyObject *args)
 static PyObject *
 delegate(const char *name, PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    PyObject *full, *res;
     Py_ssize_t n = args ? PyTuple_GET_SIZE(args) : 0;
-    PyObject *mod = PyImport_ImportModule("gpuhost._arrays"), *fn;
-    if (mod == NULL) {
-        return NULL;
-    }
-    fn = PyObject_GetAttrString(mod, name);
-    Py_DECREF(mod);
-    if (fn == NULL) {
-        return NULL;
-    }
-    full = PyTuple_New(n + 1);
+    PyObject *full = PyTuple_New(n + 1), *res;
     if (full == NULL) {
-        Py_DECREF(fn);
         return NULL;
     }
     PyTuple_SET_ITEM(full, 0, Py_NewRef(self));
     for (Py_ssize_t i = 0; i < n; i++) {
         PyTuple_SET_ITEM(full, i + 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
     }
-    res = PyObject_Call(fn, full, kwargs);
+    res = gh_call_python("gpuhost._arrays", name, full, kwargs);
     Py_DECREF(full);
-    Py_DECREF(fn);
     return res;
 }
 

@@ -253,7 +253,7 @@ static PyObject *
 event_ipc_handle(gh_event *self, PyObject *Py_UNUSED(ignored))
 {
     CUipcEventHandle handle;
-    PyObject *mod, *res;
+    PyObject *args, *res;
 
     if (!(self->flags & CU_EVENT_INTERPROCESS)) {
         PyErr_SetString(PyExc_ValueError, "only an event made with event(interprocess=True, "
@@ -264,13 +264,10 @@ event_ipc_handle(gh_event *self, PyObject *Py_UNUSED(ignored))
         gh_check(gh_cu.IpcGetEventHandle(&handle, self->handle), GH_CU_IpcGetEventHandle) < 0) {
         return NULL;
     }
-    mod = PyImport_ImportModule("gpuhost._streamtools");
-    if (mod == NULL) {
-        return NULL;
-    }
-    res = PyObject_CallMethod(mod, "IpcEventHandle", "y#O", handle.reserved,
-                              (Py_ssize_t)sizeof(handle.reserved), self->context->device->uuid);
-    Py_DECREF(mod);
+    args = Py_BuildValue("(y#O)", handle.reserved, (Py_ssize_t)sizeof(handle.reserved),
+                         self->context->device->uuid);
+    res = args ? gh_call_python("gpuhost._streamtools", "IpcEventHandle", args, NULL) : NULL;
+    Py_XDECREF(args);
     return res;
 }
 

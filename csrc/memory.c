@@ -46,6 +46,8 @@ gh_allocate(gh_state *st, gh_context *ctx, gh_alloc_kind kind, size_t size, unsi
     }
     self = allocation_new(st, ctx, kind, size);
     if (self != NULL && size > 0) {
+        /* Allocation can wait for queued work (host callbacks need the GIL): release it. */
+        Py_BEGIN_ALLOW_THREADS
         switch (kind) {
             case GH_ALLOC_DEVICE:
                 res = gh_cu.MemAlloc(&self->dptr, size);
@@ -64,6 +66,7 @@ gh_allocate(gh_state *st, gh_context *ctx, gh_alloc_kind kind, size_t size, unsi
                 }
                 break;
         }
+        Py_END_ALLOW_THREADS
     }
     if (gh_context_leave(ctx, pushed) < 0 || self == NULL) {
         Py_XDECREF(self);

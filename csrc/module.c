@@ -11,6 +11,22 @@
 
 _Thread_local int gh_on_driver_thread = 0;
 
+PyObject *
+gh_call_python(const char *module, const char *name, PyObject *args, PyObject *kwargs)
+{
+    PyObject *mod = PyImport_ImportModule(module), *fn, *res = NULL;
+    if (mod == NULL) {
+        return NULL;
+    }
+    fn = PyObject_GetAttrString(mod, name);
+    Py_DECREF(mod);
+    if (fn != NULL) {
+        res = args ? PyObject_Call(fn, args, kwargs) : PyObject_CallNoArgs(fn);
+        Py_DECREF(fn);
+    }
+    return res;
+}
+
 /* Release `handle` with the destroy call `id`; the driver's result. */
 static CUresult
 release_now(gh_cu_id id, void *handle)
@@ -39,7 +55,14 @@ release_if_alive(const gh_pending_release *r)
     if (r->ctx->handle == NULL || r->ctx->generation != r->generation) {
         return; /* it died with its context; its address may belong to someone else now */
     }
-    res = release_now(r->id, r->handle);
+    if (r->id == GH_CU_StreamDestroy || r->id == GH_CU_EventDestroy) {
+        res = release_now(r->id, r->handle); /* returns at once */
+    } else {
+        /* A free can wait for queued work, host callbacks included, which need the GIL. */
+        Py_BEGIN_ALLOW_THREADS
+        res = release_now(r->id, r->handle);
+        Py_END_ALLOW_THREADS
+    }
     if (res != CUDA_SUCCESS) {
         gh_warn_cleanup(res, r->id);
     }

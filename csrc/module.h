@@ -78,6 +78,10 @@ void gh_warn_cleanup(CUresult res, gh_cu_id id);
 
 /* ---- module.c ---- */
 
+/* Call <module>.<name>(*args, **kwargs) (args may be NULL: no arguments), for the parts of
+   gpuhost written in Python; new reference or NULL. */
+PyObject *gh_call_python(const char *module, const char *name, PyObject *args, PyObject *kwargs);
+
 /* Set while a driver thread runs a host callback: CUDA calls are not allowed there. */
 extern _Thread_local int gh_on_driver_thread;
 /* Free a driver resource of `ctx` made in its `generation`: `id` is the destroy call

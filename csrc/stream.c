@@ -396,16 +396,16 @@ stream_add_callback(gh_stream *self, PyObject *args, PyObject *kwargs)
     Py_RETURN_NONE;
 }
 
-/* Call gpuhost._streamtools.<name>(self): the parts written in Python. */
+/* gpuhost._streamtools.<name>(self): the parts written in Python. */
 static PyObject *
 stream_call_helper(gh_stream *self, const char *name)
 {
-    PyObject *mod = PyImport_ImportModule("gpuhost._streamtools"), *res;
-    if (mod == NULL) {
+    PyObject *args = PyTuple_Pack(1, (PyObject *)self), *res;
+    if (args == NULL) {
         return NULL;
     }
-    res = PyObject_CallMethod(mod, name, "O", (PyObject *)self);
-    Py_DECREF(mod);
+    res = gh_call_python("gpuhost._streamtools", name, args, NULL);
+    Py_DECREF(args);
     return res;
 }
 
