@@ -27,15 +27,30 @@ def per_call_us(fn, n, sync=None):
     return t
 
 
+class Native:
+    """A case timed by C itself: fn(n) runs its own loop and returns µs per call."""
+
+    def __init__(self, fn, *args):
+        self.fn, self.args = fn, args
+
+    def __call__(self, n):
+        return self.fn(*self.args, n)
+
+
+def _sample(fn, n, sync):
+    return fn(n) if isinstance(fn, Native) else per_call_us(fn, n, sync)
+
+
 def interleaved(cases, n, sync_of=None):
-    """{label: median µs}: cases is {label: fn}; every label runs once per repetition."""
+    """{label: median µs}: cases is {label: fn or Native}; every label runs once per
+    repetition, so all are measured at the same moments."""
     sync_of = sync_of or {}
     for label, fn in cases.items():  # warm-up
-        per_call_us(fn, n, sync_of.get(label))
+        _sample(fn, n, sync_of.get(label))
     samples = {label: [] for label in cases}
     for _ in range(REPEAT):
         for label, fn in cases.items():
-            samples[label].append(per_call_us(fn, n, sync_of.get(label)))
+            samples[label].append(_sample(fn, n, sync_of.get(label)))
     return {label: statistics.median(v) for label, v in samples.items()}
 
 
@@ -50,14 +65,25 @@ def cuda_home():
 
 
 def raw_c():
-    """Build and run benchmarks/raw/driver_bench.c; its figures as a dict (µs)."""
+    """benchmarks/raw/driver_bench.c built as a shared library and loaded, initialized."""
+    import ctypes
+
     home = cuda_home()
-    out = os.path.join(tempfile.mkdtemp(), "driver_bench")
-    subprocess.run([os.environ.get("CC", "cc"), "-O2", "-o", out,
+    out = os.path.join(tempfile.mkdtemp(), "libdriver_bench.so")
+    subprocess.run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC", "-o", out,
                     os.path.join(HERE, "raw", "driver_bench.c"), "-I", os.path.join(home, "include"),
                     "-L", os.path.join(home, "lib64", "stubs"), "-lcuda"], check=True)
-    proc = subprocess.run([out], check=True, capture_output=True, text=True)
-    return json.loads(proc.stdout)
+    lib = ctypes.CDLL(out)
+    for name in ("bench_event_record", "bench_stream_sync", "bench_stream_create",
+                 "bench_event_create"):
+        getattr(lib, name).restype = ctypes.c_double
+        getattr(lib, name).argtypes = [ctypes.c_int]
+    lib.bench_copy.restype = ctypes.c_double
+    lib.bench_copy.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    res = lib.bench_init()
+    if res != 0:
+        raise RuntimeError("raw C benchmark could not start: CUresult %d" % res)
+    return lib
 
 
 def table(rows, json_path=None):

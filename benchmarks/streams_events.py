@@ -10,7 +10,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout
-from _harness import interleaved, raw_c, table  # noqa: E402
+from _harness import Native, interleaved, raw_c, table  # noqa: E402
 
 import gpuhost  # noqa: E402
 
@@ -60,7 +60,8 @@ def main():
     rows = []
 
     # event record: batches of 200, synchronized outside the timed window
-    cases, syncs = {"gpuhost": lambda: ours_event.record(ours_stream)}, {}
+    cases = {"raw C": Native(raw.bench_event_record), "gpuhost": lambda: ours_event.record(ours_stream)}
+    syncs = {}
     syncs["gpuhost"] = ours_stream.synchronize
     if "CuPy" in p:
         cs, ce = p["CuPy"].cuda.Stream(), p["CuPy"].cuda.Event()
@@ -73,11 +74,10 @@ def main():
         ke = ks.record()
         cases["cuda.core"], syncs["cuda.core"] = (lambda: ks.record(ke)), ks.sync
     fig = interleaved(cases, 200, syncs)
-    fig["raw C"] = raw["event_record"]
     rows.append(("event record", fig, "<= raw C + 0.15 µs", lambda o, r: o <= r + 0.15))
 
     # stream synchronize, idle stream
-    cases = {"gpuhost": ours_stream.synchronize}
+    cases = {"raw C": Native(raw.bench_stream_sync), "gpuhost": ours_stream.synchronize}
     if "CuPy" in p:
         cases["CuPy"] = cs.synchronize
     if "numba-cuda" in p:
@@ -85,11 +85,10 @@ def main():
     if "cuda.core" in p:
         cases["cuda.core"] = ks.sync
     fig = interleaved(cases, 2000)
-    fig["raw C"] = raw["stream_sync_idle"]
     rows.append(("stream synchronize (idle)", fig, "<= raw C + 0.15 µs", lambda o, r: o <= r + 0.15))
 
     # stream create + destroy
-    cases = {"gpuhost": lambda: gpuhost.stream()}
+    cases = {"raw C": Native(raw.bench_stream_create), "gpuhost": lambda: gpuhost.stream()}
     if "CuPy" in p:
         cases["CuPy"] = lambda: p["CuPy"].cuda.Stream()
     if "numba-cuda" in p:
@@ -97,17 +96,15 @@ def main():
     if "cuda.core" in p:
         cases["cuda.core"] = lambda: p["cuda.core"].create_stream().close()
     fig = interleaved(cases, 500)
-    fig["raw C"] = raw["stream_create"]
     rows.append(("stream create + destroy", fig, "<= 1.2 x raw C", lambda o, r: o <= 1.2 * r))
 
     # event create + destroy
-    cases = {"gpuhost": lambda: gpuhost.event()}
+    cases = {"raw C": Native(raw.bench_event_create), "gpuhost": lambda: gpuhost.event()}
     if "CuPy" in p:
         cases["CuPy"] = lambda: p["CuPy"].cuda.Event()
     if "numba-cuda" in p:
         cases["numba-cuda"] = lambda: p["numba-cuda"].event()
     fig = interleaved(cases, 2000)
-    fig["raw C"] = raw["event_create"]
     rows.append(("event create + destroy", fig, "<= 0.6 µs", lambda o, r: o <= 0.6))
 
     table(rows, args.json)
