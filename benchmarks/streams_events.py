@@ -10,7 +10,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout
-from _harness import Native, interleaved, raw_c, table  # noqa: E402
+from _harness import Call, Native, interleaved, raw_c, table  # noqa: E402
 
 import gpuhost  # noqa: E402
 
@@ -60,19 +60,19 @@ def main():
     rows = []
 
     # event record: batches of 200, synchronized outside the timed window
-    cases = {"raw C": Native(raw.bench_event_record), "gpuhost": lambda: ours_event.record(ours_stream)}
+    cases = {"raw C": Native(raw.bench_event_record), "gpuhost": Call(ours_event.record, ours_stream)}
     syncs = {}
     syncs["gpuhost"] = ours_stream.synchronize
     if "CuPy" in p:
         cs, ce = p["CuPy"].cuda.Stream(), p["CuPy"].cuda.Event()
-        cases["CuPy"], syncs["CuPy"] = (lambda: ce.record(cs)), cs.synchronize
+        cases["CuPy"], syncs["CuPy"] = Call(ce.record, cs), cs.synchronize
     if "numba-cuda" in p:
         ns, ne = p["numba-cuda"].stream(), p["numba-cuda"].event()
-        cases["numba-cuda"], syncs["numba-cuda"] = (lambda: ne.record(ns)), ns.synchronize
+        cases["numba-cuda"], syncs["numba-cuda"] = Call(ne.record, ns), ns.synchronize
     if "cuda.core" in p:
         ks = p["cuda.core"].create_stream()
         ke = ks.record()
-        cases["cuda.core"], syncs["cuda.core"] = (lambda: ks.record(ke)), ks.sync
+        cases["cuda.core"], syncs["cuda.core"] = Call(ks.record, ke), ks.sync
     fig = interleaved(cases, 200, syncs)
     rows.append(("event record", fig, "<= raw C + 0.15 µs", lambda o, r: o <= r + 0.15))
 
@@ -88,22 +88,22 @@ def main():
     rows.append(("stream synchronize (idle)", fig, "<= raw C + 0.15 µs", lambda o, r: o <= r + 0.15))
 
     # stream create + destroy
-    cases = {"raw C": Native(raw.bench_stream_create), "gpuhost": lambda: gpuhost.stream()}
+    cases = {"raw C": Native(raw.bench_stream_create), "gpuhost": gpuhost.stream}
     if "CuPy" in p:
-        cases["CuPy"] = lambda: p["CuPy"].cuda.Stream()
+        cases["CuPy"] = p["CuPy"].cuda.Stream
     if "numba-cuda" in p:
-        cases["numba-cuda"] = lambda: p["numba-cuda"].stream()
+        cases["numba-cuda"] = p["numba-cuda"].stream
     if "cuda.core" in p:
         cases["cuda.core"] = lambda: p["cuda.core"].create_stream().close()
     fig = interleaved(cases, 500)
     rows.append(("stream create + destroy", fig, "<= 1.2 x raw C", lambda o, r: o <= 1.2 * r))
 
     # event create + destroy
-    cases = {"raw C": Native(raw.bench_event_create), "gpuhost": lambda: gpuhost.event()}
+    cases = {"raw C": Native(raw.bench_event_create), "gpuhost": gpuhost.event}
     if "CuPy" in p:
-        cases["CuPy"] = lambda: p["CuPy"].cuda.Event()
+        cases["CuPy"] = p["CuPy"].cuda.Event
     if "numba-cuda" in p:
-        cases["numba-cuda"] = lambda: p["numba-cuda"].event()
+        cases["numba-cuda"] = p["numba-cuda"].event
     fig = interleaved(cases, 2000)
     rows.append(("event create + destroy", fig, "<= 0.6 µs", lambda o, r: o <= 0.6))
 

@@ -12,7 +12,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the checkout
-from _harness import Native, interleaved, raw_c, table  # noqa: E402
+from _harness import Call, Native, interleaved, raw_c, table  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -50,22 +50,22 @@ def main():
 
     rows = []
     h8 = np.random.default_rng().random(1)  # 8 bytes
-    cases = {"raw C": Native(raw.bench_copy, 8, 0, 1), "gpuhost": lambda: gpuhost.to_device(h8)}
+    cases = {"raw C": Native(raw.bench_copy, 8, 0, 1), "gpuhost": Call(gpuhost.to_device, h8)}
     if cupy is not None:
-        cases["CuPy"] = lambda: cupy.asarray(h8)
+        cases["CuPy"] = Call(cupy.asarray, h8)
     if ncuda is not None:
-        cases["numba-cuda"] = lambda: ncuda.to_device(h8)
+        cases["numba-cuda"] = Call(ncuda.to_device, h8)
     fig = interleaved(cases, 2000)
     rows.append(("to_device 8 B", fig, "<= 1.3 x raw C copy", lambda o, r: o <= 1.3 * r))
 
     d8, out8 = gpuhost.to_device(h8), np.empty_like(h8)
-    cases = {"raw C": Native(raw.bench_copy, 8, 0, 0), "gpuhost": lambda: d8.copy_to_host(out8)}
+    cases = {"raw C": Native(raw.bench_copy, 8, 0, 0), "gpuhost": Call(d8.copy_to_host, out8)}
     if cupy is not None:
         c8 = cupy.asarray(h8)
         cases["CuPy"] = lambda: c8.get(out=out8)
     if ncuda is not None:
         n8 = ncuda.to_device(h8)
-        cases["numba-cuda"] = lambda: n8.copy_to_host(out8)
+        cases["numba-cuda"] = Call(n8.copy_to_host, out8)
     fig = interleaved(cases, 2000)
     rows.append(("copy_to_host 8 B", fig, "<= 1.3 x raw C", lambda o, r: o <= 1.3 * r))
 
