@@ -83,3 +83,15 @@ def test_fake_driver_is_never_a_fallback():
     proc = run_python("import gpuhost; print(gpuhost.is_available())",
                       {"GPUHOST_CUDA_DRIVER": None, "NUMBA_CUDA_DRIVER": None})
     assert proc.stdout.strip() == ("True" if REAL_GPU else "False")
+
+
+def test_type_stubs_name_every_public_name_of_the_core():
+    import os
+
+    import gpuhost._core as core
+
+    stub = open(os.path.join(os.path.dirname(gpuhost.__file__), "_core.pyi")).read()
+    for name in dir(core):
+        if not name.startswith("__"):
+            assert ("def %s(" % name) in stub or ("class %s" % name) in stub or \
+                ("%s:" % name) in stub, name
