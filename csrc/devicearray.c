@@ -44,9 +44,9 @@ array_size(const gh_devicearray *a)
 
 /* ---- construction ---- */
 
-static PyObject *
+PyObject *
 gh_devicearray_new(gh_state *st, gh_context *ctx, uint64_t generation, CUdeviceptr ptr,
-                   PyObject *owner, PyArray_Descr *dtype, int ndim, const npy_intp *shape,
+                   PyObject *owner, void *dtype, int ndim, const npy_intp *shape,
                    const npy_intp *strides, PyObject *stream)
 {
     gh_devicearray *self;
@@ -262,6 +262,50 @@ devicearray_copy_to_host(gh_devicearray *self, PyObject *args, PyObject *kwargs)
     return out;
 }
 
+/* A device-to-device copy between arrays of one context and one contiguous layout: None,
+   NotImplemented (another case), or NULL with an exception. */
+static PyObject *
+copy_from_device(gh_devicearray *self, gh_devicearray *src, const gh_stream_ref *ref)
+{
+    size_t nbytes = (size_t)(array_size(self) * PyDataType_ELSIZE(self->dtype));
+    CUresult res;
+    gh_cu_id id;
+    int pushed;
+
+    if (src->context != self->context || src->ndim != self->ndim ||
+        !PyArray_EquivTypes(src->dtype, self->dtype) ||
+        !(is_contiguous(self, 0) || is_contiguous(self, 1))) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    for (int i = 0; i < self->ndim; i++) {
+        if (src->shape[i] != self->shape[i] ||
+            (self->shape[i] > 1 && src->strides[i] != self->strides[i])) {
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+    }
+    if (gh_context_check_alive(src->context, src->generation, GH_CU_MemcpyDtoD) < 0 ||
+        gh_context_check_alive(self->context, self->generation, GH_CU_MemcpyDtoD) < 0 ||
+        gh_context_enter(self->context, &pushed) < 0) {
+        return NULL;
+    }
+    if (nbytes == 0) {
+        res = CUDA_SUCCESS;
+        id = GH_CU_MemcpyDtoD;
+    } else if (!ref->is_default) {
+        id = GH_CU_MemcpyDtoDAsync;
+        res = gh_cu.MemcpyDtoDAsync(self->ptr, src->ptr, nbytes, ref->handle);
+    } else {
+        id = GH_CU_MemcpyDtoD;
+        Py_BEGIN_ALLOW_THREADS
+        res = gh_cu.MemcpyDtoD(self->ptr, src->ptr, nbytes);
+        Py_END_ALLOW_THREADS
+    }
+    if (gh_context_leave(self->context, pushed) < 0 || gh_check(res, id) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject *
 devicearray_copy_to_device(gh_devicearray *self, PyObject *args, PyObject *kwargs)
 {
@@ -272,6 +316,13 @@ devicearray_copy_to_device(gh_devicearray *self, PyObject *args, PyObject *kwarg
     if (!parse_copy_args(args, kwargs, "O|O:copy_to_device", &ary, &stream) ||
         copy_stream(self, stream, &ref) < 0) {
         return NULL;
+    }
+    if (Py_IS_TYPE(ary, Py_TYPE(self))) {
+        res = copy_from_device(self, (gh_devicearray *)ary, &ref);
+        if (res != Py_NotImplemented) {
+            return res;
+        }
+        Py_DECREF(res); /* another layout or device: planned in Python */
     }
     fortran = !is_contiguous(self, 0) && is_contiguous(self, 1);
     if ((is_contiguous(self, 0) || fortran) && PyArray_Check(ary) &&
@@ -581,6 +632,18 @@ da_cai(gh_devicearray *self, void *Py_UNUSED(c))
 }
 
 static PyObject *
+da_dlpack(gh_devicearray *self, PyObject *args, PyObject *kwargs)
+{
+    return gh_dlpack_export(self, args, kwargs);
+}
+
+static PyObject *
+da_dlpack_device(gh_devicearray *self, PyObject *Py_UNUSED(ignored))
+{
+    return Py_BuildValue("(ii)", 2 /* kDLCUDA */, self->context->device->id);
+}
+
+static PyObject *
 da_array(gh_devicearray *Py_UNUSED(self), PyObject *Py_UNUSED(args), PyObject *Py_UNUSED(kw))
 {
     PyErr_SetString(PyExc_TypeError,
@@ -676,6 +739,12 @@ static PyMethodDef da_methods[] = {
     {"split", (PyCFunction)(void (*)(void))da_split, METH_VARARGS | METH_KEYWORDS,
      "split($self, /, section, stream=0)\n--\n\n"
      "Views of `section` elements each (the last may be shorter) of a 1-d array."},
+    {"__dlpack__", (PyCFunction)(void (*)(void))da_dlpack, METH_VARARGS | METH_KEYWORDS,
+     "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
+     "A DLPack capsule of the array (versioned when max_version >= (1, 0)); the consumer's "
+     "`stream` is made to wait for the array's stream. No copy."},
+    {"__dlpack_device__", (PyCFunction)da_dlpack_device, METH_NOARGS,
+     "__dlpack_device__($self, /)\n--\n\n(2, device id): CUDA device memory."},
     {"__array__", (PyCFunction)(void (*)(void))da_array, METH_VARARGS | METH_KEYWORDS,
      "__array__($self, /, dtype=None, copy=None)\n--\n\n"
      "Refused with TypeError: device memory is copied explicitly, with copy_to_host()."},

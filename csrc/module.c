@@ -365,7 +365,7 @@ module_exec(PyObject *module)
     if (gh_device_init_type(module, st) < 0 || gh_context_init_type(module, st) < 0 ||
         gh_stream_init_type(module, st) < 0 || gh_event_init_type(module, st) < 0 ||
         gh_memory_init_type(module, st) < 0 || gh_devicearray_init_type(module, st) < 0 ||
-        PyModule_AddFunctions(module, gh_nvtx_methods) < 0) {
+        gh_dlpack_init(module, st) < 0 || PyModule_AddFunctions(module, gh_nvtx_methods) < 0) {
         return -1;
     }
     return PyModule_AddIntConstant(module, "CUDA_HEADERS_VERSION", CUDA_VERSION);
@@ -382,6 +382,7 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->EventType);
     Py_VISIT(st->AllocationType);
     Py_VISIT(st->DeviceArrayType);
+    Py_VISIT(st->DLPackOwnerType);
     Py_VISIT(st->devices);
     return 0;
 }
@@ -398,6 +399,7 @@ module_clear(PyObject *module)
     Py_CLEAR(st->EventType);
     Py_CLEAR(st->AllocationType);
     Py_CLEAR(st->DeviceArrayType);
+    Py_CLEAR(st->DLPackOwnerType);
     return 0;
 }
 

@@ -34,6 +34,7 @@ typedef struct {
     PyTypeObject *EventType;
     PyTypeObject *AllocationType;
     PyTypeObject *DeviceArrayType;
+    PyTypeObject *DLPackOwnerType;
     PyObject *devices;        /* list of Device or None, one per ordinal, made on first use */
     int defer_depth;          /* nesting of defer_cleanup() blocks */
     gh_pending_release *held; /* releases held by defer_cleanup(), n_held of cap_held */
@@ -276,6 +277,17 @@ typedef struct {
 } gh_devicearray;
 
 int gh_devicearray_init_type(PyObject *module, gh_state *st);
+/* A new DeviceArray viewing `ptr` in `ctx` (made in `generation`), kept alive by `owner`;
+   `dtype` is a PyArray_Descr *.  New reference or NULL. */
+PyObject *gh_devicearray_new(gh_state *st, gh_context *ctx, uint64_t generation, CUdeviceptr ptr,
+                             PyObject *owner, void *dtype, int ndim, const Py_ssize_t *shape,
+                             const Py_ssize_t *strides, PyObject *stream);
+
+/* ---- dlpack.c ---- */
+
+int gh_dlpack_init(PyObject *module, gh_state *st);
+/* DeviceArray.__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None). */
+PyObject *gh_dlpack_export(gh_devicearray *a, PyObject *args, PyObject *kwargs);
 
 /* ---- nvtx.c ---- */
 

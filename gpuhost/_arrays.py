@@ -12,7 +12,7 @@ from . import _core
 from .errors import CudaDriverError
 
 __all__ = [
-    "as_cuda_array", "defer_cleanup", "device_array", "device_array_like",
+    "as_cuda_array", "defer_cleanup", "device_array", "device_array_like", "from_dlpack",
     "from_cuda_array_interface", "is_cuda_array", "managed_array", "mapped", "mapped_array",
     "mapped_array_like", "pinned", "pinned_array", "pinned_array_like", "to_device",
 ]
@@ -234,6 +234,26 @@ def from_cuda_array_interface(desc, owner=None, sync=True):
     return _core.make_array(owner, ptr, shape, strides, dtype)
 
 
+def from_dlpack(obj):
+    """A DeviceArray over a CUDA tensor exported through DLPack (PyTorch, CuPy, JAX, ...),
+    without a copy. The producer is asked to order its work before the legacy default
+    stream, which gpuhost's default copies use."""
+    if isinstance(obj, _core.DeviceArray):
+        return obj
+    if not hasattr(obj, "__dlpack__"):
+        raise TypeError("%s does not export __dlpack__" % type(obj).__name__)
+    if hasattr(obj, "__dlpack_device__"):
+        device_type, _ = obj.__dlpack_device__()
+        if device_type not in (2, 13):  # kDLCUDA, kDLCUDAManaged
+            raise BufferError("the tensor is not in CUDA device memory (DLPack device type %d): "
+                              "copy it with to_device()" % device_type)
+    try:
+        capsule = obj.__dlpack__(stream=1, max_version=(1, 0))
+    except TypeError:  # a producer older than DLPack 1.0
+        capsule = obj.__dlpack__(stream=1)
+    return _core.dlpack_import(capsule)
+
+
 def as_cuda_array(obj, sync=True):
     """A DeviceArray over `obj`'s memory (CuPy, PyTorch, numba, ...), without a copy."""
     if isinstance(obj, _core.DeviceArray):
@@ -334,8 +354,13 @@ def copy_to_host_strided(dev, ary, stream):
 
 def copy_to_device_strided(dev, ary, stream):
     if isinstance(ary, _core.DeviceArray) or is_cuda_array(ary):
-        raise NotImplementedError("device-to-device copies into a device array are not "
-                                  "implemented yet")
+        src = as_cuda_array(ary)
+        if not isinstance(ary, _core.DeviceArray) and src.shape == dev.shape and \
+                src.dtype == dev.dtype:
+            return dev.copy_to_device(src, stream=stream)  # contiguous case: a device copy
+        # other layouts, or another device: through the host until the copy kernel lands
+        _check_match(dev, src, "the source array")
+        ary = src.copy_to_host()
     host = _host_array(ary)
     _check_match(dev, host, "the source array")
     if dev.size == 0:
@@ -417,8 +442,11 @@ def getitem(dev, key):
 def setitem(dev, key, value):
     target = _element_view(dev, key) if _is_int_tuple(dev, key) else getitem(dev, key)
     if isinstance(value, _core.DeviceArray) or is_cuda_array(value):
-        # device to device through the host until the copy kernel lands: exact, not fast
-        value = as_cuda_array(value).copy_to_host()
+        value = as_cuda_array(value)
+        if value.shape == target.shape and value.dtype == target.dtype:
+            target.copy_to_device(value)  # a device copy where the layouts allow
+            return
+        value = value.copy_to_host()  # broadcasting or casting: through the host
     host = np.asarray(value, dtype=target.dtype) if not isinstance(value, np.ndarray) \
         else value.astype(target.dtype, copy=False)
     try:

@@ -488,3 +488,130 @@ def test_views_keep_their_owner_alive(fake):
     assert same(view.copy_to_host(), host[2:6])
     del view
     assert fake.live("allocations") == before
+
+
+@pytest.mark.parametrize("max_version", [None, (1, 0), (1, 2)])
+def test_dlpack_round_trip_without_copy(max_version):
+    host = random_array((3, 5), np.float32)
+    dev = gpuhost.to_device(host)[:, 1:4]  # strided: strides travel in elements
+    assert dev.__dlpack_device__() == (2, 0)
+    capsule = dev.__dlpack__(max_version=max_version)
+    back = gpuhost._core.dlpack_import(capsule)
+    assert back.ptr == dev.ptr and back.shape == dev.shape and back.strides == dev.strides
+    assert same(back.copy_to_host(), np.ascontiguousarray(host[:, 1:4]))
+    with pytest.raises(TypeError, match="unconsumed DLPack capsule"):
+        gpuhost._core.dlpack_import(capsule)  # a capsule is consumed once
+
+
+def test_from_dlpack_of_an_exporter():
+    host = random_array((6,), np.int16)
+    dev = gpuhost.to_device(host)
+
+    class Exporter:
+        def __dlpack__(self, stream=None, max_version=None):
+            return dev.__dlpack__(stream=stream, max_version=max_version)
+
+        def __dlpack_device__(self):
+            return dev.__dlpack_device__()
+
+    got = gpuhost.from_dlpack(Exporter())
+    assert got.ptr == dev.ptr and same(got.copy_to_host(), host)
+    assert gpuhost.from_dlpack(dev) is dev
+    with pytest.raises(TypeError, match="int does not export __dlpack__"):
+        gpuhost.from_dlpack(3)
+    with pytest.raises(BufferError, match="not in CUDA device memory .DLPack device type 1."):
+        gpuhost.from_dlpack(np.arange(3))
+
+
+def test_dlpack_keeps_the_array_alive_until_the_consumer_is_done(fake):
+    gc.collect()
+    before = fake.live("allocations")
+    dev = gpuhost.device_array(100)
+    capsule = dev.__dlpack__()
+    del dev
+    gc.collect()
+    assert fake.live("allocations") == before + 1  # the unconsumed capsule owns it
+    del capsule
+    gc.collect()
+    assert fake.live("allocations") == before
+    dev = gpuhost.device_array(100)
+    imported = gpuhost._core.dlpack_import(dev.__dlpack__(max_version=(1, 0)))
+    del dev
+    gc.collect()
+    assert fake.live("allocations") == before + 1  # the import's owner runs the deleter
+    del imported
+    gc.collect()
+    assert fake.live("allocations") == before
+
+
+def test_dlpack_export_errors():
+    dev = gpuhost.to_device(random_array((4,), np.float64))
+    with pytest.raises(BufferError, match="copy=True is not supported"):
+        dev.__dlpack__(copy=True)
+    with pytest.raises(BufferError, match="the array is on CUDA device 0, not .1, 0."):
+        dev.__dlpack__(dl_device=(1, 0))
+    with pytest.raises(ValueError, match="stream 0 is ambiguous"):
+        dev.__dlpack__(stream=0)
+    with pytest.raises(TypeError, match="stream must be an int or None"):
+        dev.__dlpack__(stream="s")
+    with pytest.raises(BufferError, match="has no DLPack equivalent"):
+        gpuhost.to_device(random_array((2,), DTYPES[-1])).__dlpack__()
+    odd = strided_view(dev, (2,), (12,))  # float64 elements 12 bytes apart
+    with pytest.raises(BufferError, match="not a multiple of its item size"):
+        odd.__dlpack__()
+
+
+def test_dlpack_orders_the_consumer_after_the_arrays_stream():
+    s = gpuhost.stream()
+    dev = gpuhost.to_device(random_array((8,), np.int32)).bind(s)
+    other = gpuhost.stream()
+    gpuhost._core.dlpack_import(dev.__dlpack__(stream=other.handle))
+    gpuhost._core.dlpack_import(dev.__dlpack__(stream=-1))  # no ordering asked
+    gpuhost._core.dlpack_import(dev.__dlpack__(stream=s.handle))  # same stream
+    other.synchronize()
+
+
+@pytest.mark.gpu
+def test_dlpack_interop_with_torch_and_cupy():
+    torch = pytest.importorskip("torch")
+    host = random_array((4, 3), np.float32)
+    dev = gpuhost.to_device(host)
+    t = torch.from_dlpack(dev)
+    assert t.data_ptr() == dev.ptr and t.is_cuda
+    t.mul_(3)
+    torch.cuda.synchronize()
+    assert same(dev.copy_to_host(), host * 3)
+    theirs = torch.arange(10, device="cuda", dtype=torch.int64)
+    ours = gpuhost.from_dlpack(theirs)
+    assert ours.ptr == theirs.data_ptr() and ours.copy_to_host().tolist() == list(range(10))
+    cupy = pytest.importorskip("cupy")
+    c = cupy.from_dlpack(dev)
+    assert c.data.ptr == dev.ptr and same(cupy.asnumpy(c), host * 3)
+
+
+@pytest.mark.parametrize("src_index,dst_order", [(np.s_[...], "C"), (np.s_[::-1], "C"),
+                                                 (np.s_[...], "F"), (np.s_[:, ::2], "C")])
+def test_copy_to_device_from_a_device_array(src_index, dst_order):
+    host = random_array((4, 6), np.float64)
+    src = gpuhost.to_device(host)[src_index]
+    expected = np.ascontiguousarray(host[src_index])
+    dst = gpuhost.device_array(expected.shape, np.float64, order=dst_order)
+    dst.copy_to_device(src)
+    assert same(dst.copy_to_host(), expected)
+    s = gpuhost.stream()
+    dst2 = gpuhost.device_array(expected.shape, np.float64, order=dst_order)
+    dst2.copy_to_device(src, stream=s)
+    s.synchronize()
+    assert same(dst2.copy_to_host(), expected)
+    with pytest.raises(ValueError, match="the source array has shape"):
+        gpuhost.device_array((2,)).copy_to_device(src)
+
+
+def test_contiguous_device_copies_stay_on_the_device(fake):
+    src = gpuhost.to_device(random_array((1000,), np.int32))
+    dst = gpuhost.device_array_like(src)
+    before = (fake.calls("cuMemcpyDtoD"), fake.calls("cuMemcpyDtoH"))
+    dst.copy_to_device(src)
+    dst[:] = src
+    assert (fake.calls("cuMemcpyDtoD"), fake.calls("cuMemcpyDtoH")) == (before[0] + 2, before[1])
+    assert same(dst.copy_to_host(), src.copy_to_host())
