@@ -474,12 +474,106 @@ GH_DELEGATE(ravel)
 GH_DELEGATE(view)
 GH_DELEGATE(transpose)
 GH_DELEGATE(split)
+GH_DELEGATE(get_ipc_handle)
 #undef GH_DELEGATE
 
 static PyObject *
 da_T(PyObject *self, void *Py_UNUSED(c))
 {
     return delegate("transpose", self, NULL, NULL);
+}
+
+/* ---- memsets ---- */
+
+/* Fill `width` units (of `unit` bytes) on each of `height` rows `pitch` bytes apart. */
+static CUresult
+memset_rows(CUdeviceptr ptr, int unit, unsigned int value, size_t width, size_t height,
+            size_t pitch, const gh_stream_ref *ref, gh_cu_id *id)
+{
+    int async = !ref->is_default;
+    CUstream s = ref->handle;
+    if (height == 1) {
+        switch (unit) {
+            case 1:
+                *id = async ? GH_CU_MemsetD8Async : GH_CU_MemsetD8;
+                return async ? gh_cu.MemsetD8Async(ptr, (unsigned char)value, width, s)
+                             : gh_cu.MemsetD8(ptr, (unsigned char)value, width);
+            case 2:
+                *id = async ? GH_CU_MemsetD16Async : GH_CU_MemsetD16;
+                return async ? gh_cu.MemsetD16Async(ptr, (unsigned short)value, width, s)
+                             : gh_cu.MemsetD16(ptr, (unsigned short)value, width);
+            default:
+                *id = async ? GH_CU_MemsetD32Async : GH_CU_MemsetD32;
+                return async ? gh_cu.MemsetD32Async(ptr, value, width, s)
+                             : gh_cu.MemsetD32(ptr, value, width);
+        }
+    }
+    switch (unit) {
+        case 1:
+            *id = async ? GH_CU_MemsetD2D8Async : GH_CU_MemsetD2D8;
+            return async ? gh_cu.MemsetD2D8Async(ptr, pitch, (unsigned char)value, width, height, s)
+                         : gh_cu.MemsetD2D8(ptr, pitch, (unsigned char)value, width, height);
+        case 2:
+            *id = async ? GH_CU_MemsetD2D16Async : GH_CU_MemsetD2D16;
+            return async
+                       ? gh_cu.MemsetD2D16Async(ptr, pitch, (unsigned short)value, width, height, s)
+                       : gh_cu.MemsetD2D16(ptr, pitch, (unsigned short)value, width, height);
+        default:
+            *id = async ? GH_CU_MemsetD2D32Async : GH_CU_MemsetD2D32;
+            return async ? gh_cu.MemsetD2D32Async(ptr, pitch, value, width, height, s)
+                         : gh_cu.MemsetD2D32(ptr, pitch, value, width, height);
+    }
+}
+
+/* _core.memset(array, ptr, unit, value, width, height, pitch, stream): fill part of
+   `array`'s memory with a 1-, 2- or 4-byte pattern (planned in gpuhost/_arrays.py). */
+static PyObject *
+mod_memset(PyObject *module, PyObject *args)
+{
+    gh_state *st = gh_state_of_module(module);
+    PyObject *array, *stream;
+    unsigned long long ptr;
+    unsigned int value;
+    int unit, pushed;
+    Py_ssize_t width, height, pitch;
+    gh_stream_ref ref;
+    gh_devicearray *self;
+    gh_cu_id id = GH_CU_MemsetD8;
+    CUresult res;
+
+    if (!PyArg_ParseTuple(args, "O!KiInnnO:memset", st->DeviceArrayType, &array, &ptr, &unit,
+                          &value, &width, &height, &pitch, &stream)) {
+        return NULL;
+    }
+    self = (gh_devicearray *)array;
+    if ((unit != 1 && unit != 2 && unit != 4) || width < 0 || height < 0 || pitch < 0) {
+        PyErr_SetString(PyExc_ValueError, "memset takes a unit of 1, 2 or 4 bytes and "
+                                          "non-negative sizes");
+        return NULL;
+    }
+    if (copy_stream(self, stream == Py_None ? NULL : stream, &ref) < 0 ||
+        gh_context_check_alive(self->context, self->generation, GH_CU_MemsetD8) < 0) {
+        return NULL;
+    }
+    if (width == 0 || height == 0) {
+        Py_RETURN_NONE;
+    }
+    if (gh_context_enter(self->context, &pushed) < 0) {
+        return NULL;
+    }
+    if (!ref.is_default) {
+        res = memset_rows((CUdeviceptr)ptr, unit, value, (size_t)width, (size_t)height,
+                          (size_t)pitch, &ref, &id);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        res = memset_rows((CUdeviceptr)ptr, unit, value, (size_t)width, (size_t)height,
+                          (size_t)pitch, &ref, &id);
+        Py_END_ALLOW_THREADS
+    }
+    if (gh_context_leave(self->context, pushed) < 0 || gh_check(res, id) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
 }
 
 /* ---- properties ---- */
@@ -739,6 +833,10 @@ static PyMethodDef da_methods[] = {
     {"split", (PyCFunction)(void (*)(void))da_split, METH_VARARGS | METH_KEYWORDS,
      "split($self, /, section, stream=0)\n--\n\n"
      "Views of `section` elements each (the last may be shorter) of a 1-d array."},
+    {"get_ipc_handle", (PyCFunction)(void (*)(void))da_get_ipc_handle, METH_VARARGS | METH_KEYWORDS,
+     "get_ipc_handle($self, /)\n--\n\n"
+     "A picklable IpcArrayHandle another process opens (`with handle as arr:` or "
+     "handle.open()) to use this array's memory without a copy."},
     {"__dlpack__", (PyCFunction)(void (*)(void))da_dlpack, METH_VARARGS | METH_KEYWORDS,
      "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
      "A DLPack capsule of the array (versioned when max_version >= (1, 0)); the consumer's "
@@ -799,6 +897,9 @@ static PyMethodDef da_module_methods[] = {
     {"make_array", (PyCFunction)(void (*)(void))mod_make_array, METH_VARARGS | METH_KEYWORDS,
      "make_array(owner, ptr, shape, strides, dtype, stream=None, context=None)\n--\n\n"
      "A DeviceArray over device memory at `ptr` kept alive by `owner` (gpuhost internal)."},
+    {"memset", mod_memset, METH_VARARGS,
+     "memset(array, ptr, unit, value, width, height, pitch, stream)\n--\n\n"
+     "Fill rows of `array`'s memory with a 1-, 2- or 4-byte pattern (gpuhost internal)."},
     {"copy_2d", mod_copy_2d, METH_VARARGS,
      "copy_2d(array, to_host, host_ptr, host_pitch, dev_ptr, dev_pitch, width, height, "
      "stream)\n--\n\nOne 2D copy between the host and `array`'s memory (gpuhost internal)."},

@@ -10,7 +10,8 @@
 
 #include <string.h>
 
-static const char *const kind_names[] = {"device", "managed", "pinned", "mapped", "registered"};
+static const char *const kind_names[] = {"device", "managed",    "pinned",
+                                         "mapped", "registered", "ipc"};
 
 /* A new, empty Allocation of `kind` in `ctx`; NULL on error. */
 static gh_allocation *
@@ -255,9 +256,12 @@ static void
 allocation_release(gh_allocation *self)
 {
     gh_context *ctx = self->context;
-    if (self->kind == GH_ALLOC_DEVICE || self->kind == GH_ALLOC_MANAGED) {
+    if (self->kind == GH_ALLOC_DEVICE || self->kind == GH_ALLOC_MANAGED ||
+        self->kind == GH_ALLOC_IPC) {
         if (self->dptr) {
-            gh_release(ctx, self->generation, GH_CU_MemFree, (void *)(uintptr_t)self->dptr);
+            gh_release(ctx, self->generation,
+                       self->kind == GH_ALLOC_IPC ? GH_CU_IpcCloseMemHandle : GH_CU_MemFree,
+                       (void *)(uintptr_t)self->dptr);
         }
     } else if (self->host != NULL) {
         gh_release(ctx, self->generation,
@@ -413,7 +417,98 @@ mod_mem_register(PyObject *module, PyObject *args, PyObject *kwargs)
     return res;
 }
 
+/* _core.ipc_get_handle(array) -> (64 handle bytes, byte offset of the array in its
+   allocation, allocation size), in the array's context. */
+static PyObject *
+mod_ipc_get_handle(PyObject *module, PyObject *arg)
+{
+    gh_state *st = gh_state_of_module(module);
+    gh_devicearray *a;
+    CUipcMemHandle handle;
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    CUresult res;
+    gh_cu_id id = GH_CU_MemGetAddressRange;
+    int pushed;
+
+    if (!Py_IS_TYPE(arg, st->DeviceArrayType)) {
+        PyErr_Format(PyExc_TypeError, "ipc_get_handle() takes a DeviceArray, not %s",
+                     Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    a = (gh_devicearray *)arg;
+    if (gh_context_check_alive(a->context, a->generation, GH_CU_IpcGetMemHandle) < 0 ||
+        gh_context_enter(a->context, &pushed) < 0) {
+        return NULL;
+    }
+    res = gh_cu.MemGetAddressRange(&base, &size, a->ptr);
+    if (res == CUDA_SUCCESS) {
+        id = GH_CU_IpcGetMemHandle;
+        res = gh_cu.IpcGetMemHandle(&handle, base);
+    }
+    if (gh_context_leave(a->context, pushed) < 0) {
+        return NULL;
+    }
+    if (res == CUDA_ERROR_NOT_FOUND || res == CUDA_ERROR_INVALID_VALUE) {
+        PyErr_SetString(PyExc_ValueError, "only arrays in device memory that gpuhost or another "
+                                          "CUDA library allocated can be shared between processes");
+        return NULL;
+    }
+    if (gh_check(res, id) < 0) {
+        return NULL;
+    }
+    return Py_BuildValue("(y#KK)", handle.reserved, (Py_ssize_t)sizeof(handle.reserved),
+                         (unsigned long long)(a->ptr - base), (unsigned long long)size);
+}
+
+/* _core.ipc_open(handle_bytes, size) -> Allocation of kind 'ipc' in the current context. */
+static PyObject *
+mod_ipc_open(PyObject *module, PyObject *args)
+{
+    gh_state *st = gh_state_of_module(module);
+    CUipcMemHandle handle;
+    const char *data;
+    Py_ssize_t len, size;
+    gh_context *ctx;
+    gh_allocation *self = NULL;
+    CUresult res;
+
+    if (!PyArg_ParseTuple(args, "y#n:ipc_open", &data, &len, &size)) {
+        return NULL;
+    }
+    if (len != (Py_ssize_t)sizeof(handle.reserved)) {
+        PyErr_Format(PyExc_ValueError, "an IPC memory handle has %zu bytes, not %zd",
+                     sizeof(handle.reserved), len);
+        return NULL;
+    }
+    memcpy(handle.reserved, data, sizeof(handle.reserved));
+    ctx = gh_current_context(st, -1);
+    if (ctx == NULL) {
+        return NULL;
+    }
+    self = allocation_new(st, ctx, GH_ALLOC_IPC, (size_t)size);
+    if (self != NULL) {
+        Py_BEGIN_ALLOW_THREADS
+        res = gh_cu.IpcOpenMemHandle(&self->dptr, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+        Py_END_ALLOW_THREADS
+        if (gh_check(res, GH_CU_IpcOpenMemHandle) < 0) {
+            self->dptr = 0;
+            Py_CLEAR(self);
+        }
+    }
+    Py_DECREF(ctx);
+    return (PyObject *)self;
+}
+
 static PyMethodDef memory_module_methods[] = {
+    {"ipc_get_handle", mod_ipc_get_handle, METH_O,
+     "ipc_get_handle(array, /)\n--\n\n"
+     "(handle bytes, offset, allocation size) to share `array`'s allocation with another "
+     "process (gpuhost internal; see DeviceArray.get_ipc_handle)."},
+    {"ipc_open", mod_ipc_open, METH_VARARGS,
+     "ipc_open(handle, size, /)\n--\n\n"
+     "Open another process's allocation in the current context; closed when the returned "
+     "Allocation dies or close() is called."},
     {"mem_alloc", (PyCFunction)(void (*)(void))mod_mem_alloc, METH_VARARGS | METH_KEYWORDS,
      "mem_alloc(size, kind='device', *, portable=False, wc=False, attach_global=True)\n--\n\n"
      "Allocate `size` bytes of device, managed, pinned or mapped memory in the current "

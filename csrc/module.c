@@ -42,6 +42,8 @@ release_now(gh_cu_id id, void *handle)
             return gh_cu.MemFreeHost(handle);
         case GH_CU_MemHostUnregister:
             return gh_cu.MemHostUnregister(handle);
+        case GH_CU_IpcCloseMemHandle:
+            return gh_cu.IpcCloseMemHandle((CUdeviceptr)(uintptr_t)handle);
         default:
             return CUDA_ERROR_NOT_SUPPORTED;
     }

@@ -233,6 +233,7 @@ typedef enum {
     GH_ALLOC_PINNED,
     GH_ALLOC_MAPPED,
     GH_ALLOC_REGISTERED,
+    GH_ALLOC_IPC, /* another process's device memory, opened with cuIpcOpenMemHandle */
 } gh_alloc_kind;
 
 /* One allocation (or host registration); arrays viewing it hold a reference. */

@@ -32,6 +32,7 @@ from ._core import (
     synchronize,
 )
 from ._arrays import (
+    IpcArrayHandle,
     as_cuda_array,
     defer_cleanup,
     device_array,
@@ -43,6 +44,7 @@ from ._arrays import (
     mapped,
     mapped_array,
     mapped_array_like,
+    open_ipc_array,
     pinned,
     pinned_array,
     pinned_array_like,
@@ -83,6 +85,8 @@ __all__ = [
     "mapped",
     "mapped_array",
     "mapped_array_like",
+    "open_ipc_array",
+    "IpcArrayHandle",
     "pinned",
     "pinned_array",
     "pinned_array_like",

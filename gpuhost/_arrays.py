@@ -14,7 +14,8 @@ from .errors import CudaDriverError
 __all__ = [
     "as_cuda_array", "defer_cleanup", "device_array", "device_array_like", "from_dlpack",
     "from_cuda_array_interface", "is_cuda_array", "managed_array", "mapped", "mapped_array",
-    "mapped_array_like", "pinned", "pinned_array", "pinned_array_like", "to_device",
+    "mapped_array_like", "open_ipc_array", "IpcArrayHandle", "pinned", "pinned_array",
+    "pinned_array_like", "to_device",
 ]
 
 _MAX_BYTES = 2**62
@@ -449,12 +450,37 @@ def setitem(dev, key, value):
         value = value.copy_to_host()  # broadcasting or casting: through the host
     host = np.asarray(value, dtype=target.dtype) if not isinstance(value, np.ndarray) \
         else value.astype(target.dtype, copy=False)
+    if host.ndim == 0 and _fill(target, host):
+        return
     try:
         host = np.broadcast_to(host, target.shape)
     except ValueError:
         raise ValueError("could not broadcast input of shape %s into shape %s"
                          % (host.shape, target.shape)) from None
     target.copy_to_device(host)
+
+
+def _fill(target, scalar):
+    """Set every element of `target` to `scalar` with a driver memset where the value's
+    bytes repeat a 1-, 2- or 4-byte pattern and the layout is at most 2 strided rows.
+    True if done."""
+    raw = scalar.tobytes()
+    item = len(raw)
+    unit = next((u for u in (1, 2, 4) if item % u == 0 and raw == raw[:u] * (item // u)), None)
+    if unit is None or target.size == 0:
+        return unit is not None
+    ptr, axes, _ = _plan(target)
+    if not axes:
+        axes = [(1, item)]
+    if axes[-1][1] != item or len(axes) > 2:
+        return False
+    width = axes[-1][0] * item // unit
+    height, pitch = (axes[0][0], axes[0][1]) if len(axes) == 2 else (1, width * unit)
+    if pitch % unit:
+        return False
+    _core.memset(target, ptr, unit, int.from_bytes(raw[:unit], "little"), width, height, pitch,
+                 target.stream)
+    return True
 
 
 def _is_int_tuple(dev, key):
@@ -506,3 +532,86 @@ def split(dev, section, stream=0):
     probe, base = _probe(dev)
     return [_from_probe(dev, probe[i:i + section], base, stream)
             for i in range(0, dev.shape[0], section)]
+
+
+# ---- IPC: device arrays shared with other processes ----
+
+class IpcArrayHandle:
+    """A picklable handle to a device array's memory for another process: open it there
+    with ``with handle as arr:`` (closed at the end of the block) or ``arr =
+    handle.open()`` (closed when ``handle.close()`` is called or the array dies). The
+    exporting process must keep its array alive while the other one uses it."""
+
+    __slots__ = ("handle", "offset", "size", "shape", "strides", "dtype", "device_uuid",
+                 "_opened")
+
+    def __init__(self, handle, offset, size, shape, strides, dtype, device_uuid):
+        self.handle, self.offset, self.size = bytes(handle), offset, size
+        self.shape, self.strides, self.dtype = tuple(shape), tuple(strides), np.dtype(dtype)
+        self.device_uuid = device_uuid
+        self._opened = None
+
+    def __reduce__(self):
+        return (IpcArrayHandle, (self.handle, self.offset, self.size, self.shape, self.strides,
+                                 self.dtype, self.device_uuid))
+
+    def open(self):
+        """A DeviceArray over the exported memory, opened on the same device (by UUID)."""
+        for i in range(_core.device_count()):
+            dev = _core.get_device(i)
+            if dev.uuid == self.device_uuid:
+                with dev:
+                    alloc = _core.ipc_open(self.handle, self.size)
+                    self._opened = alloc
+                    return _core.make_array(alloc, alloc.ptr + self.offset, self.shape,
+                                            self.strides, self.dtype)
+        from .errors import InvalidDeviceError
+
+        raise InvalidDeviceError("the array's device %s is not visible in this process"
+                                 % self.device_uuid)
+
+    def close(self):
+        """Close what open() opened; arrays from it must not be used afterwards."""
+        if self._opened is not None:
+            self._opened.close()
+            self._opened = None
+
+    def __enter__(self):
+        return self.open()
+
+    def __exit__(self, *exc_info):
+        self.close()
+        return False
+
+    def __repr__(self):
+        return "<IpcArrayHandle shape=%s dtype=%s on %s>" % (self.shape, self.dtype,
+                                                             self.device_uuid)
+
+
+def get_ipc_handle(dev):
+    handle, offset, size = _core.ipc_get_handle(dev)
+    return IpcArrayHandle(handle, offset, size, dev.shape, dev.strides, dev.dtype,
+                          dev.device.uuid)
+
+
+def open_ipc_array(handle, shape, dtype, strides=None, offset=0):
+    """numba's open_ipc_array: a context manager yielding a DeviceArray over the memory of
+    `handle` (the 64 bytes of a CUipcMemHandle, or an IpcArrayHandle) in the current
+    context, closed when the block ends."""
+    if isinstance(handle, IpcArrayHandle):
+        handle = handle.handle
+    shape, dtype, strides, nbytes = _layout(shape, dtype, strides, "C")
+    alloc = _core.ipc_open(bytes(handle), offset + nbytes)
+    return _IpcBlock(alloc, _core.make_array(alloc, alloc.ptr + offset, shape, strides, dtype))
+
+
+class _IpcBlock:
+    def __init__(self, alloc, array):
+        self.alloc, self.array = alloc, array
+
+    def __enter__(self):
+        return self.array
+
+    def __exit__(self, *exc_info):
+        self.alloc.close()
+        return False

@@ -615,3 +615,105 @@ def test_contiguous_device_copies_stay_on_the_device(fake):
     dst[:] = src
     assert (fake.calls("cuMemcpyDtoD"), fake.calls("cuMemcpyDtoH")) == (before[0] + 2, before[1])
     assert same(dst.copy_to_host(), src.copy_to_host())
+
+
+def test_ipc_handle_round_trip_in_process_on_the_fake(fake):
+    import pickle
+
+    host = random_array((4, 5), np.int32)
+    base = gpuhost.to_device(host)
+    view = base[1:, ::2]
+    handle = pickle.loads(pickle.dumps(view.get_ipc_handle()))
+    assert isinstance(handle, gpuhost.IpcArrayHandle)
+    assert handle.shape == view.shape and handle.strides == view.strides
+    assert handle.offset == view.ptr - base.ptr
+    before = fake.live("ipc_mappings")
+    with handle as opened:  # the fake opens in-process handles; the real driver refuses
+        assert fake.live("ipc_mappings") == before + 1
+        assert same(opened.copy_to_host(), np.ascontiguousarray(host[1:, ::2]))
+        opened[0, 0] = 99
+    assert fake.live("ipc_mappings") == before
+    assert base.copy_to_host()[1, 0] == 99
+    with gpuhost.open_ipc_array(handle.handle, shape=(4, 5), dtype=np.int32) as raw:
+        assert raw.copy_to_host()[1, 0] == 99
+    assert fake.live("ipc_mappings") == before
+
+
+def test_ipc_errors():
+    with pytest.raises(ValueError, match="an IPC memory handle has 64 bytes, not 3"):
+        gpuhost._core.ipc_open(b"abc", 8)
+    with pytest.raises(TypeError, match="takes a DeviceArray, not int"):
+        gpuhost._core.ipc_get_handle(3)
+    mapped = gpuhost.mapped_array(16, np.uint8)
+    with pytest.raises(ValueError, match="only arrays in device memory"):
+        gpuhost.as_cuda_array(mapped).get_ipc_handle()
+
+
+IPC_ARRAY = r"""
+import multiprocessing as mp, pickle
+import numpy as np
+def child(blob, q):
+    import gpuhost
+    handle = pickle.loads(blob)
+    with handle as arr:
+        got = arr.copy_to_host()
+        arr[...] = got * 2 + 1          # written here, read back by the parent
+        gpuhost.synchronize()
+    q.put(got.tolist())
+if __name__ == "__main__":
+    import gpuhost
+    host = np.random.default_rng().integers(0, 1000, size=(3, 4)).astype(np.int64)
+    dev = gpuhost.to_device(host)
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=child, args=(pickle.dumps(dev[1:].get_ipc_handle()), q))
+    p.start()
+    seen = q.get(timeout=120)
+    p.join(60)
+    assert seen == host[1:].tolist(), (seen, host)
+    expected = host.copy()
+    expected[1:] = host[1:] * 2 + 1
+    assert (dev.copy_to_host() == expected).all()
+    print("ok", p.exitcode)
+"""
+
+
+@pytest.mark.gpu
+def test_ipc_array_written_by_another_process(tmp_path):
+    script = tmp_path / "ipc_array.py"
+    script.write_text(IPC_ARRAY)
+    proc = run_python("import runpy; runpy.run_path(%r, run_name='__main__')" % str(script),
+                      timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["ok", "0"]
+
+
+@pytest.mark.parametrize("dtype,value", [(np.uint8, 7), (np.int16, -2), (np.float32, 1.5),
+                                         (np.float64, 0.0), (np.int64, -1), (np.complex64, 0),
+                                         (np.float64, 3.25)])
+@pytest.mark.parametrize("key", [np.s_[...], np.s_[1:4], np.s_[::-1, 1:], np.s_[:, 2],
+                                 np.s_[::2, ::3]], ids=repr)
+def test_scalar_assignment_is_exact_and_touches_nothing_else(dtype, value, key):
+    host = random_array((5, 6), dtype)
+    dev = gpuhost.to_device(host)
+    dev[key] = value
+    host[key] = value
+    assert same(dev.copy_to_host(), host)
+
+
+def test_scalar_assignment_uses_memsets_where_the_pattern_allows(fake):
+    dev = gpuhost.to_device(random_array((64, 32), np.float32))
+    calls = lambda: sum(fake.calls(n) for n in ("cuMemsetD32", "cuMemsetD2D32", "cuMemsetD8",
+                                                "cuMemsetD2D8", "cuMemsetD16", "cuMemsetD2D16"))
+    host_copies = lambda: fake.calls("cuMemcpyHtoD") + fake.calls("cuMemcpy2D")
+    before, before_copies = calls(), host_copies()
+    dev[...] = 0.5             # whole array: one 1-D memset
+    dev[:, 3:9] = 2.0          # gapped rows: one 2-D memset
+    dev[10] = -1.0
+    assert calls() == before + 3 and host_copies() == before_copies
+    d64 = gpuhost.to_device(random_array((10,), np.float64))
+    before = calls()
+    d64[...] = 0.0             # an 8-byte value whose halves repeat: still a memset
+    d64[::2] = 1.0             # 8-byte pattern that does not repeat: through the host
+    assert calls() == before + 1
+    assert d64.copy_to_host().tolist() == [1.0, 0.0] * 5
