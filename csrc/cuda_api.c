@@ -93,7 +93,8 @@ resolve_all(void *lib, const char *path)
         if (getproc2 != NULL) {
             res = getproc2(cu_names[i], &slots[i], cu_versions[i],
                            CU_GET_PROC_ADDRESS_LEGACY_STREAM, &found);
-        } else {
+        }
+        else {
             res =
                 getproc1(cu_names[i], &slots[i], cu_versions[i], CU_GET_PROC_ADDRESS_LEGACY_STREAM);
         }

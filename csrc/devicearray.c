@@ -117,9 +117,11 @@ mod_make_array(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     if (ctx_obj == Py_None) {
         ctx = gh_current_context(st, -1);
-    } else if (Py_IS_TYPE(ctx_obj, st->ContextType)) {
+    }
+    else if (Py_IS_TYPE(ctx_obj, st->ContextType)) {
         ctx = (gh_context *)Py_NewRef(ctx_obj);
-    } else {
+    }
+    else {
         PyErr_SetString(PyExc_TypeError, "context must be a gpuhost Context or None");
     }
     if (ctx == NULL || gh_context_activate(ctx) < 0) {
@@ -128,7 +130,8 @@ mod_make_array(PyObject *module, PyObject *args, PyObject *kwargs)
     if (Py_IS_TYPE(owner, st->AllocationType) && ((gh_allocation *)owner)->context == ctx) {
         res = gh_devicearray_new(st, ctx, ((gh_allocation *)owner)->generation, ptr, owner, dtype,
                                  shape.len, shape.ptr, strides.ptr, stream);
-    } else {
+    }
+    else {
         res = gh_devicearray_new(st, ctx, ctx->generation, ptr, owner, dtype, shape.len, shape.ptr,
                                  strides.ptr, stream);
     }
@@ -184,7 +187,8 @@ linear_copy(gh_devicearray *self, int to_host, void *host, CUdeviceptr dptr, siz
         id = to_host ? GH_CU_MemcpyDtoHAsync : GH_CU_MemcpyHtoDAsync;
         res = to_host ? gh_cu.MemcpyDtoHAsync(host, dptr, nbytes, ref->handle)
                       : gh_cu.MemcpyHtoDAsync(dptr, host, nbytes, ref->handle);
-    } else {
+    }
+    else {
         id = to_host ? GH_CU_MemcpyDtoH : GH_CU_MemcpyHtoD;
         Py_BEGIN_ALLOW_THREADS
         res = to_host ? gh_cu.MemcpyDtoH(host, dptr, nbytes) : gh_cu.MemcpyHtoD(dptr, host, nbytes);
@@ -242,8 +246,9 @@ devicearray_copy_to_host(gh_devicearray *self, PyObject *args, PyObject *kwargs)
         if (out == NULL) {
             return NULL;
         }
-    } else if (ary != Py_None && PyArray_Check(ary) && same_layout(self, (PyArrayObject *)ary) &&
-               (contiguous_c || contiguous_f) && PyArray_ISWRITEABLE((PyArrayObject *)ary)) {
+    }
+    else if (ary != Py_None && PyArray_Check(ary) && same_layout(self, (PyArrayObject *)ary) &&
+             (contiguous_c || contiguous_f) && PyArray_ISWRITEABLE((PyArrayObject *)ary)) {
         out = Py_NewRef(ary);
     }
     if (out == NULL) {
@@ -262,8 +267,8 @@ devicearray_copy_to_host(gh_devicearray *self, PyObject *args, PyObject *kwargs)
     return out;
 }
 
-/* A device-to-device copy between arrays of one context and one contiguous layout: None,
-   NotImplemented (another case), or NULL with an exception. */
+/* A device-to-device copy between arrays of one contiguous layout, on one device or two
+   (a peer copy): None, NotImplemented (another layout), or NULL with an exception. */
 static PyObject *
 copy_from_device(gh_devicearray *self, gh_devicearray *src, const gh_stream_ref *ref)
 {
@@ -272,8 +277,7 @@ copy_from_device(gh_devicearray *self, gh_devicearray *src, const gh_stream_ref 
     gh_cu_id id;
     int pushed;
 
-    if (src->context != self->context || src->ndim != self->ndim ||
-        !PyArray_EquivTypes(src->dtype, self->dtype) ||
+    if (src->ndim != self->ndim || !PyArray_EquivTypes(src->dtype, self->dtype) ||
         !(is_contiguous(self, 0) || is_contiguous(self, 1))) {
         Py_RETURN_NOTIMPLEMENTED;
     }
@@ -291,10 +295,26 @@ copy_from_device(gh_devicearray *self, gh_devicearray *src, const gh_stream_ref 
     if (nbytes == 0) {
         res = CUDA_SUCCESS;
         id = GH_CU_MemcpyDtoD;
-    } else if (!ref->is_default) {
+    }
+    else if (src->context != self->context) {
+        /* another device's memory: a peer copy (staged by the driver without peer access) */
+        id = ref->is_default ? GH_CU_MemcpyPeer : GH_CU_MemcpyPeerAsync;
+        if (!ref->is_default) {
+            res = gh_cu.MemcpyPeerAsync(self->ptr, self->context->handle, src->ptr,
+                                        src->context->handle, nbytes, ref->handle);
+        }
+        else {
+            Py_BEGIN_ALLOW_THREADS
+            res = gh_cu.MemcpyPeer(self->ptr, self->context->handle, src->ptr, src->context->handle,
+                                   nbytes);
+            Py_END_ALLOW_THREADS
+        }
+    }
+    else if (!ref->is_default) {
         id = GH_CU_MemcpyDtoDAsync;
         res = gh_cu.MemcpyDtoDAsync(self->ptr, src->ptr, nbytes, ref->handle);
-    } else {
+    }
+    else {
         id = GH_CU_MemcpyDtoD;
         Py_BEGIN_ALLOW_THREADS
         res = gh_cu.MemcpyDtoD(self->ptr, src->ptr, nbytes);
@@ -386,7 +406,8 @@ mod_copy_2d(PyObject *module, PyObject *args)
         p.dstMemoryType = CU_MEMORYTYPE_HOST;
         p.dstHost = (void *)(uintptr_t)host;
         p.dstPitch = (size_t)host_pitch;
-    } else {
+    }
+    else {
         p.srcMemoryType = CU_MEMORYTYPE_HOST;
         p.srcHost = (const void *)(uintptr_t)host;
         p.srcPitch = (size_t)host_pitch;
@@ -399,7 +420,8 @@ mod_copy_2d(PyObject *module, PyObject *args)
     }
     if (!ref.is_default) {
         res = gh_cu.Memcpy2DAsync(&p, ref.handle);
-    } else {
+    }
+    else {
         Py_BEGIN_ALLOW_THREADS
         res = gh_cu.Memcpy2D(&p);
         Py_END_ALLOW_THREADS
@@ -564,7 +586,8 @@ mod_memset(PyObject *module, PyObject *args)
     if (!ref.is_default) {
         res = memset_rows((CUdeviceptr)ptr, unit, value, (size_t)width, (size_t)height,
                           (size_t)pitch, &ref, &id);
-    } else {
+    }
+    else {
         Py_BEGIN_ALLOW_THREADS
         res = memset_rows((CUdeviceptr)ptr, unit, value, (size_t)width, (size_t)height,
                           (size_t)pitch, &ref, &id);
@@ -700,12 +723,14 @@ da_cai(gh_devicearray *self, void *Py_UNUSED(c))
     shape = intp_tuple(self->shape, self->ndim);
     if (is_contiguous(self, 0)) {
         strides = Py_NewRef(Py_None);
-    } else {
+    }
+    else {
         strides = intp_tuple(self->strides, self->ndim);
     }
     if (self->stream == NULL) {
         stream = PyLong_FromLong(1); /* the legacy default stream; never 0 (the spec forbids it) */
-    } else {
+    }
+    else {
         stream = PyObject_GetAttrString(self->stream, "handle");
         if (stream != NULL && PyLong_AsLong(stream) == 0) {
             Py_SETREF(stream, PyLong_FromLong(1));

@@ -105,7 +105,8 @@ capsule_destructor(PyObject *capsule)
     if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
         gh_dl_managed_versioned *m = PyCapsule_GetPointer(capsule, "dltensor_versioned");
         m->deleter(m);
-    } else if (PyCapsule_IsValid(capsule, "dltensor")) {
+    }
+    else if (PyCapsule_IsValid(capsule, "dltensor")) {
         gh_dl_managed *m = PyCapsule_GetPointer(capsule, "dltensor");
         m->deleter(m);
     }
@@ -340,10 +341,12 @@ mod_dlpack_import(PyObject *module, PyObject *capsule)
                          v->version.major, v->version.minor);
             return NULL;
         }
-    } else if (PyCapsule_IsValid(capsule, "dltensor")) {
+    }
+    else if (PyCapsule_IsValid(capsule, "dltensor")) {
         l = PyCapsule_GetPointer(capsule, "dltensor");
         t = &l->dl_tensor;
-    } else {
+    }
+    else {
         PyErr_SetString(
             PyExc_TypeError,
             "expected an unconsumed DLPack capsule ('dltensor' or 'dltensor_versioned')");

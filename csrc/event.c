@@ -439,7 +439,8 @@ mod_open_ipc_event(PyObject *module, PyObject *arg)
         self = PyObject_New(gh_event, st->EventType);
         if (self == NULL) {
             gh_cu.EventDestroy(ev);
-        } else {
+        }
+        else {
             self->context = (gh_context *)Py_NewRef(ctx);
             self->handle = ev;
             self->generation = ctx->generation;

@@ -77,7 +77,8 @@ gh_allocate(gh_state *st, gh_context *ctx, gh_alloc_kind kind, size_t size, unsi
         Py_DECREF(self); /* frees what was allocated */
         if (res == CUDA_ERROR_OUT_OF_MEMORY) {
             gh_raise_oom(ctx, kind_names[kind], size, id);
-        } else {
+        }
+        else {
             gh_raise_cuda(res, id);
         }
         return NULL;
@@ -263,7 +264,8 @@ allocation_release(gh_allocation *self)
                        self->kind == GH_ALLOC_IPC ? GH_CU_IpcCloseMemHandle : GH_CU_MemFree,
                        (void *)(uintptr_t)self->dptr);
         }
-    } else if (self->host != NULL) {
+    }
+    else if (self->host != NULL) {
         gh_release(ctx, self->generation,
                    self->kind == GH_ALLOC_REGISTERED ? GH_CU_MemHostUnregister : GH_CU_MemFreeHost,
                    self->host);
@@ -380,7 +382,8 @@ mod_mem_alloc(PyObject *module, PyObject *args, PyObject *kwargs)
     }
     if (k == GH_ALLOC_MANAGED) {
         flags = attach_global ? CU_MEM_ATTACH_GLOBAL : CU_MEM_ATTACH_HOST;
-    } else if (k != GH_ALLOC_DEVICE) {
+    }
+    else if (k != GH_ALLOC_DEVICE) {
         flags = (portable ? CU_MEMHOSTALLOC_PORTABLE : 0) |
                 (wc ? CU_MEMHOSTALLOC_WRITECOMBINED : 0) |
                 (k == GH_ALLOC_MAPPED ? CU_MEMHOSTALLOC_DEVICEMAP : 0);

@@ -59,7 +59,8 @@ release_if_alive(const gh_pending_release *r)
     }
     if (r->id == GH_CU_StreamDestroy || r->id == GH_CU_EventDestroy) {
         res = release_now(r->id, r->handle); /* returns at once */
-    } else {
+    }
+    else {
         /* A free can wait for queued work, host callbacks included, which need the GIL. */
         Py_BEGIN_ALLOW_THREADS
         res = release_now(r->id, r->handle);

@@ -112,11 +112,13 @@ gh_stream_resolve(gh_state *st, PyObject *obj, gh_stream_ref *out)
             if (handle_from_attr(obj, "ptr", &out->handle) < 0) {
                 return -1;
             }
-        } else if (type_from_package(obj, "torch") && PyObject_HasAttrString(obj, "cuda_stream")) {
+        }
+        else if (type_from_package(obj, "torch") && PyObject_HasAttrString(obj, "cuda_stream")) {
             if (handle_from_attr(obj, "cuda_stream", &out->handle) < 0) {
                 return -1;
             }
-        } else {
+        }
+        else {
             PyErr_Format(PyExc_TypeError,
                          "stream must be a gpuhost Stream, 0 or None (the default stream), or a "
                          "stream exporting __cuda_stream__ (cuda.core, CuPy, PyTorch), not %s",
@@ -435,11 +437,13 @@ stream_record(gh_stream *self, PyObject *args, PyObject *kwargs)
         if (event == NULL) {
             return NULL;
         }
-    } else if (!Py_IS_TYPE(event, gh_state_of_type(Py_TYPE(self))->EventType)) {
+    }
+    else if (!Py_IS_TYPE(event, gh_state_of_type(Py_TYPE(self))->EventType)) {
         PyErr_Format(PyExc_TypeError, "event must be a gpuhost Event or None, not %s",
                      Py_TYPE(event)->tp_name);
         return NULL;
-    } else {
+    }
+    else {
         Py_INCREF(event);
     }
     res = PyObject_CallMethod(event, "record", "O", (PyObject *)self);

@@ -717,3 +717,36 @@ def test_scalar_assignment_uses_memsets_where_the_pattern_allows(fake):
     d64[::2] = 1.0             # 8-byte pattern that does not repeat: through the host
     assert calls() == before + 1
     assert d64.copy_to_host().tolist() == [1.0, 0.0] * 5
+
+
+@pytest.mark.gpus(2)
+def test_copies_between_devices_are_peer_copies_and_exact():
+    host = random_array((50, 3), np.float64)
+    with gpuhost.gpus[1]:
+        on1 = gpuhost.to_device(host)
+        s1 = gpuhost.stream()
+    on0 = gpuhost.device_array_like(host)
+    assert on0.device is gpuhost.gpus[0] and on1.device is gpuhost.gpus[1]
+    on0.copy_to_device(on1)
+    assert same(on0.copy_to_host(), host)
+    back = gpuhost.device_array_like(host)
+    with gpuhost.gpus[1]:
+        other = gpuhost.device_array_like(host)
+    other.copy_to_device(on0, stream=s1)  # async on the destination's stream
+    s1.synchronize()
+    assert same(other.copy_to_host(), host)
+    back[::2] = on1[::2]  # strided across devices: through the host, still exact
+    assert same(back.copy_to_host()[::2], host[::2])
+    with pytest.raises(gpuhost.CudaDriverError, match="the array is on device 0 but the stream "
+                                                      "is device 1's"):
+        on0.copy_to_host(stream=s1)
+
+
+def test_peer_copy_goes_through_cuMemcpyPeer(fake):
+    with gpuhost.gpus[1]:
+        on1 = gpuhost.to_device(random_array((8,), np.int32))
+    on0 = gpuhost.device_array_like(on1)
+    before = fake.calls("cuMemcpyPeer")
+    on0.copy_to_device(on1)
+    assert fake.calls("cuMemcpyPeer") == before + 1
+    assert same(on0.copy_to_host(), on1.copy_to_host())

@@ -108,14 +108,16 @@ bench_copy(size_t bytes, int pinned, int to_device, int n)
     for (int i = 0; i < n; i++) {
         if (to_device) {
             cuMemcpyHtoD(d, h, bytes);
-        } else {
+        }
+        else {
             cuMemcpyDtoH(h, d, bytes);
         }
     }
     t = (now_us() - t0) / n;
     if (pinned) {
         cuMemFreeHost(h);
-    } else {
+    }
+    else {
         free(h);
     }
     cuMemFree(d);

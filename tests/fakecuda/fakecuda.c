@@ -90,7 +90,8 @@ fk_enter(gh_cu_id id, fk_when when)
     if (fault->remaining != 0) {
         if (fault->skip > 0) {
             fault->skip--;
-        } else {
+        }
+        else {
             res = fault->code;
             if (fault->remaining > 0) {
                 fault->remaining--;
@@ -191,11 +192,14 @@ fk_Init(unsigned int Flags)
     config_load();
     if (fk_config.bad) {
         res = CUDA_ERROR_INVALID_VALUE;
-    } else if (fk_config.init_error != 0) {
+    }
+    else if (fk_config.init_error != 0) {
         res = (CUresult)fk_config.init_error;
-    } else if (fk_config.devices == 0) {
+    }
+    else if (fk_config.devices == 0) {
         res = CUDA_ERROR_NO_DEVICE;
-    } else if (!fk_initialized) {
+    }
+    else if (!fk_initialized) {
         fk_devices_init(fk_config.devices);
         fk_initialized = 1;
     }

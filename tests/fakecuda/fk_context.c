@@ -129,7 +129,8 @@ fk_DevicePrimaryCtxRelease(CUdevice dev)
     fk_lock();
     if (fk_primary[dev].refcount == 0) {
         res = CUDA_ERROR_INVALID_CONTEXT;
-    } else if (--fk_primary[dev].refcount == 0) {
+    }
+    else if (--fk_primary[dev].refcount == 0) {
         primary_destroy(dev);
     }
     fk_unlock();

@@ -76,7 +76,8 @@ job_run(const fk_job *job)
 
             if (job->elem != 0) {
                 fill(d, job->width, job->value, job->elem);
-            } else {
+            }
+            else {
                 memmove(d, job->src.host + s * job->src_slice + r * job->src_pitch, job->width);
             }
         }
@@ -118,7 +119,8 @@ job_run_after(fk_job *job, unsigned long long seq, const fk_context *a, const fk
     fk_ops_wait(seq);
     if (!a->alive || (b != NULL && !b->alive)) {
         res = CUDA_ERROR_CONTEXT_IS_DESTROYED; /* reset meanwhile */
-    } else {
+    }
+    else {
         fk_unlock();
         job_run(job);
         fk_lock();

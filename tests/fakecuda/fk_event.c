@@ -122,7 +122,8 @@ fk_EventDestroy(CUevent hEvent)
     event = find_event(hEvent);
     if (event == NULL) {
         res = CUDA_ERROR_INVALID_HANDLE;
-    } else {
+    }
+    else {
         fk_resource_remove(&event->res); /* a record still queued runs on the state */
         event_gone(&event->res);
     }
@@ -207,7 +208,8 @@ fk_EventQuery(CUevent hEvent)
     event = find_event(hEvent);
     if (event == NULL) {
         res = CUDA_ERROR_INVALID_HANDLE;
-    } else if (event->state->record_seq != 0 && !event->state->complete) {
+    }
+    else if (event->state->record_seq != 0 && !event->state->complete) {
         res = CUDA_ERROR_NOT_READY; /* never recorded: CUDA_SUCCESS, as the driver */
     }
     fk_unlock();
@@ -227,7 +229,8 @@ fk_EventSynchronize(CUevent hEvent)
     event = find_event(hEvent);
     if (event == NULL) {
         res = CUDA_ERROR_INVALID_HANDLE;
-    } else {
+    }
+    else {
         fk_ops_wait(event->state->record_seq); /* the lock is released while waiting */
     }
     fk_unlock();
@@ -261,7 +264,8 @@ fk_EventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
     end = find_event(hEnd);
     if (start == NULL || end == NULL) {
         res = CUDA_ERROR_INVALID_HANDLE;
-    } else {
+    }
+    else {
         /* An unusable event (INVALID_HANDLE) outranks an unfinished one (NOT_READY). */
         CUresult res_start = timing_check(start->state), res_end = timing_check(end->state);
 
@@ -298,9 +302,11 @@ fk_IpcGetEventHandle(CUipcEventHandle *pHandle, CUevent event)
     found = find_event(event);
     if (found == NULL) {
         res = CUDA_ERROR_INVALID_HANDLE;
-    } else if (!(found->state->flags & CU_EVENT_INTERPROCESS)) {
+    }
+    else if (!(found->state->flags & CU_EVENT_INTERPROCESS)) {
         res = CUDA_ERROR_INVALID_VALUE;
-    } else {
+    }
+    else {
         if (!found->state->exported) {
             found->state->exported = 1;
             found->state->next_exported = fk_exported;

@@ -145,7 +145,8 @@ storage_new(size_t size, int host_visible)
         data =
             mmap(NULL, storage->mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         data = data == MAP_FAILED ? NULL : data;
-    } else if (!host_visible) {
+    }
+    else if (!host_visible) {
         data = malloc(size);
     }
     if (data == NULL) {
@@ -181,7 +182,8 @@ storage_unref(fk_storage *storage)
     }
     if (storage->owned && storage->mapped != 0) {
         munmap(storage->data, storage->mapped);
-    } else if (storage->owned) {
+    }
+    else if (storage->owned) {
         free(storage->data);
     }
     free(storage);
@@ -295,7 +297,8 @@ region_destroy(fk_resource *res)
 
     if (region->prev != NULL) {
         region->prev->next = region->next;
-    } else {
+    }
+    else {
         fk_regions = region->next;
     }
     if (region->next != NULL) {
@@ -476,7 +479,8 @@ fk_MemAlloc(CUdeviceptr *dptr, size_t bytesize)
         dev = fk_device_get(ctx->device);
         if (bytesize > dev->total_mem - dev->used_mem) {
             res = CUDA_ERROR_OUT_OF_MEMORY;
-        } else {
+        }
+        else {
             dev->used_mem += bytesize; /* claimed now: the bytes are made unlocked */
         }
     }
@@ -489,7 +493,8 @@ fk_MemAlloc(CUdeviceptr *dptr, size_t bytesize)
     res = allocation_finish(&region, FK_REGION_DEVICE, ctx, storage, bytesize, 0);
     if (res == CUDA_SUCCESS) {
         *dptr = region->base;
-    } else {
+    }
+    else {
         dev->used_mem -= bytesize;
     }
     fk_unlock();
@@ -615,7 +620,8 @@ fk_MemHostGetDevicePointer(CUdeviceptr *pdptr, void *p, unsigned int Flags)
             (region->type != FK_REGION_PINNED && region->type != FK_REGION_REGISTERED) ||
             !is_mapped(region)) {
             res = CUDA_ERROR_INVALID_VALUE;
-        } else {
+        }
+        else {
             *pdptr = (CUdeviceptr)(uintptr_t)p; /* unified addressing: the same address */
         }
     }
@@ -701,7 +707,8 @@ fk_MemGetAddressRange(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
         region = region_containing(dptr, 1);
         if (region == NULL) {
             res = CUDA_ERROR_NOT_FOUND;
-        } else {
+        }
+        else {
             if (pbase != NULL) {
                 *pbase = region->base;
             }
@@ -810,7 +817,8 @@ fk_IpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
         region = region_containing(dptr, 1); /* any address inside names the allocation */
         if (region == NULL || region->type != FK_REGION_DEVICE) {
             res = CUDA_ERROR_INVALID_VALUE;
-        } else {
+        }
+        else {
             memcpy(ipc.magic, fk_ipc_mem_magic, sizeof(ipc.magic));
             ipc.pid = (uint64_t)getpid();
             ipc.instance = (uint64_t)(uintptr_t)&fk_regions;
@@ -870,7 +878,8 @@ fk_IpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flag
             region_new(FK_REGION_IPC, ctx, 0, source->size, source->storage, Flags, source->device);
         if (alias == NULL) {
             res = CUDA_ERROR_OUT_OF_MEMORY;
-        } else {
+        }
+        else {
             *pdptr = alias->base;
         }
     }

@@ -166,7 +166,8 @@ fk_op_enqueue(fk_op *op, fk_context *ctx, fk_lane *lane)
     op->seq = fk_next_seq++;
     if (fk_tail != NULL) {
         fk_tail->next = op;
-    } else {
+    }
+    else {
         fk_head = op;
     }
     fk_tail = op;
@@ -194,7 +195,8 @@ fk_ops_drop_context(fk_context *ctx)
                 op->cancel(op);
             }
             free(op);
-        } else {
+        }
+        else {
             fk_tail = op;
             link = &op->next;
         }

@@ -44,7 +44,8 @@ fk_resource_remove(fk_resource *res)
 {
     if (res->prev != NULL) {
         res->prev->next = res->next;
-    } else {
+    }
+    else {
         fk_registered[res->kind] = res->next;
     }
     if (res->next != NULL) {

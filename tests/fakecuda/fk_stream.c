@@ -135,7 +135,8 @@ fk_StreamDestroy(CUstream hStream)
     stream = fk_resource_find(hStream, FK_STREAMS);
     if (stream == NULL) {
         res = CUDA_ERROR_INVALID_HANDLE;
-    } else {
+    }
+    else {
         fk_resource_remove(stream); /* its queued ops still run, naming the dead handle */
     }
     fk_unlock();
