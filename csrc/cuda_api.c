@@ -103,6 +103,10 @@ resolve_all(void *lib, const char *path)
             return -1;
         }
         if (res != CUDA_SUCCESS || found != CU_GET_PROC_ADDRESS_SUCCESS || slots[i] == NULL) {
+            slots[i] = NULL;
+            if (cu_versions[i] > GH_MIN_DRIVER_VERSION) {
+                continue; /* optional: newer than the oldest driver gpuhost supports */
+            }
             snprintf(load_error, sizeof(load_error),
                      "the CUDA driver %s is too old or incomplete: it has no %s at ABI "
                      "version %d (gpuhost needs a driver for CUDA %d.%d or newer)",

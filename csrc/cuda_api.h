@@ -13,7 +13,9 @@
 #include <cudaTypedefs.h>
 #include <cudaProfilerTypedefs.h>
 
-/* Oldest driver gpuhost runs on (cuGetProcAddress_v2 and the ABIs below). */
+/* Oldest driver gpuhost runs on (cuGetProcAddress_v2 and the ABIs below).  An entry whose
+   version is newer than this is optional: an older driver leaves it NULL, and the code
+   that calls it checks first (cuFuncGetParamInfo, CUDA 12.4). */
 #define GH_MIN_DRIVER_VERSION 12000
 
 #define GH_CUDA_API_LIST(X)                                                                        \
@@ -95,7 +97,23 @@
     X(MemsetD2D32Async, 3020)                                                                      \
     X(IpcGetMemHandle, 4010)                                                                       \
     X(IpcOpenMemHandle, 11000)                                                                     \
-    X(IpcCloseMemHandle, 4010)
+    X(IpcCloseMemHandle, 4010)                                                                     \
+    X(ModuleLoadDataEx, 2010)                                                                      \
+    X(ModuleUnload, 2000)                                                                          \
+    X(ModuleGetFunction, 2000)                                                                     \
+    X(ModuleGetGlobal, 3020)                                                                       \
+    X(FuncGetAttribute, 2020)                                                                      \
+    X(FuncSetAttribute, 9000)                                                                      \
+    X(FuncGetParamInfo, 12040)                                                                     \
+    X(LaunchKernel, 4000)                                                                          \
+    X(LaunchKernelEx, 11060)                                                                       \
+    X(OccupancyMaxActiveBlocksPerMultiprocessor, 6050)                                             \
+    X(OccupancyMaxPotentialBlockSize, 6050)                                                        \
+    X(OccupancyMaxActiveClusters, 11070)                                                           \
+    X(LinkCreate, 6050)                                                                            \
+    X(LinkAddData, 6050)                                                                           \
+    X(LinkComplete, 5050)                                                                          \
+    X(LinkDestroy, 5050)
 
 /* The function table: gh_cu.MemGetInfo(&free, &total). */
 typedef struct {

@@ -51,6 +51,12 @@ result_text(CUresult res, const char *name)
 int
 gh_raise_cuda(CUresult res, gh_cu_id id)
 {
+    return gh_raise_cuda_detail(res, id, NULL);
+}
+
+int
+gh_raise_cuda_detail(CUresult res, gh_cu_id id, const char *detail)
+{
     const char *name = gh_cu_result_name(res);
     const char *driver_name = NULL;
     PyObject *cls = NULL, *pyname = NULL, *msg = NULL, *exc = NULL;
@@ -64,6 +70,9 @@ gh_raise_cuda(CUresult res, gh_cu_id id)
         goto done;
     }
     msg = result_text(res, PyUnicode_AsUTF8(pyname));
+    if (msg != NULL && detail != NULL && detail[0] != '\0') {
+        Py_SETREF(msg, PyUnicode_FromFormat("%U\n%s", msg, detail));
+    }
     if (msg == NULL) {
         goto done;
     }

@@ -44,6 +44,8 @@ release_now(gh_cu_id id, void *handle)
             return gh_cu.MemHostUnregister(handle);
         case GH_CU_IpcCloseMemHandle:
             return gh_cu.IpcCloseMemHandle((CUdeviceptr)(uintptr_t)handle);
+        case GH_CU_ModuleUnload:
+            return gh_cu.ModuleUnload((CUmodule)handle);
         default:
             return CUDA_ERROR_NOT_SUPPORTED;
     }
@@ -368,7 +370,9 @@ module_exec(PyObject *module)
     if (gh_device_init_type(module, st) < 0 || gh_context_init_type(module, st) < 0 ||
         gh_stream_init_type(module, st) < 0 || gh_event_init_type(module, st) < 0 ||
         gh_memory_init_type(module, st) < 0 || gh_devicearray_init_type(module, st) < 0 ||
-        gh_dlpack_init(module, st) < 0 || PyModule_AddFunctions(module, gh_nvtx_methods) < 0) {
+        gh_dlpack_init(module, st) < 0 || gh_cumodule_init_type(module, st) < 0 ||
+        gh_kernel_init_type(module, st) < 0 || PyModule_AddFunctions(module, gh_nvtx_methods) < 0 ||
+        PyModule_AddFunctions(module, gh_program_methods) < 0) {
         return -1;
     }
     return PyModule_AddIntConstant(module, "CUDA_HEADERS_VERSION", CUDA_VERSION);
@@ -386,6 +390,9 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->AllocationType);
     Py_VISIT(st->DeviceArrayType);
     Py_VISIT(st->DLPackOwnerType);
+    Py_VISIT(st->ModuleType);
+    Py_VISIT(st->KernelType);
+    Py_VISIT(st->LaunchConfigType);
     Py_VISIT(st->devices);
     return 0;
 }
@@ -403,6 +410,9 @@ module_clear(PyObject *module)
     Py_CLEAR(st->AllocationType);
     Py_CLEAR(st->DeviceArrayType);
     Py_CLEAR(st->DLPackOwnerType);
+    Py_CLEAR(st->ModuleType);
+    Py_CLEAR(st->KernelType);
+    Py_CLEAR(st->LaunchConfigType);
     return 0;
 }
 

@@ -35,6 +35,9 @@ typedef struct {
     PyTypeObject *AllocationType;
     PyTypeObject *DeviceArrayType;
     PyTypeObject *DLPackOwnerType;
+    PyTypeObject *ModuleType;
+    PyTypeObject *KernelType;
+    PyTypeObject *LaunchConfigType;
     PyObject *devices;        /* list of Device or None, one per ordinal, made on first use */
     int defer_depth;          /* nesting of defer_cleanup() blocks */
     gh_pending_release *held; /* releases held by defer_cleanup(), n_held of cap_held */
@@ -64,6 +67,8 @@ int gh_driver_version(void);
 /* Set CudaAPIError (or its out-of-memory subclass) for `res` returned by entry point `id`;
    returns -1.  `res` must not be CUDA_SUCCESS. */
 int gh_raise_cuda(CUresult res, gh_cu_id id);
+/* gh_raise_cuda with `detail` (e.g. a JIT log; may be NULL) appended to the message. */
+int gh_raise_cuda_detail(CUresult res, gh_cu_id id, const char *detail);
 /* 0 if res is CUDA_SUCCESS, else raise as gh_raise_cuda and return -1. */
 static inline int
 gh_check(CUresult res, gh_cu_id id)
@@ -290,6 +295,35 @@ int gh_dlpack_init(PyObject *module, gh_state *st);
 /* DeviceArray.__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None). */
 PyObject *gh_dlpack_export(gh_devicearray *a, PyObject *args, PyObject *kwargs);
 
+/* ---- cumodule.c ---- */
+
+/* A loaded CUmodule. */
+typedef struct {
+    PyObject_HEAD
+    gh_context *context; /* strong */
+    uint64_t generation;
+    CUmodule handle;       /* NULL once freed */
+    PyObject *param_types; /* {symbol: ((kind, size, align), ...)} from the PTX, or None */
+    PyObject *lowered;     /* {name expression: lowered name}, or None */
+    PyObject *info_log;    /* str */
+    int unloaded;          /* unload() was called: no more launches */
+    int globals_out;       /* get_global() handed out addresses: free only at dealloc */
+} gh_module;
+
+int gh_cumodule_init_type(PyObject *module, gh_state *st);
+/* 0 if module `m` can still be used by call `id`; else CudaAPIError and -1 (unloaded, or
+   its context reset or closed). */
+int gh_module_check_usable(gh_module *m, gh_cu_id id);
+
+/* ---- kernel.c ---- */
+
+int gh_kernel_init_type(PyObject *module, gh_state *st);
+/* A new Kernel for function `f` of module `m`, asked for as `name`, with symbol `symbol`;
+   `types` is the PTX's ((kind, size, align), ...) for it, or NULL/None when unknown.
+   New reference or NULL. */
+PyObject *gh_kernel_new(gh_state *st, gh_module *m, CUfunction f, PyObject *name, PyObject *symbol,
+                        PyObject *types);
+
 /* ---- nvtx.c ---- */
 
 extern PyMethodDef gh_nvtx_methods[];
@@ -305,5 +339,9 @@ const char *gh_nvrtc_path(void);
 int gh_check_nvrtc(nvrtcResult res, gh_nvrtc_id id);
 /* errors.c: raise NvrtcError(code, name, call, log); returns -1. */
 int gh_raise_nvrtc(int code, const char *name, const char *call, const char *log);
+
+/* ---- program.c: NVRTC compilation (nvrtc_compile, nvrtc_supported_archs) ---- */
+
+extern PyMethodDef gh_program_methods[];
 
 #endif /* GPUHOST_MODULE_H */

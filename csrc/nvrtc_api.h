@@ -1,7 +1,7 @@
 /* The libnvrtc entry points gpuhost calls: one list, one place.
  *
  * NVRTC has no versioned symbols, so each X(Name) is the function nvrtc<Name> with the
- * prototype nvrtc.h gives it.
+ * prototype nvrtc.h gives it.  All of them exist since NVRTC 12.0 (GetLTOIR is the newest).
  */
 #ifndef GPUHOST_NVRTC_API_H
 #define GPUHOST_NVRTC_API_H
@@ -10,7 +10,22 @@
 
 #define GH_NVRTC_API_LIST(X)                                                                       \
     X(Version)                                                                                     \
-    X(GetErrorString)
+    X(GetErrorString)                                                                              \
+    X(GetNumSupportedArchs)                                                                        \
+    X(GetSupportedArchs)                                                                           \
+    X(CreateProgram)                                                                               \
+    X(DestroyProgram)                                                                              \
+    X(AddNameExpression)                                                                           \
+    X(CompileProgram)                                                                              \
+    X(GetProgramLogSize)                                                                           \
+    X(GetProgramLog)                                                                               \
+    X(GetPTXSize)                                                                                  \
+    X(GetPTX)                                                                                      \
+    X(GetCUBINSize)                                                                                \
+    X(GetCUBIN)                                                                                    \
+    X(GetLTOIRSize)                                                                                \
+    X(GetLTOIR)                                                                                    \
+    X(GetLoweredName)
 
 typedef struct {
 #define GH_NVRTC_FIELD(name) __typeof__(nvrtc##name) *name;

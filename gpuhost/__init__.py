@@ -52,7 +52,9 @@ from ._arrays import (
 )
 from ._core import Allocation, DeviceArray
 from ._streamtools import IpcEventHandle, profiling
+from .compiler import CompiledCode, compile, compile_ptx, compile_ptx_for_current_device
 from .devices import close, detect, gpus, list_devices, require_context
+from .kernels import Kernel, LaunchConfig, Linker, Module, RawKernel, SourceModule, launch
 from .errors import (
     CudaAPIError,
     CudaDriverError,
@@ -61,6 +63,7 @@ from .errors import (
     InvalidDeviceError,
     NvrtcError,
     NvrtcSupportError,
+    NvrtcWarning,
 )
 
 __version__ = "0.1.0"
@@ -72,6 +75,13 @@ def get_current_device():
 
 
 __all__ = [
+    "Kernel",
+    "LaunchConfig",
+    "Linker",
+    "Module",
+    "RawKernel",
+    "SourceModule",
+    "launch",
     "Allocation",
     "DeviceArray",
     "as_cuda_array",
@@ -103,6 +113,11 @@ __all__ = [
     "MemoryInfo",
     "NvrtcError",
     "NvrtcSupportError",
+    "NvrtcWarning",
+    "CompiledCode",
+    "compile",
+    "compile_ptx",
+    "compile_ptx_for_current_device",
     "Stream",
     "close",
     "current_context",

@@ -1,9 +1,50 @@
 """``python -m gpuhost``: the devices found, as numba.cuda.detect() prints them, and on a
-machine with a GPU a short self-check of the driver (context, memory information)."""
+machine with a GPU a short self-check of each device: its context and memory, then SAXPY
+compiled with NVRTC, launched on a stream and compared with NumPy."""
 import argparse
 import sys
 
+import numpy as np
+
 import gpuhost
+
+SAXPY = r"""
+extern "C" __global__
+void saxpy(float a, const float *x, const float *y, float *out, size_t n)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        out[i] = a * x[i] + y[i];
+    }
+}
+"""
+
+
+def saxpy_check():
+    """SAXPY on the current device; what it found, as a phrase. Raises AssertionError if a
+    value differs from NumPy's."""
+    n = 1 << 20
+    rng = np.random.default_rng()
+    a = np.float32(rng.standard_normal())
+    x = rng.standard_normal(n, dtype=np.float32)
+    y = rng.standard_normal(n, dtype=np.float32)
+    # -fmad=false: no fused multiply-add, so the result matches NumPy's bit for bit
+    try:
+        module = gpuhost.Module(gpuhost.compile(SAXPY, options=("-fmad=false",)))
+    except gpuhost.CudaAPIError as e:
+        if e.name != "CUDA_ERROR_NOT_SUPPORTED":
+            raise
+        return "SAXPY not run: this driver cannot load modules (%s)" % e.name
+    saxpy = module.get_function("saxpy")
+    stream = gpuhost.stream()
+    d_x, d_y = gpuhost.to_device(x, stream=stream), gpuhost.to_device(y, stream=stream)
+    d_out = gpuhost.device_array(n, np.float32, stream=stream)
+    saxpy[(n + 255) // 256, 256, stream](a, d_x, d_y, d_out, n)
+    out = d_out.copy_to_host(stream=stream)
+    stream.synchronize()
+    bad = np.count_nonzero(out != a * x + y)
+    assert bad == 0, "SAXPY: %d of %d values differ from NumPy's" % (bad, n)
+    return "SAXPY exact"
 
 
 def self_check(out):
@@ -15,9 +56,10 @@ def self_check(out):
                 ctx = gpuhost.current_context()
                 info = ctx.get_memory_info()
                 ctx.synchronize()
-            assert 0 < info.free <= info.total == dev.total_memory, info
-            print("self-check device %d: context %#x, %.1f of %.1f GiB free: ok"
-                  % (dev.id, ctx.handle, info.free / 2**30, info.total / 2**30), file=out)
+                assert 0 < info.free <= info.total == dev.total_memory, info
+                kernels = saxpy_check()
+            print("self-check device %d: context %#x, %.1f of %.1f GiB free, %s: ok"
+                  % (dev.id, ctx.handle, info.free / 2**30, info.total / 2**30, kernels), file=out)
         except Exception as e:  # report every failure, then go on to the next device
             failures += 1
             print("self-check device %d: FAILED: %s: %s" % (dev.id, type(e).__name__, e), file=out)

@@ -33,3 +33,30 @@ def nvrtc_candidates(major):
                 out.append(path)
     out.extend(names)  # the dynamic loader's own search (LD_LIBRARY_PATH, ldconfig)
     return out
+
+
+def cuda_include_dirs(nvrtc_path=None):
+    """The CUDA headers NVRTC programs include (cuda_fp16.h, cuda/std/...): [include] and,
+    where it exists, [include/cccl] of one toolkit; [] when none is found.
+
+    NVRTC 13 has no built-in search path for them.  The toolkit next to the loaded libnvrtc
+    (`nvrtc_path`) comes first, so headers and compiler match; then CUDA_HOME, CUDA_PATH,
+    /usr/local/cuda and the pip wheels, as for the library.
+    """
+    roots = []
+    if nvrtc_path and os.path.isabs(nvrtc_path):
+        roots.append(os.path.dirname(os.path.dirname(os.path.realpath(nvrtc_path))))
+    roots += [os.path.dirname(d) for d in _toolkit_dirs()]
+    major = None
+    if nvrtc_path:
+        suffix = os.path.basename(nvrtc_path).rpartition(".so.")[2]
+        major = int(suffix) if suffix.isdigit() else None
+    wheels = ["cu%d" % major] if major else []
+    roots += [os.path.join(p, "nvidia", sub) for p in sys.path if p
+              for sub in wheels + ["cuda_runtime", "cuda_nvrtc"]]
+    for root in roots:
+        inc = os.path.join(root, "include")
+        if os.path.isfile(os.path.join(inc, "cuda_fp16.h")):
+            cccl = os.path.join(inc, "cccl")
+            return [inc, cccl] if os.path.isdir(cccl) else [inc]
+    return []

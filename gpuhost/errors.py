@@ -12,6 +12,7 @@ __all__ = [
     "InvalidDeviceError",
     "NvrtcError",
     "NvrtcSupportError",
+    "NvrtcWarning",
 ]
 
 
@@ -66,3 +67,8 @@ class NvrtcError(Exception):
 
 class NvrtcSupportError(NvrtcError, ImportError):
     """libnvrtc could not be found or loaded; the message lists the paths tried."""
+
+
+class NvrtcWarning(UserWarning):
+    """NVRTC compiled the source but logged warnings; the message holds the log, which
+    also stays on the result as ``CompiledCode.log``."""

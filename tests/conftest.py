@@ -31,6 +31,13 @@ def _real_gpu_count():
 
 REAL_GPU = _real_gpu_count() > 0  # whether this machine's libcuda.so.1 has a device
 
+# Compiled kernels are cached on disk: the suite's go to a directory of its own (also
+# for the processes it starts), never the user's ~/.cache/gpuhost.
+if "GPUHOST_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["GPUHOST_CACHE_DIR"] = tempfile.mkdtemp(prefix="gpuhost-test-cache-")
+
 
 def _choose_driver():
     choice = os.environ.get("GPUHOST_TEST_DRIVER", "")

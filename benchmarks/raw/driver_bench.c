@@ -4,14 +4,16 @@
  * process would be measured at another moment, on a machine whose speed drifts).
  * Each bench_* function times one loop of `n` calls and returns microseconds per call.
  *   cc -O2 -shared -fPIC driver_bench.c -I$CUDA/include -L$CUDA/lib64/stubs -lcuda
+ * With -DBENCH_NVRTC_ONLY only bench_nvrtc_compile is built, and libcuda is not needed
+ * (NVRTC runs without a GPU):
+ *   cc -O2 -shared -fPIC -DBENCH_NVRTC_ONLY driver_bench.c -I$CUDA/include -ldl
  */
 #include <cuda.h>
+#include <dlfcn.h>
+#include <nvrtc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static CUstream stream;
-static CUevent event;
 
 static double
 now_us(void)
@@ -20,6 +22,81 @@ now_us(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
+
+/* n NVRTC compilations of `source` with `options`, each as a program does one: create,
+   compile, fetch the log, the PTX and (for an sm_XY target) the cubin, destroy.  libnvrtc
+   is dlopen'ed from `libpath` (pass gpuhost's, so both time the same library).  Returns
+   microseconds per compilation, or a negative number if loading or compiling failed. */
+double
+bench_nvrtc_compile(const char *libpath, const char *source, int nopts, const char *const *options,
+                    int n)
+{
+    void *lib = dlopen(libpath, RTLD_NOW | RTLD_LOCAL);
+    __typeof__(nvrtcCreateProgram) *create;
+    __typeof__(nvrtcCompileProgram) *compile;
+    __typeof__(nvrtcGetProgramLogSize) *log_size;
+    __typeof__(nvrtcGetProgramLog) *get_log;
+    __typeof__(nvrtcGetPTXSize) *ptx_size;
+    __typeof__(nvrtcGetPTX) *get_ptx;
+    __typeof__(nvrtcGetCUBINSize) *cubin_size;
+    __typeof__(nvrtcGetCUBIN) *get_cubin;
+    __typeof__(nvrtcDestroyProgram) *destroy;
+    double t0, t = -1.0;
+    int failed = 0;
+
+    if (lib == NULL) {
+        return -1.0;
+    }
+    create = (__typeof__(create))dlsym(lib, "nvrtcCreateProgram");
+    compile = (__typeof__(compile))dlsym(lib, "nvrtcCompileProgram");
+    log_size = (__typeof__(log_size))dlsym(lib, "nvrtcGetProgramLogSize");
+    get_log = (__typeof__(get_log))dlsym(lib, "nvrtcGetProgramLog");
+    ptx_size = (__typeof__(ptx_size))dlsym(lib, "nvrtcGetPTXSize");
+    get_ptx = (__typeof__(get_ptx))dlsym(lib, "nvrtcGetPTX");
+    cubin_size = (__typeof__(cubin_size))dlsym(lib, "nvrtcGetCUBINSize");
+    get_cubin = (__typeof__(get_cubin))dlsym(lib, "nvrtcGetCUBIN");
+    destroy = (__typeof__(destroy))dlsym(lib, "nvrtcDestroyProgram");
+    if (!create || !compile || !log_size || !get_log || !ptx_size || !get_ptx || !cubin_size ||
+        !get_cubin || !destroy) {
+        dlclose(lib);
+        return -1.0;
+    }
+    t0 = now_us();
+    for (int i = 0; i < n && !failed; i++) {
+        nvrtcProgram prog;
+        size_t size = 0;
+        char *buf;
+        if (create(&prog, source, "kernel.cu", 0, NULL, NULL) != NVRTC_SUCCESS) {
+            failed = 1;
+            break;
+        }
+        failed = compile(prog, nopts, options) != NVRTC_SUCCESS;
+        if (log_size(prog, &size) == NVRTC_SUCCESS && (buf = malloc(size + 1)) != NULL) {
+            get_log(prog, buf);
+            free(buf);
+        }
+        if (!failed && ptx_size(prog, &size) == NVRTC_SUCCESS && size > 0 &&
+            (buf = malloc(size)) != NULL) {
+            get_ptx(prog, buf);
+            free(buf);
+        }
+        if (!failed && cubin_size(prog, &size) == NVRTC_SUCCESS && size > 0 &&
+            (buf = malloc(size)) != NULL) {
+            get_cubin(prog, buf);
+            free(buf);
+        }
+        destroy(&prog);
+    }
+    if (!failed) {
+        t = (now_us() - t0) / n;
+    }
+    dlclose(lib);
+    return t;
+}
+
+#ifndef BENCH_NVRTC_ONLY
+static CUstream stream;
+static CUevent event;
 
 /* Device 0's primary context made current in the calling thread, a stream and an event.
    0, or the failing CUresult. */
@@ -123,3 +200,4 @@ bench_copy(size_t bytes, int pinned, int to_device, int n)
     cuMemFree(d);
     return t;
 }
+#endif /* BENCH_NVRTC_ONLY */

@@ -1,0 +1,1306 @@
+/* Kernel: a CUfunction of a loaded Module, its attributes and occupancy, and launching it
+ * (numba's kernel[grid, block, stream, shared](*args), pycuda's kernel(*args, block=...),
+ * and LaunchConfig objects from configure()).
+ *
+ * Arguments are checked against the kernel's real parameters (cuFuncGetParamInfo for
+ * offsets and sizes; the PTX, when the module came from PTX, for float vs integer) and
+ * packed into one buffer: a mismatch is a TypeError naming the kernel and the parameter.
+ */
+#include "module.h"
+
+#define NO_IMPORT_ARRAY
+#define PY_ARRAY_UNIQUE_SYMBOL gh_ARRAY_API
+#include <numpy/arrayobject.h>
+
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+#if PY_VERSION_HEX < 0x030B0000
+#define PyFloat_Pack2 _PyFloat_Pack2
+#endif
+
+/* A parameter: where it goes in the argument buffer, and what it holds. */
+typedef struct {
+    uint32_t offset, size;
+    char kind; /* 'i' integer or pointer, 'f' floating point, 's' struct (bytes), '?' unknown */
+} gh_param;
+
+typedef struct {
+    PyObject_HEAD
+    gh_module *module; /* strong */
+    CUfunction handle;
+    PyObject *name;   /* str: as asked for */
+    PyObject *symbol; /* str: the symbol in the module */
+    int nparams;      /* -1 when they cannot be known (old driver, no PTX) */
+    gh_param *params;
+    size_t argsize; /* bytes of the whole argument buffer */
+    int max_threads, max_dyn_shared, optin_shared, static_shared, cc_major;
+    unsigned int max_block[3], max_grid[3];
+    PyObject *last_key, *last_config; /* the last kernel[...], reused when asked again */
+    vectorcallfunc vectorcall;
+} gh_kernel;
+
+/* Everything about one launch but its arguments. */
+typedef struct {
+    unsigned int grid[3], block[3], cluster[3]; /* cluster[0] == 0: no cluster */
+    unsigned int shared;
+    int cooperative;
+    PyObject *stream; /* NULL: the default stream */
+} launch_dims;
+
+typedef struct {
+    PyObject_HEAD
+    gh_kernel *kernel; /* strong */
+    launch_dims dims;  /* dims.stream strong */
+    vectorcallfunc vectorcall;
+} gh_launchconfig;
+
+/* ---- launch configuration ---- */
+
+/* Read a grid/block/cluster argument: an int, or a tuple or list of 1 to 3 ints. */
+static int
+parse_dims(PyObject *obj, unsigned int out[3], const char *what)
+{
+    PyObject *const *items = &obj;
+    Py_ssize_t n = 1;
+    out[0] = out[1] = out[2] = 1;
+    if (PyTuple_Check(obj) || PyList_Check(obj)) {
+        n = PySequence_Fast_GET_SIZE(obj);
+        items = PySequence_Fast_ITEMS(obj);
+        if (n < 1 || n > 3) {
+            PyErr_Format(PyExc_ValueError, "%s must have 1 to 3 dimensions, not %zd", what, n);
+            return -1;
+        }
+    }
+    else if (!PyIndex_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s must be an int or a tuple of 1 to 3 ints, not %.100s",
+                     what, Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long long v;
+        if (!PyIndex_Check(items[i])) {
+            PyErr_Format(PyExc_TypeError, "%s dimensions must be ints, not %.100s", what,
+                         Py_TYPE(items[i])->tp_name);
+            return -1;
+        }
+        v = PyLong_AsLongLong(items[i]);
+        if (v == -1 && PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError)) {
+                return -1;
+            }
+            PyErr_Clear();
+            v = LLONG_MAX;
+        }
+        if (v < 1 || v > UINT_MAX) {
+            PyErr_Format(PyExc_ValueError, "%s dimensions must be between 1 and %u, got %R", what,
+                         UINT_MAX, obj);
+            return -1;
+        }
+        out[i] = (unsigned int)v;
+    }
+    return 0;
+}
+
+static int
+raise_dim_limit(gh_kernel *k, const char *what, const unsigned int *d, const unsigned int *lim)
+{
+    PyErr_Format(PyExc_ValueError,
+                 "%s (%u, %u, %u) for kernel %R is past the device's limits: %s at most "
+                 "(%u, %u, %u)",
+                 what, d[0], d[1], d[2], k->name, what, lim[0], lim[1], lim[2]);
+    return -1;
+}
+
+/* Check dims against the device's and the kernel's limits: ValueError quoting them. */
+static int
+check_dims(gh_kernel *k, const launch_dims *d)
+{
+    unsigned long long threads = (unsigned long long)d->block[0] * d->block[1] * d->block[2];
+    for (int i = 0; i < 3; i++) {
+        if (d->block[i] > k->max_block[i]) {
+            return raise_dim_limit(k, "block", d->block, k->max_block);
+        }
+        if (d->grid[i] > k->max_grid[i]) {
+            return raise_dim_limit(k, "grid", d->grid, k->max_grid);
+        }
+    }
+    if (threads > (unsigned long long)k->max_threads) {
+        PyErr_Format(PyExc_ValueError,
+                     "block (%u, %u, %u) has %llu threads; kernel %R allows at most %d per block",
+                     d->block[0], d->block[1], d->block[2], threads, k->name, k->max_threads);
+        return -1;
+    }
+    if (d->shared > (unsigned int)k->max_dyn_shared) {
+        PyErr_Format(PyExc_ValueError,
+                     "%u bytes of dynamic shared memory is past kernel %R's limit of %d bytes "
+                     "(raise it with kernel.max_dynamic_shared_size_bytes, up to %d)",
+                     d->shared, k->name, k->max_dyn_shared, k->optin_shared - k->static_shared);
+        return -1;
+    }
+    if (d->cluster[0] != 0) {
+        if (k->cc_major < 9) {
+            PyErr_Format(PyExc_ValueError,
+                         "thread-block clusters need compute capability 9.0 or newer; device %d "
+                         "is %d.x",
+                         k->module->context->device->id, k->cc_major);
+            return -1;
+        }
+        for (int i = 0; i < 3; i++) {
+            if (d->grid[i] % d->cluster[i] != 0) {
+                PyErr_Format(PyExc_ValueError,
+                             "grid (%u, %u, %u) is not a whole number of clusters (%u, %u, %u)",
+                             d->grid[0], d->grid[1], d->grid[2], d->cluster[0], d->cluster[1],
+                             d->cluster[2]);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+static int
+parse_shared(PyObject *obj, unsigned int *out)
+{
+    long long v;
+    if (obj == NULL || obj == Py_None) {
+        *out = 0;
+        return 0;
+    }
+    v = PyLong_AsLongLong(obj);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (v < 0 || v > UINT_MAX) {
+        PyErr_Format(PyExc_ValueError, "shared memory size must be 0 to %u bytes, not %lld",
+                     UINT_MAX, v);
+        return -1;
+    }
+    *out = (unsigned int)v;
+    return 0;
+}
+
+/* Fill and check `d` from the launch options; the stream is borrowed. */
+static int
+make_dims(gh_kernel *k, launch_dims *d, PyObject *grid, PyObject *block, PyObject *stream,
+          PyObject *shared, int cooperative, PyObject *cluster)
+{
+    memset(d, 0, sizeof(*d));
+    d->cooperative = cooperative;
+    d->stream = (stream == Py_None) ? NULL : stream;
+    if (parse_dims(grid, d->grid, "grid") < 0 || parse_dims(block, d->block, "block") < 0 ||
+        parse_shared(shared, &d->shared) < 0) {
+        return -1;
+    }
+    if (cluster != NULL && cluster != Py_None && parse_dims(cluster, d->cluster, "cluster") < 0) {
+        return -1;
+    }
+    return check_dims(k, d);
+}
+
+/* ---- arguments ---- */
+
+static const char *
+kind_name(char kind)
+{
+    switch (kind) {
+        case 'i':
+            return "integer or pointer";
+        case 'f':
+            return "floating-point";
+        case 's':
+            return "struct";
+        default:
+            return "value";
+    }
+}
+
+/* TypeError (or `exc`) "<kernel>(): parameter i (an N-byte kind) <what>"; returns -1. */
+static int
+arg_error(gh_kernel *k, Py_ssize_t i, PyObject *exc, const char *what, PyObject *arg)
+{
+    const gh_param *p = &k->params[i];
+    PyErr_Format(exc, "%U(): parameter %zd (a %u-byte %s) %s %.100s", k->name, i, p->size,
+                 kind_name(p->kind), what, Py_TYPE(arg)->tp_name);
+    return -1;
+}
+
+static int
+pack_pointer(gh_kernel *k, Py_ssize_t i, PyObject *arg, CUdeviceptr ptr, char *dst)
+{
+    const gh_param *p = &k->params[i];
+    if (p->size != sizeof(CUdeviceptr) || p->kind == 'f' || p->kind == 's') {
+        return arg_error(k, i, PyExc_TypeError, "cannot take a device pointer from", arg);
+    }
+    memcpy(dst, &ptr, sizeof(ptr));
+    return 0;
+}
+
+/* A Python int into an integer parameter of its width (both signed and unsigned ranges
+   are accepted); out of range is an OverflowError. */
+static int
+pack_int(gh_kernel *k, Py_ssize_t i, PyObject *arg, char *dst)
+{
+    const gh_param *p = &k->params[i];
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(arg, &overflow);
+    unsigned long long u = (unsigned long long)v;
+
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (p->size == 8 && overflow > 0) {
+        u = PyLong_AsUnsignedLongLong(arg);
+        if (u == (unsigned long long)-1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            overflow = 2;
+        }
+        else {
+            overflow = 0;
+        }
+    }
+    else if (p->size < 8 && !overflow) {
+        long long lo = -(1LL << (p->size * 8 - 1)), hi = (1LL << (p->size * 8)) - 1;
+        overflow = v < lo || v > hi;
+    }
+    if (p->size != 1 && p->size != 2 && p->size != 4 && p->size != 8) {
+        return arg_error(k, i, PyExc_TypeError, "cannot take", arg);
+    }
+    if (overflow) {
+        PyErr_Format(PyExc_OverflowError, "%U(): parameter %zd (a %u-byte integer) cannot hold %R",
+                     k->name, i, p->size, arg);
+        return -1;
+    }
+    for (uint32_t b = 0; b < p->size; b++) {
+        dst[b] = (char)(u >> (8 * b)); /* little-endian, as the device reads it */
+    }
+    return 0;
+}
+
+/* A Python float (or int, for a float parameter) at the parameter's width. */
+static int
+pack_double(gh_kernel *k, Py_ssize_t i, PyObject *arg, double x, char *dst)
+{
+    const gh_param *p = &k->params[i];
+    float f;
+    switch (p->size) {
+        case 8:
+            memcpy(dst, &x, 8);
+            return 0;
+        case 4:
+            f = (float)x;
+            if (isinf(f) && !isinf(x)) {
+                PyErr_Format(PyExc_OverflowError,
+                             "%U(): parameter %zd (a 4-byte float) cannot hold %R", k->name, i,
+                             arg);
+                return -1;
+            }
+            memcpy(dst, &f, 4);
+            return 0;
+        case 2:
+            return PyFloat_Pack2(x, dst, 1);
+        default:
+            return arg_error(k, i, PyExc_TypeError, "cannot take", arg);
+    }
+}
+
+static int
+pack_complex(gh_kernel *k, Py_ssize_t i, PyObject *arg, char *dst)
+{
+    const gh_param *p = &k->params[i];
+    Py_complex c = PyComplex_AsCComplex(arg);
+    if (PyErr_Occurred()) {
+        return -1;
+    }
+    if (p->kind == 'i' || p->kind == 'f' || (p->size != 8 && p->size != 16)) {
+        return arg_error(k, i, PyExc_TypeError, "cannot take", arg);
+    }
+    if (p->size == 16) {
+        memcpy(dst, &c.real, 8);
+        memcpy(dst + 8, &c.imag, 8);
+    }
+    else {
+        float parts[2] = {(float)c.real, (float)c.imag};
+        memcpy(dst, parts, 8);
+    }
+    return 0;
+}
+
+/* A NumPy scalar or a bytes-like object: its bytes, which must be exactly the parameter's
+   size; a NumPy float cannot go to an integer parameter nor the other way round. */
+static int
+pack_bytes(gh_kernel *k, Py_ssize_t i, PyObject *arg, char *dst)
+{
+    const gh_param *p = &k->params[i];
+    Py_buffer view;
+    if (PyArray_IsScalar(arg, Generic)) {
+        PyArray_Descr *descr = PyArray_DescrFromScalar(arg);
+        char dk = descr ? descr->kind : 0;
+        Py_XDECREF(descr);
+        if ((p->kind == 'i' && dk != 'i' && dk != 'u' && dk != 'b') ||
+            (p->kind == 'f' && dk != 'f')) {
+            return arg_error(k, i, PyExc_TypeError, "cannot take a", arg);
+        }
+    }
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        return arg_error(k, i, PyExc_TypeError, "cannot take", arg);
+    }
+    if ((size_t)view.len != p->size) {
+        PyErr_Format(PyExc_TypeError, "%U(): parameter %zd is %u bytes; got %zd bytes of %.100s",
+                     k->name, i, p->size, view.len, Py_TYPE(arg)->tp_name);
+        PyBuffer_Release(&view);
+        return -1;
+    }
+    memcpy(dst, view.buf, p->size);
+    PyBuffer_Release(&view);
+    return 0;
+}
+
+/* An object exporting the CUDA array interface or DLPack: its device pointer, with the
+   launch stream made to wait for the exporter's stream (gpuhost/_kernels.py). */
+static int
+pack_foreign(gh_kernel *k, Py_ssize_t i, PyObject *arg, PyObject *stream, char *dst)
+{
+    PyObject *argt = PyTuple_Pack(2, arg, stream ? stream : Py_None), *res;
+    unsigned long long ptr;
+    res = argt ? gh_call_python("gpuhost._modules", "foreign_pointer", argt, NULL) : NULL;
+    Py_XDECREF(argt);
+    if (res == NULL) {
+        return -1;
+    }
+    if (res == Py_None) {
+        Py_DECREF(res);
+        return arg_error(k, i, PyExc_TypeError, "cannot take", arg);
+    }
+    ptr = PyLong_AsUnsignedLongLong(res);
+    Py_DECREF(res);
+    if (ptr == (unsigned long long)-1 && PyErr_Occurred()) {
+        return -1;
+    }
+    return pack_pointer(k, i, arg, (CUdeviceptr)ptr, dst);
+}
+
+static int
+pack_arg(gh_state *st, gh_kernel *k, Py_ssize_t i, PyObject *arg, PyObject *stream, char *dst)
+{
+    const gh_param *p = &k->params[i];
+    PyTypeObject *tp = Py_TYPE(arg);
+
+    if (tp == st->DeviceArrayType || PyObject_TypeCheck(arg, st->DeviceArrayType)) {
+        gh_devicearray *a = (gh_devicearray *)arg;
+        if (gh_context_check_alive(a->context, a->generation, GH_CU_LaunchKernel) < 0) {
+            return -1;
+        }
+        return pack_pointer(k, i, arg, a->ptr, dst);
+    }
+    if (PyLong_CheckExact(arg) || (PyLong_Check(arg) && !PyBool_Check(arg))) {
+        if (p->kind == 'f') {
+            double x = PyLong_AsDouble(arg);
+            return (x == -1.0 && PyErr_Occurred()) ? -1 : pack_double(k, i, arg, x, dst);
+        }
+        if (p->kind == 's') {
+            return arg_error(k, i, PyExc_TypeError, "cannot take", arg);
+        }
+        return pack_int(k, i, arg, dst);
+    }
+    if (PyFloat_CheckExact(arg)) {
+        if (p->kind == 'i' || p->kind == 's') {
+            return arg_error(k, i, PyExc_TypeError, "cannot take", arg);
+        }
+        return pack_double(k, i, arg, PyFloat_AS_DOUBLE(arg), dst);
+    }
+    if (PyBool_Check(arg)) {
+        if (p->kind == 's') {
+            return arg_error(k, i, PyExc_TypeError, "cannot take", arg);
+        }
+        return p->kind == 'f' ? pack_double(k, i, arg, arg == Py_True, dst)
+                              : pack_int(k, i, arg, dst);
+    }
+    if (arg == Py_None) {
+        return pack_pointer(k, i, arg, 0, dst);
+    }
+    if (PyArray_Check(arg)) {
+        return arg_error(k, i, PyExc_TypeError,
+                         "cannot take a host array; copy it to the device (gpuhost.to_device) "
+                         "and pass the device array, not a",
+                         arg);
+    }
+    if (PyArray_IsScalar(arg, Generic) || PyBytes_Check(arg) || PyByteArray_Check(arg) ||
+        PyMemoryView_Check(arg)) {
+        return pack_bytes(k, i, arg, dst);
+    }
+    if (PyFloat_Check(arg)) {
+        return pack_double(k, i, arg, PyFloat_AsDouble(arg), dst);
+    }
+    if (PyComplex_Check(arg)) {
+        return pack_complex(k, i, arg, dst);
+    }
+    return pack_foreign(k, i, arg, stream, dst);
+}
+
+/* ---- launch ---- */
+
+static int
+raise_unknown_params(gh_kernel *k)
+{
+    return gh_raise("CudaSupportError",
+                    "cannot check the arguments of kernel %R: this driver has no "
+                    "cuFuncGetParamInfo (CUDA 12.4) and the module was not loaded from PTX; "
+                    "update the driver or load PTX",
+                    k->name);
+}
+
+static CUresult
+launch_ex(gh_kernel *k, const launch_dims *d, CUstream stream, void **params)
+{
+    CUlaunchAttribute attrs[2];
+    CUlaunchConfig cfg;
+    unsigned int n = 0;
+    memset(attrs, 0, sizeof(attrs));
+    if (d->cooperative) {
+        attrs[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+        attrs[n++].value.cooperative = 1;
+    }
+    if (d->cluster[0] != 0) {
+        attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attrs[n].value.clusterDim.x = d->cluster[0];
+        attrs[n].value.clusterDim.y = d->cluster[1];
+        attrs[n++].value.clusterDim.z = d->cluster[2];
+    }
+    cfg.gridDimX = d->grid[0], cfg.gridDimY = d->grid[1], cfg.gridDimZ = d->grid[2];
+    cfg.blockDimX = d->block[0], cfg.blockDimY = d->block[1], cfg.blockDimZ = d->block[2];
+    cfg.sharedMemBytes = d->shared;
+    cfg.hStream = stream;
+    cfg.attrs = attrs;
+    cfg.numAttrs = n;
+    return gh_cu.LaunchKernelEx(&cfg, k->handle, params, NULL);
+}
+
+#define GH_SMALL_ARGS   32
+#define GH_SMALL_ARGBUF 512
+
+static PyObject *
+kernel_launch(gh_kernel *k, const launch_dims *d, PyObject *const *args, Py_ssize_t nargs)
+{
+    gh_module *m = k->module;
+    gh_state *st;
+    gh_stream_ref ref;
+    union {
+        max_align_t align;
+        char bytes[GH_SMALL_ARGBUF];
+    } small;
+    void *small_ptrs[GH_SMALL_ARGS];
+    char *buf = small.bytes;
+    void **ptrs = small_ptrs;
+    PyObject *result = NULL;
+    CUresult res;
+    int pushed;
+
+    if (gh_module_check_usable(m, GH_CU_LaunchKernel) < 0) {
+        return NULL;
+    }
+    if (k->nparams < 0) {
+        raise_unknown_params(k);
+        return NULL;
+    }
+    if (nargs != k->nparams) {
+        PyErr_Format(PyExc_TypeError, "%U() takes %d argument%s, got %zd", k->name, k->nparams,
+                     k->nparams == 1 ? "" : "s", nargs);
+        return NULL;
+    }
+    st = gh_state_of_type(Py_TYPE(k));
+    if (gh_stream_resolve(st, d->stream, &ref) < 0) {
+        return NULL;
+    }
+    if (ref.context != NULL && ref.context != m->context) {
+        PyErr_Format(PyExc_ValueError,
+                     "kernel %R is loaded on device %d; it cannot be launched on a stream of "
+                     "device %d",
+                     k->name, m->context->device->id, ref.context->device->id);
+        return NULL;
+    }
+    if (k->nparams > GH_SMALL_ARGS || k->argsize > GH_SMALL_ARGBUF) {
+        buf = PyMem_Malloc(k->argsize + (size_t)k->nparams * sizeof(void *) + 16);
+        if (buf == NULL) {
+            return PyErr_NoMemory();
+        }
+        ptrs = (void **)(buf + ((k->argsize + 15) & ~(size_t)15));
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        ptrs[i] = buf + k->params[i].offset;
+        if (pack_arg(st, k, i, args[i], d->stream, ptrs[i]) < 0) {
+            goto done;
+        }
+    }
+    if (gh_context_enter(m->context, &pushed) < 0) {
+        goto done;
+    }
+    if (d->cooperative || d->cluster[0] != 0) {
+        res = launch_ex(k, d, ref.handle, ptrs);
+    }
+    else {
+        res = gh_cu.LaunchKernel(k->handle, d->grid[0], d->grid[1], d->grid[2], d->block[0],
+                                 d->block[1], d->block[2], d->shared, ref.handle, ptrs, NULL);
+    }
+    if (gh_context_leave(m->context, pushed) < 0 ||
+        gh_check(res, (d->cooperative || d->cluster[0]) ? GH_CU_LaunchKernelEx
+                                                        : GH_CU_LaunchKernel) < 0) {
+        goto done;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    if (buf != small.bytes) {
+        PyMem_Free(buf);
+    }
+    return result;
+}
+
+/* ---- LaunchConfig ---- */
+
+static PyObject *config_new(gh_state *st, gh_kernel *k, const launch_dims *d);
+
+static PyObject *
+config_vectorcall(gh_launchconfig *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0) {
+        PyErr_Format(PyExc_TypeError, "%U[...]() takes no keyword arguments", self->kernel->name);
+        return NULL;
+    }
+    return kernel_launch(self->kernel, &self->dims, args, PyVectorcall_NARGS(nargsf));
+}
+
+static PyObject *
+dims_tuple(const unsigned int *d)
+{
+    return Py_BuildValue("(III)", d[0], d[1], d[2]);
+}
+
+static PyObject *
+config_get_griddim(gh_launchconfig *self, void *Py_UNUSED(closure))
+{
+    return dims_tuple(self->dims.grid);
+}
+
+static PyObject *
+config_get_blockdim(gh_launchconfig *self, void *Py_UNUSED(closure))
+{
+    return dims_tuple(self->dims.block);
+}
+
+static PyObject *
+config_get_cluster(gh_launchconfig *self, void *Py_UNUSED(closure))
+{
+    return self->dims.cluster[0] ? dims_tuple(self->dims.cluster) : Py_NewRef(Py_None);
+}
+
+static PyObject *
+config_get_stream(gh_launchconfig *self, void *Py_UNUSED(closure))
+{
+    return Py_NewRef(self->dims.stream ? self->dims.stream : Py_None);
+}
+
+static PyObject *
+config_get_sharedmem(gh_launchconfig *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromUnsignedLong(self->dims.shared);
+}
+
+static PyObject *
+config_get_cooperative(gh_launchconfig *self, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(self->dims.cooperative);
+}
+
+static PyObject *
+config_get_kernel(gh_launchconfig *self, void *Py_UNUSED(closure))
+{
+    return Py_NewRef(self->kernel);
+}
+
+static PyObject *
+config_repr(gh_launchconfig *self)
+{
+    const launch_dims *d = &self->dims;
+    return PyUnicode_FromFormat("<gpuhost.LaunchConfig of %R: grid (%u, %u, %u), block (%u, %u, "
+                                "%u), shared %u%s>",
+                                self->kernel->name, d->grid[0], d->grid[1], d->grid[2], d->block[0],
+                                d->block[1], d->block[2], d->shared,
+                                d->cooperative ? ", cooperative" : "");
+}
+
+static int
+config_traverse(gh_launchconfig *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->kernel);
+    Py_VISIT(self->dims.stream);
+    return 0;
+}
+
+static int
+config_clear(gh_launchconfig *self)
+{
+    Py_CLEAR(self->dims.stream);
+    Py_CLEAR(self->kernel);
+    return 0;
+}
+
+static void
+config_dealloc(gh_launchconfig *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    config_clear(self);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+static PyGetSetDef config_getset[] = {
+    {"griddim", (getter)config_get_griddim, NULL, "The grid, (x, y, z).", NULL},
+    {"blockdim", (getter)config_get_blockdim, NULL, "The block, (x, y, z).", NULL},
+    {"cluster", (getter)config_get_cluster, NULL, "The cluster, (x, y, z), or None.", NULL},
+    {"stream", (getter)config_get_stream, NULL, "The stream (None: the default stream).", NULL},
+    {"sharedmem", (getter)config_get_sharedmem, NULL, "Bytes of dynamic shared memory.", NULL},
+    {"cooperative", (getter)config_get_cooperative, NULL, "Whether it is a cooperative launch.",
+     NULL},
+    {"kernel", (getter)config_get_kernel, NULL, "The Kernel it launches.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMemberDef config_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(gh_launchconfig, vectorcall), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyType_Slot config_slots[] = {
+    {Py_tp_doc, "A kernel with its launch configuration: call it with the kernel's arguments "
+                "to launch. Made by kernel[grid, block, stream, shared] or kernel.configure()."},
+    {Py_tp_getset, config_getset},
+    {Py_tp_members, config_members},
+    {Py_tp_call, PyVectorcall_Call},
+    {Py_tp_repr, config_repr},
+    {Py_tp_traverse, config_traverse},
+    {Py_tp_clear, config_clear},
+    {Py_tp_dealloc, config_dealloc},
+    {0, NULL},
+};
+
+static PyType_Spec config_spec = {
+    .name = "gpuhost.LaunchConfig",
+    .basicsize = sizeof(gh_launchconfig),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION |
+             Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
+    .slots = config_slots,
+};
+
+static PyObject *
+config_new(gh_state *st, gh_kernel *k, const launch_dims *d)
+{
+    gh_launchconfig *self = PyObject_GC_New(gh_launchconfig, st->LaunchConfigType);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->kernel = (gh_kernel *)Py_NewRef(k);
+    self->dims = *d;
+    Py_XINCREF(self->dims.stream);
+    self->vectorcall = (vectorcallfunc)config_vectorcall;
+    PyObject_GC_Track(self);
+    return (PyObject *)self;
+}
+
+/* ---- Kernel: launching ---- */
+
+/* kernel[grid, block], kernel[grid, block, stream], kernel[grid, block, stream, shared] */
+static PyObject *
+kernel_getitem(gh_kernel *self, PyObject *key)
+{
+    gh_state *st = gh_state_of_type(Py_TYPE(self));
+    launch_dims d;
+    Py_ssize_t n;
+    PyObject *config;
+
+    if (self->last_key != NULL) {
+        int same = key == self->last_key ? 1 : PyObject_RichCompareBool(key, self->last_key, Py_EQ);
+        if (same < 0) {
+            return NULL;
+        }
+        if (same) {
+            return Py_NewRef(self->last_config);
+        }
+    }
+    n = PyTuple_Check(key) ? PyTuple_GET_SIZE(key) : 0;
+    if (n < 2 || n > 4) {
+        PyErr_Format(PyExc_ValueError,
+                     "a launch configuration is kernel[grid, block], kernel[grid, block, "
+                     "stream] or kernel[grid, block, stream, shared], not kernel[%R]",
+                     key);
+        return NULL;
+    }
+    if (make_dims(self, &d, PyTuple_GET_ITEM(key, 0), PyTuple_GET_ITEM(key, 1),
+                  n > 2 ? PyTuple_GET_ITEM(key, 2) : Py_None,
+                  n > 3 ? PyTuple_GET_ITEM(key, 3) : Py_None, 0, NULL) < 0) {
+        return NULL;
+    }
+    if (d.stream != NULL) {
+        gh_stream_ref ref; /* check the stream now, so a bad one is reported here */
+        if (gh_stream_resolve(st, d.stream, &ref) < 0) {
+            return NULL;
+        }
+    }
+    config = config_new(st, self, &d);
+    if (config == NULL) {
+        return NULL;
+    }
+    Py_XSETREF(self->last_key, Py_NewRef(key));
+    Py_XSETREF(self->last_config, Py_NewRef(config));
+    return config;
+}
+
+/* kernel(*args, grid=1, block=..., stream=None, shared=0): pycuda's way. */
+static PyObject *
+kernel_vectorcall(gh_kernel *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    static const char *const names[] = {"grid", "block", "stream", "shared"};
+    PyObject *opts[4] = {NULL, NULL, NULL, NULL};
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    PyObject *one = NULL, *res;
+    launch_dims d;
+
+    for (Py_ssize_t j = 0; j < nkw; j++) {
+        PyObject *kw = PyTuple_GET_ITEM(kwnames, j);
+        int found = 0;
+        for (int o = 0; o < 4 && !found; o++) {
+            if (PyUnicode_CompareWithASCIIString(kw, names[o]) == 0) {
+                opts[o] = args[nargs + j];
+                found = 1;
+            }
+        }
+        if (!found) {
+            PyErr_Format(PyExc_TypeError,
+                         "%U() got an unexpected keyword argument %R (launch options are grid, "
+                         "block, stream and shared)",
+                         self->name, kw);
+            return NULL;
+        }
+    }
+    if (opts[1] == NULL) {
+        PyErr_Format(PyExc_TypeError,
+                     "%U() needs block= (and grid=) to launch: kernel(*args, grid=..., "
+                     "block=...), or kernel[grid, block](*args)",
+                     self->name);
+        return NULL;
+    }
+    if (opts[0] == NULL) {
+        opts[0] = one = PyLong_FromLong(1);
+    }
+    if (make_dims(self, &d, opts[0], opts[1], opts[2] ? opts[2] : Py_None, opts[3], 0, NULL) < 0) {
+        Py_XDECREF(one);
+        return NULL;
+    }
+    res = kernel_launch(self, &d, args, nargs);
+    Py_XDECREF(one);
+    return res;
+}
+
+static PyObject *
+kernel_configure(gh_kernel *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"grid", "block", "stream", "shared", "cooperative", "cluster", NULL};
+    gh_state *st = gh_state_of_type(Py_TYPE(self));
+    PyObject *grid, *block, *stream = Py_None, *shared = Py_None, *cluster = Py_None;
+    int cooperative = 0;
+    launch_dims d;
+    gh_stream_ref ref;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|OO$pO:configure", kwlist, &grid, &block,
+                                     &stream, &shared, &cooperative, &cluster) ||
+        make_dims(self, &d, grid, block, stream, shared, cooperative, cluster) < 0 ||
+        (d.stream != NULL && gh_stream_resolve(st, d.stream, &ref) < 0)) {
+        return NULL;
+    }
+    return config_new(st, self, &d);
+}
+
+/* ---- Kernel: attributes and occupancy ---- */
+
+static int
+func_attr(gh_kernel *k, CUfunction_attribute attr, int *out)
+{
+    if (gh_module_check_usable(k->module, GH_CU_FuncGetAttribute) < 0) {
+        return -1;
+    }
+    return gh_check(gh_cu.FuncGetAttribute(out, attr, k->handle), GH_CU_FuncGetAttribute);
+}
+
+static PyObject *
+kernel_get_attr(gh_kernel *self, void *closure)
+{
+    int value = 0;
+    if (func_attr(self, (CUfunction_attribute)(intptr_t)closure, &value) < 0) {
+        return NULL;
+    }
+    return PyLong_FromLong(value);
+}
+
+static int
+kernel_set_attr(gh_kernel *self, PyObject *value, void *closure)
+{
+    CUfunction_attribute attr = (CUfunction_attribute)(intptr_t)closure;
+    long v;
+    if (value == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "kernel attributes cannot be deleted");
+        return -1;
+    }
+    v = PyLong_AsLong(value);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (v < 0 || v > INT_MAX) {
+        PyErr_Format(PyExc_ValueError, "kernel attribute values are 0 to %d, not %ld", INT_MAX, v);
+        return -1;
+    }
+    if (gh_module_check_usable(self->module, GH_CU_FuncSetAttribute) < 0 ||
+        gh_check(gh_cu.FuncSetAttribute(self->handle, attr, (int)v), GH_CU_FuncSetAttribute) < 0) {
+        return -1;
+    }
+    if (attr == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+        self->max_dyn_shared = (int)v;
+    }
+    return 0;
+}
+
+static PyObject *
+kernel_get_param_info(gh_kernel *self, void *Py_UNUSED(closure))
+{
+    PyObject *t;
+    if (self->nparams < 0) {
+        raise_unknown_params(self);
+        return NULL;
+    }
+    t = PyTuple_New(self->nparams);
+    for (int i = 0; t != NULL && i < self->nparams; i++) {
+        const gh_param *p = &self->params[i];
+        PyObject *item = Py_BuildValue("(IIC)", p->offset, p->size, (int)p->kind);
+        if (item == NULL) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, item);
+    }
+    return t;
+}
+
+static PyObject *
+kernel_get_num_params(gh_kernel *self, void *Py_UNUSED(closure))
+{
+    if (self->nparams < 0) {
+        raise_unknown_params(self);
+        return NULL;
+    }
+    return PyLong_FromLong(self->nparams);
+}
+
+static PyObject *
+kernel_get_handle(gh_kernel *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromVoidPtr(self->handle);
+}
+
+static PyObject *
+kernel_max_active_blocks(gh_kernel *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"block_size", "dynamic_shared_memory_size", NULL};
+    int block_size, blocks = 0;
+    Py_ssize_t smem = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i|n:max_active_blocks_per_multiprocessor",
+                                     kwlist, &block_size, &smem)) {
+        return NULL;
+    }
+    if (block_size < 1 || smem < 0) {
+        PyErr_SetString(PyExc_ValueError, "block_size must be positive and "
+                                          "dynamic_shared_memory_size not negative");
+        return NULL;
+    }
+    if (gh_module_check_usable(self->module, GH_CU_OccupancyMaxActiveBlocksPerMultiprocessor) < 0 ||
+        gh_check(gh_cu.OccupancyMaxActiveBlocksPerMultiprocessor(&blocks, self->handle, block_size,
+                                                                 (size_t)smem),
+                 GH_CU_OccupancyMaxActiveBlocksPerMultiprocessor) < 0) {
+        return NULL;
+    }
+    return PyLong_FromLong(blocks);
+}
+
+static PyObject *
+kernel_max_potential_block_size(gh_kernel *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"dynamic_shared_memory_size", "block_size_limit", NULL};
+    int min_grid = 0, block = 0, limit = 0;
+    Py_ssize_t smem = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|ni:max_potential_block_size", kwlist, &smem,
+                                     &limit)) {
+        return NULL;
+    }
+    if (smem < 0 || limit < 0) {
+        PyErr_SetString(PyExc_ValueError, "sizes must not be negative");
+        return NULL;
+    }
+    if (gh_module_check_usable(self->module, GH_CU_OccupancyMaxPotentialBlockSize) < 0 ||
+        gh_check(gh_cu.OccupancyMaxPotentialBlockSize(&min_grid, &block, self->handle, NULL,
+                                                      (size_t)smem, limit),
+                 GH_CU_OccupancyMaxPotentialBlockSize) < 0) {
+        return NULL;
+    }
+    return Py_BuildValue("(ii)", min_grid, block);
+}
+
+static PyObject *
+kernel_max_active_clusters(gh_kernel *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"grid", "block", "cluster", "shared", NULL};
+    PyObject *grid, *block, *cluster, *shared = Py_None;
+    CUlaunchAttribute attr;
+    CUlaunchConfig cfg;
+    launch_dims d;
+    int n = 0, pushed;
+    CUresult res;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO|O:max_active_clusters", kwlist, &grid,
+                                     &block, &cluster, &shared) ||
+        make_dims(self, &d, grid, block, Py_None, shared, 0, cluster) < 0 ||
+        gh_module_check_usable(self->module, GH_CU_OccupancyMaxActiveClusters) < 0) {
+        return NULL;
+    }
+    memset(&attr, 0, sizeof(attr));
+    memset(&cfg, 0, sizeof(cfg));
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = d.cluster[0];
+    attr.value.clusterDim.y = d.cluster[1];
+    attr.value.clusterDim.z = d.cluster[2];
+    cfg.gridDimX = d.grid[0], cfg.gridDimY = d.grid[1], cfg.gridDimZ = d.grid[2];
+    cfg.blockDimX = d.block[0], cfg.blockDimY = d.block[1], cfg.blockDimZ = d.block[2];
+    cfg.sharedMemBytes = d.shared;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    if (gh_context_enter(self->module->context, &pushed) < 0) {
+        return NULL;
+    }
+    res = gh_cu.OccupancyMaxActiveClusters(&n, self->handle, &cfg);
+    if (gh_context_leave(self->module->context, pushed) < 0 ||
+        gh_check(res, GH_CU_OccupancyMaxActiveClusters) < 0) {
+        return NULL;
+    }
+    return PyLong_FromLong(n);
+}
+
+static PyObject *
+kernel_repr(gh_kernel *self)
+{
+    if (self->nparams < 0) {
+        return PyUnicode_FromFormat("<gpuhost.Kernel %R on device %d>", self->name,
+                                    self->module->context->device->id);
+    }
+    return PyUnicode_FromFormat("<gpuhost.Kernel %R (%d parameter%s) on device %d>", self->name,
+                                self->nparams, self->nparams == 1 ? "" : "s",
+                                self->module->context->device->id);
+}
+
+/* A Kernel and its cached LaunchConfig refer to each other: both are GC types. */
+static int
+kernel_traverse(gh_kernel *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->module);
+    Py_VISIT(self->last_key);
+    Py_VISIT(self->last_config);
+    return 0;
+}
+
+static int
+kernel_clear(gh_kernel *self)
+{
+    Py_CLEAR(self->last_key);
+    Py_CLEAR(self->last_config);
+    return 0;
+}
+
+static void
+kernel_dealloc(gh_kernel *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    kernel_clear(self);
+    PyMem_Free(self->params);
+    Py_XDECREF(self->name);
+    Py_XDECREF(self->symbol);
+    Py_XDECREF(self->module);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+/* ---- Kernel: construction ---- */
+
+/* Fill k->params from the driver (cuFuncGetParamInfo) or, failing that, from the PTX's
+   ((kind, size, align), ...) in `types`; kinds come from `types` when it matches. */
+static int
+read_params(gh_kernel *k, PyObject *types)
+{
+    Py_ssize_t ntypes = (types != NULL && PyTuple_Check(types)) ? PyTuple_GET_SIZE(types) : -1;
+    size_t n = 0, cap = 8;
+    gh_param *params = PyMem_Calloc(cap, sizeof(gh_param));
+
+    if (params == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    while (gh_cu.FuncGetParamInfo != NULL) {
+        size_t offset = 0, size = 0;
+        CUresult res = gh_cu.FuncGetParamInfo(k->handle, n, &offset, &size);
+        if (res == CUDA_ERROR_INVALID_VALUE) {
+            break; /* past the last parameter */
+        }
+        if (gh_check(res, GH_CU_FuncGetParamInfo) < 0) {
+            PyMem_Free(params);
+            return -1;
+        }
+        if (n == cap) {
+            gh_param *grown = PyMem_Realloc(params, 2 * cap * sizeof(gh_param));
+            if (grown == NULL) {
+                PyMem_Free(params);
+                PyErr_NoMemory();
+                return -1;
+            }
+            params = grown, cap *= 2;
+        }
+        params[n].offset = (uint32_t)offset, params[n].size = (uint32_t)size;
+        params[n++].kind = '?';
+    }
+    if (gh_cu.FuncGetParamInfo == NULL && ntypes >= 0) {
+        /* An old driver: lay the parameters out from the PTX, as the ABI does. */
+        gh_param *grown = PyMem_Realloc(params, ((size_t)ntypes + 1) * sizeof(gh_param));
+        uint32_t offset = 0;
+        if (grown == NULL) {
+            PyMem_Free(params);
+            PyErr_NoMemory();
+            return -1;
+        }
+        params = grown;
+        for (n = 0; n < (size_t)ntypes; n++) {
+            unsigned int size = 0, align = 1;
+            char kind = '?';
+            if (!PyArg_ParseTuple(PyTuple_GET_ITEM(types, n), "CII", &kind, &size, &align)) {
+                PyMem_Free(params);
+                return -1;
+            }
+            offset = (offset + align - 1) / align * align;
+            params[n].offset = offset, params[n].size = size;
+            offset += size;
+        }
+    }
+    else if (gh_cu.FuncGetParamInfo == NULL) {
+        PyMem_Free(params);
+        k->nparams = -1;
+        return 0;
+    }
+    k->params = params;
+    k->nparams = (int)n;
+    k->argsize = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ntypes == (Py_ssize_t)n) {
+            PyObject *kind = PyTuple_GET_ITEM(PyTuple_GET_ITEM(types, i), 0);
+            const char *s = PyUnicode_Check(kind) ? PyUnicode_AsUTF8(kind) : NULL;
+            params[i].kind = (s != NULL && strchr("ifs", s[0]) && s[0]) ? s[0] : '?';
+            PyErr_Clear();
+        }
+        if (params[i].offset + params[i].size > k->argsize) {
+            k->argsize = params[i].offset + params[i].size;
+        }
+    }
+    return 0;
+}
+
+/* The device's launch limits and the kernel's own. */
+static int
+read_limits(gh_kernel *k)
+{
+    static const CUdevice_attribute dev_attrs[7] = {
+        CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X,
+        CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
+        CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z,
+        CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
+        CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
+        CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z,
+        CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+    };
+    int values[7];
+    gh_device *dev = k->module->context->device;
+    for (int i = 0; i < 7; i++) {
+        if (gh_check(gh_cu.DeviceGetAttribute(&values[i], dev_attrs[i], dev->handle),
+                     GH_CU_DeviceGetAttribute) < 0) {
+            return -1;
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        k->max_block[i] = (unsigned int)values[i];
+        k->max_grid[i] = (unsigned int)values[3 + i];
+    }
+    k->optin_shared = values[6];
+    k->cc_major = dev->cc_major;
+    if (func_attr(k, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &k->max_threads) < 0 ||
+        func_attr(k, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, &k->static_shared) < 0 ||
+        func_attr(k, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, &k->max_dyn_shared) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+PyObject *
+gh_kernel_new(gh_state *st, gh_module *m, CUfunction f, PyObject *name, PyObject *symbol,
+              PyObject *types)
+{
+    gh_kernel *self = PyObject_GC_New(gh_kernel, st->KernelType);
+    int pushed;
+    if (self == NULL) {
+        return NULL;
+    }
+    self->module = (gh_module *)Py_NewRef(m);
+    self->handle = f;
+    self->name = Py_NewRef(name);
+    self->symbol = Py_NewRef(symbol);
+    self->nparams = -1;
+    self->params = NULL;
+    self->argsize = 0;
+    self->last_key = self->last_config = NULL;
+    self->vectorcall = (vectorcallfunc)kernel_vectorcall;
+    if (gh_context_enter(m->context, &pushed) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    if (read_params(self, types) < 0 || read_limits(self) < 0) {
+        gh_context_leave(m->context, pushed);
+        Py_DECREF(self);
+        return NULL;
+    }
+    if (gh_context_leave(m->context, pushed) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    PyObject_GC_Track(self);
+    return (PyObject *)self;
+}
+
+#define ATTR_GETTER(pyname, attr, doc)                                                             \
+    {                                                                                              \
+        pyname, (getter)kernel_get_attr, NULL, doc, (void *)(intptr_t)(attr)                       \
+    }
+#define ATTR_GETSET(pyname, attr, doc)                                                             \
+    {                                                                                              \
+        pyname, (getter)kernel_get_attr, (setter)kernel_set_attr, doc, (void *)(intptr_t)(attr)    \
+    }
+
+static PyGetSetDef kernel_getset[] = {
+    ATTR_GETTER("num_regs", CU_FUNC_ATTRIBUTE_NUM_REGS, "Registers per thread."),
+    ATTR_GETTER("shared_size_bytes", CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                "Bytes of static shared memory per block."),
+    ATTR_GETTER("const_size_bytes", CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES,
+                "Bytes of user constant memory."),
+    ATTR_GETTER("local_size_bytes", CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
+                "Bytes of local memory per thread."),
+    ATTR_GETTER("max_threads_per_block", CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                "The most threads a block of this kernel can have."),
+    ATTR_GETTER("ptx_version", CU_FUNC_ATTRIBUTE_PTX_VERSION,
+                "The PTX virtual architecture it was compiled for, e.g. 90."),
+    ATTR_GETTER("binary_version", CU_FUNC_ATTRIBUTE_BINARY_VERSION,
+                "The binary architecture it was compiled for, e.g. 90."),
+    ATTR_GETSET("max_dynamic_shared_size_bytes", CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                "The most dynamic shared memory a launch may ask for (settable, up to the "
+                "device's opt-in limit less the static shared memory)."),
+    ATTR_GETSET("preferred_shared_memory_carveout",
+                CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                "The preferred shared memory share of L1, in percent (settable; -1: none)."),
+    {"num_params", (getter)kernel_get_num_params, NULL, "The number of parameters.", NULL},
+    {"param_info", (getter)kernel_get_param_info, NULL,
+     "((offset, size, kind), ...) per parameter; kind is 'i' (integer or pointer), 'f' "
+     "(floating point), 's' (struct) or '?' (not known: the module was not PTX).",
+     NULL},
+    {"handle", (getter)kernel_get_handle, NULL, "The CUfunction as an int.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMemberDef kernel_members[] = {
+    {"name", T_OBJECT, offsetof(gh_kernel, name), READONLY, "The name it was asked for by."},
+    {"symbol", T_OBJECT, offsetof(gh_kernel, symbol), READONLY,
+     "Its symbol in the module (the lowered name of a name expression)."},
+    {"module", T_OBJECT, offsetof(gh_kernel, module), READONLY, "The Module it belongs to."},
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(gh_kernel, vectorcall), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyMethodDef kernel_methods[] = {
+    {"configure", (PyCFunction)(void (*)(void))kernel_configure, METH_VARARGS | METH_KEYWORDS,
+     "configure($self, /, grid, block, stream=None, shared=0, *, cooperative=False, "
+     "cluster=None)\n--\n\n"
+     "A LaunchConfig: call it with the kernel's arguments to launch. `cooperative` makes a "
+     "cooperative launch (grid-wide sync); `cluster` (x, y, z) groups blocks into Hopper "
+     "thread-block clusters. Bad dimensions raise ValueError quoting the limits."},
+    {"max_active_blocks_per_multiprocessor", (PyCFunction)(void (*)(void))kernel_max_active_blocks,
+     METH_VARARGS | METH_KEYWORDS,
+     "max_active_blocks_per_multiprocessor($self, /, block_size, "
+     "dynamic_shared_memory_size=0)\n--\n\n"
+     "How many blocks of `block_size` threads can be resident on one multiprocessor."},
+    {"max_potential_block_size", (PyCFunction)(void (*)(void))kernel_max_potential_block_size,
+     METH_VARARGS | METH_KEYWORDS,
+     "max_potential_block_size($self, /, dynamic_shared_memory_size=0, "
+     "block_size_limit=0)\n--\n\n"
+     "(min_grid_size, block_size): the block size that maximizes occupancy, and the "
+     "smallest grid that reaches it."},
+    {"max_active_clusters", (PyCFunction)(void (*)(void))kernel_max_active_clusters,
+     METH_VARARGS | METH_KEYWORDS,
+     "max_active_clusters($self, /, grid, block, cluster, shared=0)\n--\n\n"
+     "How many clusters of this shape can be resident at once (compute capability 9.0+)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot kernel_slots[] = {
+    {Py_tp_doc, "A kernel of a loaded Module (Module.get_function()). Launch it with "
+                "kernel[grid, block, stream, shared](*args), kernel(*args, grid=..., "
+                "block=..., stream=..., shared=...) or kernel.configure(...)(*args). "
+                "Arguments are checked against the kernel's parameters: device arrays and "
+                "objects exporting the CUDA array interface or DLPack go as pointers, NumPy "
+                "scalars and bytes by their bytes (exact size), Python numbers converted to "
+                "the parameter's width."},
+    {Py_tp_getset, kernel_getset},
+    {Py_tp_members, kernel_members},
+    {Py_tp_methods, kernel_methods},
+    {Py_mp_subscript, kernel_getitem},
+    {Py_tp_call, PyVectorcall_Call},
+    {Py_tp_repr, kernel_repr},
+    {Py_tp_traverse, kernel_traverse},
+    {Py_tp_clear, kernel_clear},
+    {Py_tp_dealloc, kernel_dealloc},
+    {0, NULL},
+};
+
+static PyType_Spec kernel_spec = {
+    .name = "gpuhost.Kernel",
+    .basicsize = sizeof(gh_kernel),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION |
+             Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
+    .slots = kernel_slots,
+};
+
+int
+gh_kernel_init_type(PyObject *module, gh_state *st)
+{
+    st->KernelType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &kernel_spec, NULL);
+    if (st->KernelType == NULL || PyModule_AddType(module, st->KernelType) < 0) {
+        return -1;
+    }
+    st->LaunchConfigType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &config_spec, NULL);
+    if (st->LaunchConfigType == NULL || PyModule_AddType(module, st->LaunchConfigType) < 0) {
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,238 @@
+"""Source-level conveniences over Module and Kernel: pycuda's SourceModule, CuPy's
+RawKernel, the JIT Linker, and launch().
+
+    mod = gpuhost.SourceModule(r'''
+    __global__ void scale(float *x, float a, int n)
+    {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) x[i] *= a;
+    }''')
+    scale = mod.get_function("scale")
+    scale[blocks, 256](d_x, 2.0, n)
+"""
+import os
+import threading
+
+from . import _core
+from ._core import Kernel, LaunchConfig, Module
+from ._modules import ptx_param_types
+
+__all__ = ["Kernel", "LaunchConfig", "Linker", "Module", "RawKernel", "SourceModule", "launch"]
+
+
+def launch(kernel, grid, block, *args, stream=None, shared=0, cooperative=False, cluster=None):
+    """Launch `kernel` over `grid` blocks of `block` threads with `args`.
+
+    grid, block and cluster are ints or tuples of 1 to 3 ints; `shared` is the bytes of
+    dynamic shared memory; `cooperative` makes a cooperative launch; `cluster` groups blocks
+    into thread-block clusters (compute capability 9.0+)."""
+    kernel.configure(grid, block, stream, shared, cooperative=cooperative, cluster=cluster)(*args)
+
+
+def _compile(source, options, name_expressions, kwargs):
+    from .compiler import compile as nvrtc_compile
+    return nvrtc_compile(source, "cubin", options=tuple(options),
+                         name_expressions=tuple(name_expressions), **kwargs)
+
+
+class SourceModule:
+    """pycuda's SourceModule: CUDA C++ compiled with NVRTC (cached) and loaded into the
+    current context.
+
+    As in pycuda the source is wrapped in ``extern "C" { }`` so that kernels keep their
+    plain names; pass ``no_extern_c=True`` for C++ (templates, name expressions).
+    Other keywords (cc, debug, lineinfo, fastmath, std, defines, include_dirs) are
+    gpuhost.compile()'s.
+    """
+
+    def __init__(self, source, options=(), *, no_extern_c=False, name_expressions=(), **kwargs):
+        if not isinstance(source, str):
+            raise TypeError("SourceModule() takes the source as a str, not %s"
+                            % type(source).__name__)
+        if not no_extern_c:
+            source = 'extern "C" {\n%s\n}\n' % source
+        self.code = _compile(source, options, name_expressions, kwargs)
+        self.module = Module(self.code)
+
+    def get_function(self, name):
+        """The Kernel `name`."""
+        return self.module.get_function(name)
+
+    def get_global(self, name):
+        """(device address, size in bytes) of the variable `name`, as pycuda returns it;
+        Module.get_global() gives a DeviceArray instead."""
+        return self.module._get_global(name)
+
+    @property
+    def info_log(self):
+        return self.module.info_log
+
+
+class RawKernel:
+    """CuPy's RawKernel: one kernel of CUDA C++ source, compiled (cached) and loaded on
+    first use on each device.
+
+        k = gpuhost.RawKernel(src, "scale")
+        k((blocks,), (256,), (d_x, np.float32(2), np.int32(n)))
+
+    `options` are NVRTC options; `name` may be a name expression (``"scale<float>"``).
+    """
+
+    def __init__(self, code, name, options=(), *, enable_cooperative_groups=False, **kwargs):
+        if not isinstance(code, str) or not isinstance(name, str):
+            raise TypeError("RawKernel(code, name) takes two str")
+        self.code, self.name, self.options = code, name, tuple(options)
+        self.enable_cooperative_groups = enable_cooperative_groups
+        self._compile_kwargs = kwargs
+        self._kernels = {}
+        self._lock = threading.Lock()
+
+    def _is_expression(self):
+        return "<" in self.name or "::" in self.name
+
+    def compile(self):
+        """Compile (if not yet) and return the CompiledCode."""
+        names = (self.name,) if self._is_expression() else ()
+        return _compile(self.code, self.options, names, self._compile_kwargs)
+
+    @property
+    def kernel(self):
+        """The Kernel on the current device."""
+        ctx = _core.current_context()
+        key = (ctx.device.id, ctx)
+        k = self._kernels.get(key)
+        if k is None or k.module.unloaded:
+            with self._lock:
+                k = Module(self.compile()).get_function(self.name)
+                self._kernels[key] = k
+        return k
+
+    def __call__(self, grid, block, args, *, shared_mem=0, stream=None):
+        """Launch: grid and block as ints or tuples, args a tuple of the kernel's arguments."""
+        if not isinstance(args, (tuple, list)):
+            raise TypeError("RawKernel arguments are a tuple, not %s" % type(args).__name__)
+        self.kernel.configure(grid, block, stream, shared_mem,
+                              cooperative=self.enable_cooperative_groups)(*args)
+
+    @property
+    def attributes(self):
+        """The kernel's attributes as a dict."""
+        k = self.kernel
+        return {name: getattr(k, name) for name in _ATTRIBUTES}
+
+    def __getattr__(self, name):
+        if name in _ATTRIBUTES:
+            return getattr(self.kernel, name)
+        raise AttributeError("%s has no attribute %r" % (type(self).__name__, name))
+
+    def __setattr__(self, name, value):
+        if name in ("max_dynamic_shared_size_bytes", "preferred_shared_memory_carveout"):
+            setattr(self.kernel, name, value)
+        else:
+            object.__setattr__(self, name, value)
+
+
+_ATTRIBUTES = ("num_regs", "shared_size_bytes", "const_size_bytes", "local_size_bytes",
+               "max_threads_per_block", "ptx_version", "binary_version",
+               "max_dynamic_shared_size_bytes", "preferred_shared_memory_carveout")
+
+# CUjitInputType
+_INPUT_CUBIN, _INPUT_PTX, _INPUT_FATBIN, _INPUT_OBJECT, _INPUT_LIBRARY = 0, 1, 2, 3, 4
+_EXTENSIONS = {".cubin": _INPUT_CUBIN, ".ptx": _INPUT_PTX, ".fatbin": _INPUT_FATBIN,
+               ".o": _INPUT_OBJECT, ".a": _INPUT_LIBRARY}
+
+
+class LinkedCode(bytes):
+    """The cubin a Linker made, with ``param_types`` from its PTX inputs and ``info_log``."""
+
+    param_types = None
+    info_log = ""
+
+
+class Linker:
+    """The driver's JIT linker: combine PTX, cubin, fatbin, object and library inputs
+    (relocatable device code: compile with ``options=("-rdc=true",)``) into one cubin,
+    in the current context.
+
+        link = gpuhost.Linker()
+        link.add_ptx(compile_ptx(src_a, options=("-rdc=true",)))
+        link.add_file("libdevice_helpers.a")
+        module = gpuhost.Module(link.complete())
+    """
+
+    def __init__(self, *, max_registers=0, debug=False, lineinfo=False):
+        self.max_registers, self.debug, self.lineinfo = max_registers, debug, lineinfo
+        self._inputs = []
+        self._types = {}
+
+    def _add(self, data, kind, name):
+        if isinstance(data, str):
+            data = data.encode()
+        data = bytes(memoryview(data))
+        if not data:
+            raise ValueError("linker input %r is empty" % name)
+        if kind == _INPUT_PTX:
+            self._types.update(ptx_param_types(data.decode("utf-8", "replace")))
+            data += b"\0"
+        self._inputs.append((data, kind, name))
+
+    def add_ptx(self, ptx, name="<ptx>"):
+        """Add PTX (str, bytes or a CompiledCode)."""
+        self._add(ptx, _INPUT_PTX, name)
+
+    def add_cubin(self, cubin, name="<cubin>"):
+        """Add a cubin; its PTX's parameter types are kept when it is a CompiledCode."""
+        ptx = getattr(cubin, "ptx", None)
+        if ptx:
+            self._types.update(ptx_param_types(ptx))
+        self._add(cubin, _INPUT_CUBIN, name)
+
+    def add_fatbin(self, fatbin, name="<fatbin>"):
+        self._add(fatbin, _INPUT_FATBIN, name)
+
+    def add_object(self, data, name="<object>"):
+        self._add(data, _INPUT_OBJECT, name)
+
+    def add_library(self, data, name="<library>"):
+        self._add(data, _INPUT_LIBRARY, name)
+
+    def add(self, code, name=None):
+        """Add a CompiledCode from gpuhost.compile() (PTX or cubin)."""
+        output = getattr(code, "output", None)
+        if output == "ptx":
+            self.add_ptx(code, name or "<ptx>")
+        elif output == "cubin":
+            self.add_cubin(code, name or "<cubin>")
+        else:
+            raise ValueError("Linker.add() takes PTX or cubin CompiledCode, not %r output"
+                             % (output,))
+
+    def add_file(self, path, kind=None):
+        """Add a file; its kind ('ptx', 'cubin', 'fatbin', 'object', 'library') is guessed
+        from the extension when not given."""
+        path = os.fspath(path)
+        if kind is None:
+            ext = os.path.splitext(path)[1]
+            if ext not in _EXTENSIONS:
+                raise ValueError("cannot tell the kind of %r from its extension; pass kind="
+                                 % path)
+            code = _EXTENSIONS[ext]
+        else:
+            names = {"ptx": _INPUT_PTX, "cubin": _INPUT_CUBIN, "fatbin": _INPUT_FATBIN,
+                     "object": _INPUT_OBJECT, "library": _INPUT_LIBRARY}
+            if kind not in names:
+                raise ValueError("kind must be one of %s, not %r" % (sorted(names), kind))
+            code = names[kind]
+        with open(path, "rb") as f:
+            self._add(f.read(), code, path)
+
+    def complete(self):
+        """Link; returns the cubin (a LinkedCode: bytes) for Module(). A failure raises
+        CudaAPIError with the linker's log."""
+        if not self._inputs:
+            raise ValueError("nothing to link: add inputs first")
+        cubin, log = _core.link(self._inputs, self.max_registers, self.debug, self.lineinfo)
+        out = LinkedCode(cubin)
+        out.param_types = dict(self._types)
+        out.info_log = log
+        return out
