@@ -50,6 +50,9 @@ def cupy_cases(cp):
 
 
 def numba_cases(ncuda):
+    if not hasattr(np, "row_stack"):  # numba-cuda 0.30 calls it; NumPy 2.5 removed it
+        np.row_stack = np.vstack
+
     @ncuda.jit
     def empty1(a):
         pass
@@ -60,6 +63,10 @@ def numba_cases(ncuda):
 
     s = ncuda.stream()
     ns = dict(k1=empty1, k8=empty8, s=s, buf=ncuda.device_array(64, np.float32), np=np)
+    buf = ns["buf"]
+    empty1[1, 1, s](buf)  # compile now, so a failure leaves numba out here
+    empty8[1, 1, s](buf, buf, buf, buf, np.int32(1), np.int32(2), np.float32(3), np.float64(4))
+    s.synchronize()
     return ("k1[1, 1, s](buf)",
             "k8[1, 1, s](buf, buf, buf, buf, np.int32(1), np.int32(2), np.float32(3), "
             "np.float64(4))", ns, s.synchronize)

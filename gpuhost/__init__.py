@@ -52,7 +52,6 @@ from ._arrays import (
 )
 from ._core import Allocation, DeviceArray
 from ._streamtools import IpcEventHandle, profiling
-from .compiler import CompiledCode, compile, compile_ptx, compile_ptx_for_current_device
 from .devices import close, detect, gpus, list_devices, require_context
 from .kernels import Kernel, LaunchConfig, Linker, Module, RawKernel, SourceModule, launch
 from .errors import (
@@ -67,6 +66,27 @@ from .errors import (
 )
 
 __version__ = "0.1.0"
+
+
+# NVRTC's front end (gpuhost.compiler and its disk cache) is imported on first use, not
+# with gpuhost: it would double the import time of a script that never compiles.
+_LAZY = {"CompiledCode": "compiler", "compile": "compiler", "compile_ptx": "compiler",
+         "compile_ptx_for_current_device": "compiler"}
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError("module 'gpuhost' has no attribute %r" % name)
+    from importlib import import_module
+
+    value = getattr(import_module("." + module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def get_current_device():
