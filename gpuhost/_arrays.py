@@ -8,7 +8,7 @@ import operator
 
 import numpy as np
 
-from . import _core
+from . import _copykernel, _core
 from .errors import CudaDriverError
 
 __all__ = [
@@ -94,6 +94,33 @@ def is_cuda_array(obj):
     return hasattr(obj, "__cuda_array_interface__")
 
 
+def _exports_cuda_dlpack(obj):
+    """Whether obj exports a CUDA tensor through DLPack alone (JAX, or any DLPack producer)."""
+    dev = getattr(obj, "__dlpack_device__", None)
+    if dev is None or not hasattr(obj, "__dlpack__"):
+        return False
+    try:
+        return dev()[0] in (2, 13)  # kDLCUDA, kDLCUDAManaged
+    except Exception:
+        return False
+
+
+def _device_source(obj):
+    """obj as a DeviceArray when it is device memory: a DeviceArray, an object exporting
+    the CUDA array interface, or a CUDA DLPack tensor; else None."""
+    if isinstance(obj, _core.DeviceArray):
+        return obj
+    if is_cuda_array(obj):
+        return as_cuda_array(obj)
+    if _exports_cuda_dlpack(obj):
+        return from_dlpack(obj)
+    return None
+
+
+def _kernel_stream(dev, stream):
+    return stream if stream not in (None, 0) else dev.stream
+
+
 def _host_array(obj):
     host = np.asarray(obj)
     if host.dtype.hasobject:
@@ -104,15 +131,14 @@ def _host_array(obj):
 
 def to_device(obj, stream=0, copy=True, to=None):
     """Copy a host array (anything numpy.asarray takes) to a new device array, or into
-    `to`. A device array, or an object exporting the CUDA array interface, comes back as
-    a device array over the same memory: no copy."""
+    `to`. A device array, or an object exporting the CUDA array interface or a CUDA
+    DLPack tensor, comes back as a device array over the same memory: no copy."""
     if to is not None:
         to.copy_to_device(obj, stream=stream)
         return to
-    if isinstance(obj, _core.DeviceArray):
-        return obj
-    if is_cuda_array(obj):
-        return as_cuda_array(obj)
+    src = _device_source(obj)
+    if src is not None:
+        return src
     host = _host_array(obj)
     dev = device_array(host.shape, host.dtype, order=_like_order(host), stream=stream)
     if copy:
@@ -354,14 +380,14 @@ def copy_to_host_strided(dev, ary, stream):
 
 
 def copy_to_device_strided(dev, ary, stream):
-    if isinstance(ary, _core.DeviceArray) or is_cuda_array(ary):
-        src = as_cuda_array(ary)
-        if not isinstance(ary, _core.DeviceArray) and src.shape == dev.shape and \
-                src.dtype == dev.dtype:
+    src = _device_source(ary)
+    if src is not None:
+        if src is not ary and src.shape == dev.shape and src.dtype == dev.dtype:
             return dev.copy_to_device(src, stream=stream)  # contiguous case: a device copy
-        # other layouts, or another device: through the host until the copy kernel lands
         _check_match(dev, src, "the source array")
-        ary = src.copy_to_host()
+        if src.context == dev.context and _copykernel.copy(dev, src, _kernel_stream(dev, stream)):
+            return None  # other layouts: the built-in copy kernel
+        ary = src.copy_to_host()  # another device, or no kernels here: through the host
     host = _host_array(ary)
     _check_match(dev, host, "the source array")
     if dev.size == 0:
@@ -442,22 +468,31 @@ def getitem(dev, key):
 
 def setitem(dev, key, value):
     target = _element_view(dev, key) if _is_int_tuple(dev, key) else getitem(dev, key)
-    if isinstance(value, _core.DeviceArray) or is_cuda_array(value):
-        value = as_cuda_array(value)
-        if value.shape == target.shape and value.dtype == target.dtype:
-            target.copy_to_device(value)  # a device copy where the layouts allow
+    src = _device_source(value)
+    if src is not None:
+        if src.shape == target.shape and src.dtype == target.dtype:
+            target.copy_to_device(src)  # a device copy, or the copy kernel for other layouts
             return
-        value = value.copy_to_host()  # broadcasting or casting: through the host
+        if src.dtype == target.dtype and src.context == target.context:
+            _copykernel.broadcast_strides(src.shape, src.strides, target.shape)  # or ValueError
+            if _copykernel.copy(target, src, target.stream):
+                return
+        value = src.copy_to_host()  # casting, another device, no kernels: through the host
     host = np.asarray(value, dtype=target.dtype) if not isinstance(value, np.ndarray) \
         else value.astype(target.dtype, copy=False)
-    if host.ndim == 0 and _fill(target, host):
+    if host.ndim == 0 and (_fill(target, host) or _copykernel.fill(target, host, target.stream)):
         return
     try:
-        host = np.broadcast_to(host, target.shape)
+        _copykernel.broadcast_strides(host.shape, host.strides, target.shape)
     except ValueError:
         raise ValueError("could not broadcast input of shape %s into shape %s"
                          % (host.shape, target.shape)) from None
-    target.copy_to_device(host)
+    if host.size < target.size and host.size:
+        # broadcasting: only the host array's own elements cross the bus
+        small = to_device(np.ascontiguousarray(host), stream=target.stream or 0)
+        if _copykernel.copy(target, small, target.stream):
+            return
+    target.copy_to_device(np.broadcast_to(host, target.shape))
 
 
 def _fill(target, scalar):
