@@ -183,7 +183,12 @@ linear_copy(gh_devicearray *self, int to_host, void *host, CUdeviceptr dptr, siz
         gh_context_enter(self->context, &pushed) < 0) {
         return -1;
     }
-    if (async) {
+    if (nbytes >= gh_staging_threshold() && gh_host_is_pageable(host)) {
+        Py_BEGIN_ALLOW_THREADS
+        res = gh_staged_copy(to_host, host, dptr, nbytes, ref->handle, &id);
+        Py_END_ALLOW_THREADS
+    }
+    else if (async) {
         id = to_host ? GH_CU_MemcpyDtoHAsync : GH_CU_MemcpyHtoDAsync;
         res = to_host ? gh_cu.MemcpyDtoHAsync(host, dptr, nbytes, ref->handle)
                       : gh_cu.MemcpyHtoDAsync(dptr, host, nbytes, ref->handle);

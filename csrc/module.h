@@ -25,6 +25,15 @@ typedef struct {
     uint64_t generation;
 } gh_pending_release;
 
+/* A CUevent whose Event was dropped, kept for reuse (event.c). */
+#define GH_EVENT_CACHE 64
+typedef struct {
+    gh_context *ctx; /* strong */
+    uint64_t generation;
+    unsigned int flags;
+    void *handle; /* CUevent */
+} gh_cached_event;
+
 /* Per-module state (PEP 573): the heap types, and the Device objects made so far. */
 typedef struct {
     PyTypeObject *DeviceType;
@@ -42,6 +51,8 @@ typedef struct {
     int defer_depth;          /* nesting of defer_cleanup() blocks */
     gh_pending_release *held; /* releases held by defer_cleanup(), n_held of cap_held */
     Py_ssize_t n_held, cap_held;
+    gh_cached_event events[GH_EVENT_CACHE]; /* dropped events' handles, for event() to reuse */
+    int n_events;
 } gh_state;
 
 extern PyModuleDef gh_module_def;
@@ -226,6 +237,8 @@ int gh_stream_resolve(gh_state *st, PyObject *obj, gh_stream_ref *out);
 /* ---- event.c ---- */
 
 int gh_event_init_type(PyObject *module, gh_state *st);
+/* Destroy the cached event handles (module teardown). */
+void gh_event_cache_clear(gh_state *st);
 /* A new Event in `ctx` made with cuEventCreate `flags` (`ctx_is_current`: the caller
    knows ctx is current, so it is not made so); new reference or NULL. */
 PyObject *gh_event_new(gh_state *st, gh_context *ctx, unsigned int flags, int ctx_is_current);
@@ -288,6 +301,18 @@ int gh_devicearray_init_type(PyObject *module, gh_state *st);
 PyObject *gh_devicearray_new(gh_state *st, gh_context *ctx, uint64_t generation, CUdeviceptr ptr,
                              PyObject *owner, void *dtype, int ndim, const Py_ssize_t *shape,
                              const Py_ssize_t *strides, PyObject *stream);
+
+/* ---- staging.c: pageable host copies through a pinned ring ---- */
+
+/* Bytes from which a pageable copy is staged (GPUHOST_STAGING_THRESHOLD, default 4 MiB). */
+size_t gh_staging_threshold(void);
+/* Whether `host` is pageable memory (not pinned or registered with the driver). */
+int gh_host_is_pageable(const void *host);
+/* Copy nbytes between pageable `host` and `dptr` (to_host: device to host) on `stream`,
+   through the staging ring, and wait for it; the context must be current and the GIL
+   released.  The driver's result; on failure *failed names the call. */
+CUresult gh_staged_copy(int to_host, void *host, CUdeviceptr dptr, size_t nbytes, CUstream stream,
+                        gh_cu_id *failed);
 
 /* ---- dlpack.c ---- */
 

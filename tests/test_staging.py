@@ -1,0 +1,104 @@
+"""Pageable copies through the pinned staging ring (csrc/staging.c): exact at odd sizes
+and misalignments, in chunks, both ways, from several threads; pinned memory is not
+staged; a failing chunk is reported and leaves the ring usable.
+"""
+import threading
+
+import numpy as np
+import pytest
+
+import gpuhost
+from gpuhost import CudaAPIError
+
+rng = np.random.default_rng()
+CHUNK = 8 << 20
+THRESHOLD = 4 << 20
+
+
+def random_bytes(n):
+    return rng.integers(0, 256, n, dtype=np.uint8)
+
+
+@pytest.mark.parametrize("n, offset", [
+    (THRESHOLD, 0),
+    (THRESHOLD + 3, 1),
+    (CHUNK * 5 + 4097, 7),   # more chunks than slots: every slot reused
+    (CHUNK * 2, 3),
+])
+def test_round_trip_is_exact_at_odd_sizes_and_misalignments(n, offset):
+    host = random_bytes(n + offset)[offset:]  # a pageable view starting off alignment
+    dev = gpuhost.to_device(host)
+    back = np.empty(n + 5, np.uint8)[5:]
+    dev.copy_to_host(back)
+    np.testing.assert_array_equal(back, host)
+    fresh = dev.copy_to_host()
+    np.testing.assert_array_equal(fresh, host)
+
+
+def test_float_arrays_and_a_stream():
+    host = rng.standard_normal(3 * CHUNK // 8 + 11)
+    s = gpuhost.stream()
+    dev = gpuhost.to_device(host, stream=s)
+    out = dev.copy_to_host(stream=s)
+    s.synchronize()
+    np.testing.assert_array_equal(out, host)
+
+
+def test_several_threads_at_once():
+    hosts = [random_bytes(CHUNK * 2 + i * 999) for i in range(4)]
+    results, errors = [None] * 4, []
+
+    def work(i):
+        try:
+            dev = gpuhost.to_device(hosts[i])
+            results[i] = dev.copy_to_host()
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for h, r in zip(hosts, results):
+        np.testing.assert_array_equal(r, h)
+
+
+@pytest.mark.fake
+def test_pageable_copies_go_in_chunks_and_pinned_ones_do_not(fake):
+    n = CHUNK * 3 + 5
+    host = random_bytes(n)
+    before = fake.calls("cuMemcpyHtoDAsync")
+    dev = gpuhost.to_device(host)
+    assert fake.calls("cuMemcpyHtoDAsync") - before == 4
+    pinned = gpuhost.pinned_array(n, np.uint8)
+    pinned[:] = host
+    before_async, before_sync = fake.calls("cuMemcpyHtoDAsync"), fake.calls("cuMemcpyHtoD")
+    dev.copy_to_device(pinned)
+    assert fake.calls("cuMemcpyHtoDAsync") == before_async
+    assert fake.calls("cuMemcpyHtoD") == before_sync + 1
+    small = random_bytes(THRESHOLD - 1)
+    before_async = fake.calls("cuMemcpyHtoDAsync")
+    gpuhost.to_device(small)
+    assert fake.calls("cuMemcpyHtoDAsync") == before_async
+    np.testing.assert_array_equal(dev.copy_to_host(), host)
+
+
+@pytest.mark.fake
+def test_a_failing_chunk_raises_and_the_ring_still_works(fake):
+    host = random_bytes(CHUNK * 3)
+    dev = gpuhost.device_array(host.size, np.uint8)
+    fake.fail("cuMemcpyHtoDAsync", 1, nth=2)  # CUDA_ERROR_INVALID_VALUE on the 2nd chunk
+    with pytest.raises(CudaAPIError) as info:
+        dev.copy_to_device(host)
+    assert info.value.call == "cuMemcpyHtoDAsync"
+    fake.clear_faults()
+    dev.copy_to_device(host)
+    np.testing.assert_array_equal(dev.copy_to_host(), host)
+    fake.fail("cuMemcpyDtoHAsync", 1, nth=3)
+    with pytest.raises(CudaAPIError) as info:
+        dev.copy_to_host()
+    assert info.value.call == "cuMemcpyDtoHAsync"
+    fake.clear_faults()
+    np.testing.assert_array_equal(dev.copy_to_host(), host)
