@@ -17,6 +17,53 @@ typedef struct {
     int recorded;
 } gh_event;
 
+/* ---- reusing handles ----
+ * Creating and destroying a CUevent costs more than the Python object around it, so the
+ * handles of dropped events are kept (GH_EVENT_CACHE per module) and handed to new
+ * events of the same context and flags.  A reused handle may still carry its last
+ * record; every use checks `recorded` first, so the new Event behaves as a fresh one
+ * (query() True, synchronize() and wait() do nothing until it is recorded). */
+
+static CUevent
+cache_take(gh_state *st, gh_context *ctx, unsigned int flags)
+{
+    for (int i = st->n_events - 1; i >= 0; i--) {
+        gh_cached_event *e = &st->events[i];
+        if (e->ctx == ctx && e->generation == ctx->generation && e->flags == flags &&
+            ctx->handle != NULL) {
+            CUevent handle = (CUevent)e->handle;
+            Py_DECREF(e->ctx);
+            st->events[i] = st->events[--st->n_events];
+            return handle;
+        }
+    }
+    return NULL;
+}
+
+/* Keep a dropped event's handle; 0 if kept, -1 if it must be destroyed. */
+static int
+cache_put(gh_state *st, gh_event *ev)
+{
+    gh_context *ctx = ev->context;
+    if (st == NULL || st->n_events == GH_EVENT_CACHE || (ev->flags & CU_EVENT_INTERPROCESS) ||
+        ctx->handle == NULL || ctx->generation != ev->generation) {
+        return -1;
+    }
+    st->events[st->n_events++] =
+        (gh_cached_event){(gh_context *)Py_NewRef(ctx), ev->generation, ev->flags, ev->handle};
+    return 0;
+}
+
+void
+gh_event_cache_clear(gh_state *st)
+{
+    while (st->n_events > 0) {
+        gh_cached_event *e = &st->events[--st->n_events];
+        gh_release(e->ctx, e->generation, GH_CU_EventDestroy, e->handle);
+        Py_DECREF(e->ctx);
+    }
+}
+
 PyObject *
 gh_event_new(gh_state *st, gh_context *ctx, unsigned int flags, int ctx_is_current)
 {
@@ -25,12 +72,15 @@ gh_event_new(gh_state *st, gh_context *ctx, unsigned int flags, int ctx_is_curre
     gh_event *self;
     int pushed = 0;
 
-    if (!ctx_is_current && gh_context_enter(ctx, &pushed) < 0) {
-        return NULL;
-    }
-    res = gh_cu.EventCreate(&handle, flags);
-    if (gh_context_leave(ctx, pushed) < 0 || gh_check(res, GH_CU_EventCreate) < 0) {
-        return NULL;
+    handle = cache_take(st, ctx, flags);
+    if (handle == NULL) {
+        if (!ctx_is_current && gh_context_enter(ctx, &pushed) < 0) {
+            return NULL;
+        }
+        res = gh_cu.EventCreate(&handle, flags);
+        if (gh_context_leave(ctx, pushed) < 0 || gh_check(res, GH_CU_EventCreate) < 0) {
+            return NULL;
+        }
     }
     self = PyObject_New(gh_event, st->EventType);
     if (self == NULL) {
@@ -100,6 +150,9 @@ event_on_stream(gh_event *self, PyObject *stream, int record)
     if (ref.context != NULL && ref.context != self->context) {
         raise_other_context(self, what, ref.context->device->id);
         return NULL;
+    }
+    if (!record && !self->recorded) {
+        Py_RETURN_NONE; /* waiting for a fresh event waits for nothing, as in the driver */
     }
     /* A default stream's handle means "the current context's": make the event's current.
        Other handles name their context. */
@@ -173,6 +226,9 @@ event_query(gh_event *self, PyObject *Py_UNUSED(ignored))
     if (gh_context_check_alive(self->context, self->generation, GH_CU_EventQuery) < 0) {
         return NULL;
     }
+    if (!self->recorded) {
+        Py_RETURN_TRUE; /* as the driver says of a fresh event */
+    }
     res = gh_cu.EventQuery(self->handle);
     if (res == CUDA_ERROR_NOT_READY) {
         Py_RETURN_FALSE;
@@ -189,6 +245,9 @@ event_synchronize(gh_event *self, PyObject *Py_UNUSED(ignored))
     CUresult res;
     if (gh_context_check_alive(self->context, self->generation, GH_CU_EventSynchronize) < 0) {
         return NULL;
+    }
+    if (!self->recorded) {
+        Py_RETURN_NONE; /* nothing to wait for */
     }
     res = gh_cu.EventQuery(self->handle); /* completed: no need to give up the GIL */
     if (res == CUDA_ERROR_NOT_READY) {
@@ -307,7 +366,9 @@ event_dealloc(gh_event *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     gh_context *ctx = self->context;
-    gh_release(ctx, self->generation, GH_CU_EventDestroy, self->handle);
+    if (cache_put(gh_state_of_type(tp), self) < 0) {
+        gh_release(ctx, self->generation, GH_CU_EventDestroy, self->handle);
+    }
     Py_DECREF(ctx);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
@@ -393,6 +454,13 @@ mod_event(PyObject *module, PyObject *args, PyObject *kwargs)
     self = gh_event_new(st, ctx, flags, 1);
     Py_DECREF(ctx);
     return self;
+}
+
+static PyObject *
+mod_release_cached_events(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    gh_event_cache_clear(gh_state_of_module(module));
+    Py_RETURN_NONE;
 }
 
 static PyObject *
@@ -482,6 +550,9 @@ mod_profile_stop(PyObject *module, PyObject *Py_UNUSED(ignored))
 }
 
 static PyMethodDef event_module_methods[] = {
+    {"release_cached_events", (PyCFunction)mod_release_cached_events, METH_NOARGS,
+     "release_cached_events()\n--\n\n"
+     "Destroy the CUevent handles gpuhost keeps from dropped events for reuse (up to 64)."},
     {"event", (PyCFunction)(void (*)(void))mod_event, METH_VARARGS | METH_KEYWORDS,
      "event(timing=True, *, blocking_sync=False, interprocess=False)\n--\n\n"
      "Create an event in the current context. `blocking_sync`: synchronize() sleeps "

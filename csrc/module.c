@@ -401,6 +401,7 @@ static int
 module_clear(PyObject *module)
 {
     gh_state *st = gh_state_of_module(module);
+    gh_event_cache_clear(st);
     Py_CLEAR(st->devices);
     Py_CLEAR(st->DeviceType);
     Py_CLEAR(st->ContextType);

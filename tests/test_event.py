@@ -132,12 +132,40 @@ def test_event_of_another_device_records_from_any_thread_context():
 
 def test_events_are_counted_and_destroyed(fake):
     gc.collect()  # earlier tests' objects in cycles
+    gpuhost._core.release_cached_events()
     before = fake.live("events")
     evs = [gpuhost.event() for _ in range(10)]
     assert fake.live("events") == before + 10
     del evs
     gc.collect()
+    again = [gpuhost.event() for _ in range(10)]  # the dropped handles are reused
+    assert fake.live("events") == before + 10
+    del again
+    gc.collect()
+    gpuhost._core.release_cached_events()
     assert fake.live("events") == before
+
+
+def test_a_reused_event_handle_behaves_as_a_fresh_event(fake):
+    s = gpuhost.stream()
+    ev = gpuhost.event()
+    fake.gate_close()  # queued work stays pending
+    try:
+        ev.record(s)
+        assert not ev.query()
+        handle = ev.handle
+        del ev
+        fresh = gpuhost.event()
+        assert fresh.handle == handle  # the same CUevent, still carrying the pending record
+        assert not fresh.recorded
+        assert fresh.query()           # yet a fresh event: nothing recorded, nothing pending
+        fresh.synchronize()            # returns at once
+        fresh.wait(s)                  # waits for nothing
+        with pytest.raises(gpuhost.CudaDriverError, match="never recorded"):
+            fresh.elapsed_time(fresh)
+    finally:
+        fake.gate_open()
+    s.synchronize()
 
 
 def test_ipc_handle_pickles_and_opens(fake):
