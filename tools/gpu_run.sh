@@ -9,15 +9,15 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 status=0
 
-{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; python3 --version; } \
-    2>&1 | tee "$OUT/machine.txt"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+python3 --version
 
 echo "=== build"
 python3 setup.py build_ext --inplace >"$OUT/build.log" 2>&1 || { cat "$OUT/build.log"; exit 1; }
 grep -i "warning" "$OUT/build.log" || echo "no compiler warnings"
 
 echo "=== pytest, real GPU"
-GPUHOST_TEST_DRIVER=real python3 -m pytest -q -rs -p no:cacheprovider "$@" 2>&1 | tee "$OUT/pytest_real.log"
+GPUHOST_TEST_DRIVER=real python3 -m pytest -q -rs -p no:cacheprovider "$@" 2>&1 | tee "$OUT/pytest_real.log" | tail -n 5
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 
 echo "=== pytest, fake driver"
@@ -25,11 +25,11 @@ GPUHOST_TEST_DRIVER=fake python3 -m pytest -q -p no:cacheprovider "$@" 2>&1 | te
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 
 echo "=== python -m gpuhost"
-python3 -m gpuhost 2>&1 | tee "$OUT/main.log"
+python3 -m gpuhost 2>&1
 
-echo "=== benchmarks"
-for b in benchmarks/[!_]*.py; do
-    name=$(basename "$b" .py)
-    python3 "$b" --json "$OUT/$name.json" 2>&1 | tee "$OUT/$name.log"
-done
+if [ -z "${GPUHOST_NO_BENCH:-}" ]; then
+    echo "=== benchmarks"
+    python3 benchmarks/all.py --json "$OUT/bench.json" --png "$OUT/bench.png" \
+        --markdown "$OUT/bench.md" 2>&1 | tee "$OUT/bench.log" | grep -v "^\s*warn"
+fi
 exit $status

@@ -1,0 +1,171 @@
+"""Every row of ANCHORS.md in one run: gpuhost next to raw C, cuda.core, CuPy and
+numba-cuda, with ratios to raw C and to the best peer, as a table, JSON and a PNG chart.
+
+Each area (launch, streams and events, transfers, allocation, compile, import time) runs
+in its own process, interleaving the libraries repetition by repetition as
+_harness.interleaved does; this script collects them.  On the GPU machine:
+    python3 benchmarks/all.py --json out.json --png out.png
+"""
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+AREAS = ["launch", "streams_events", "transfers", "pools", "compile"]
+LIBS = ["raw C", "gpuhost", "cuda.core", "CuPy", "numba-cuda"]
+PEERS = ["cuda.core", "CuPy", "numba-cuda"]
+
+
+def higher_is_better(op):
+    return "GB/s" in op
+
+
+def run_area(name, out_dir):
+    """{operation: record} from benchmarks/<name>.py, or {} (said why) if it failed."""
+    script = os.path.join(HERE, name + ".py")
+    if not os.path.exists(script):
+        return {}
+    path = os.path.join(out_dir, name + ".json")
+    proc = subprocess.run([sys.executable, script, "--json", path], capture_output=True, text=True)
+    sys.stdout.write(proc.stdout)
+    if proc.returncode != 0 or not os.path.exists(path):
+        print("%s failed (exit %d):\n%s" % (name, proc.returncode, proc.stderr[-3000:]))
+        return {}
+    with open(path) as f:
+        return json.load(f)
+
+
+def import_row(out_dir):
+    """import_time.py's result as a row: ms beyond numpy, goal <= 30 ms."""
+    path = os.path.join(out_dir, "import_time.json")
+    proc = subprocess.run([sys.executable, os.path.join(HERE, "import_time.py"), "--json", path],
+                          capture_output=True, text=True)
+    sys.stdout.write(proc.stdout)
+    if proc.returncode != 0 or not os.path.exists(path):
+        print("import_time failed:\n%s" % proc.stderr[-2000:])
+        return {}
+    with open(path) as f:
+        data = json.load(f)
+    names = {"gpuhost": "gpuhost", "cupy": "CuPy", "numba-cuda": "numba-cuda",
+             "cuda.core": "cuda.core"}
+    figures = {}
+    for module, lib in names.items():
+        entry = data.get(module)
+        if isinstance(entry, dict) and "beyond_numpy_ms" in entry:
+            figures[lib] = entry["beyond_numpy_ms"]
+    ours = figures.get("gpuhost")
+    return {"import, ms beyond numpy": dict(figures, goal="<= 30 ms",
+                                            met=None if ours is None else ours <= 30)}
+
+
+def best_peer(op, record):
+    values = [record[p] for p in PEERS if isinstance(record.get(p), (int, float))]
+    if not values:
+        return None
+    return max(values) if higher_is_better(op) else min(values)
+
+
+def ratio(op, ours, other):
+    """How many times better than `other` gpuhost is (>1: better), for either kind of row."""
+    if not ours or not other:
+        return None
+    return ours / other if higher_is_better(op) else other / ours
+
+
+def print_table(rows):
+    head = "%-30s" % "operation" + "".join("%11s" % l for l in LIBS)
+    print("\n" + head + "  %8s %9s  %-24s %s" % ("vs raw", "vs peer", "goal", "met"))
+    for op, rec in rows.items():
+        cells = "".join("%11s" % ("%.3f" % rec[l] if isinstance(rec.get(l), (int, float))
+                                  else "-") for l in LIBS)
+        raw, peer = ratio(op, rec.get("gpuhost"), rec.get("raw C")), \
+            ratio(op, rec.get("gpuhost"), best_peer(op, rec))
+        met = {True: "met", False: "NOT met", None: "-"}[rec.get("met")]
+        print("%-30s%s  %8s %9s  %-24s %s" % (op, cells, "%.2fx" % raw if raw else "-",
+                                               "%.2fx" % peer if peer else "-",
+                                               rec.get("goal", "-"), met))
+    print("\n(vs raw / vs peer: how many times faster gpuhost is than raw C / the best peer;"
+          " below 1 is slower)")
+
+
+def markdown(rows, machine, when):
+    lines = ["Measured %s on %s (`python3 benchmarks/all.py`):" % (when, machine), "",
+             "| operation | " + " | ".join(LIBS) + " | vs raw C | vs best peer | goal | met |",
+             "|---" * (len(LIBS) + 5) + "|"]
+    for op, rec in rows.items():
+        cells = ["%.3g" % rec[l] if isinstance(rec.get(l), (int, float)) else "-" for l in LIBS]
+        raw = ratio(op, rec.get("gpuhost"), rec.get("raw C"))
+        peer = ratio(op, rec.get("gpuhost"), best_peer(op, rec))
+        met = {True: "met", False: "**not met**", None: "-"}[rec.get("met")]
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (
+            op, " | ".join(cells), "%.2f×" % raw if raw else "-", "%.2f×" % peer if peer else "-",
+            rec.get("goal", "-"), met))
+    return "\n".join(lines)
+
+
+def chart(rows, path, title):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ops = [op for op, rec in rows.items() if isinstance(rec.get("raw C"), (int, float))]
+    libs = [l for l in LIBS[1:] if any(isinstance(rows[o].get(l), (int, float)) for o in ops)]
+    fig, ax = plt.subplots(figsize=(12, 0.45 * len(ops) * len(libs) / 2 + 2))
+    height = 0.8 / max(1, len(libs))
+    for k, lib in enumerate(libs):
+        speed = [ratio(op, rows[op].get(lib), rows[op]["raw C"]) or 0 for op in ops]
+        ax.barh([i + k * height for i in range(len(ops))], speed, height, label=lib)
+    ax.axvline(1.0, color="black", linewidth=0.8)
+    ax.set_yticks([i + 0.4 - height / 2 for i in range(len(ops))])
+    ax.set_yticklabels(ops)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlabel("speed relative to raw C (right of 1: faster)")
+    ax.set_title(title)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def machine_name():
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True).stdout.strip().splitlines()
+        return out[0] + " (driver)" if out else "unknown GPU"
+    except OSError:
+        return "no GPU"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json")
+    parser.add_argument("--png")
+    parser.add_argument("--markdown", help="write the table as Markdown (for README)")
+    args = parser.parse_args()
+    rows = {}
+    with tempfile.TemporaryDirectory() as out_dir:
+        for area in AREAS:
+            rows.update(run_area(area, out_dir))
+        rows.update(import_row(out_dir))
+    print_table(rows)
+    when, machine = datetime.date.today().isoformat(), machine_name()
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"date": when, "machine": machine, "rows": rows}, f, indent=2)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(markdown(rows, machine, when) + "\n")
+    if args.png:
+        try:
+            chart(rows, args.png, "gpuhost and peers, %s, %s" % (machine, when))
+        except ImportError as e:
+            print("no chart: %s" % e)
+
+
+if __name__ == "__main__":
+    main()
