@@ -102,3 +102,11 @@ def test_a_failing_chunk_raises_and_the_ring_still_works(fake):
     assert info.value.call == "cuMemcpyDtoHAsync"
     fake.clear_faults()
     np.testing.assert_array_equal(dev.copy_to_host(), host)
+
+
+def test_the_ring_survives_a_context_reset():
+    host = random_bytes(CHUNK + 1)
+    np.testing.assert_array_equal(gpuhost.to_device(host).copy_to_host(), host)
+    gpuhost.get_current_device().reset()  # undoes the ring's registration with the driver
+    host = random_bytes(CHUNK * 2 + 3)
+    np.testing.assert_array_equal(gpuhost.to_device(host).copy_to_host(), host)
