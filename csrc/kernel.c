@@ -390,7 +390,8 @@ pack_arg(gh_state *st, gh_kernel *k, Py_ssize_t i, PyObject *arg, PyObject *stre
 
     if (tp == st->DeviceArrayType || PyObject_TypeCheck(arg, st->DeviceArrayType)) {
         gh_devicearray *a = (gh_devicearray *)arg;
-        if (gh_context_check_alive(a->context, a->generation, GH_CU_LaunchKernel) < 0) {
+        if ((a->generation != a->context->generation || a->context->handle == NULL) &&
+            gh_context_check_alive(a->context, a->generation, GH_CU_LaunchKernel) < 0) {
             return -1;
         }
         return pack_pointer(k, i, arg, a->ptr, dst);
@@ -498,7 +499,8 @@ kernel_launch(gh_kernel *k, const launch_dims *d, PyObject *const *args, Py_ssiz
     CUresult res;
     int pushed;
 
-    if (gh_module_check_usable(m, GH_CU_LaunchKernel) < 0) {
+    if ((m->unloaded || m->generation != m->context->generation || m->context->handle == NULL) &&
+        gh_module_check_usable(m, GH_CU_LaunchKernel) < 0) {
         return NULL;
     }
     if (k->nparams < 0) {
@@ -712,6 +714,27 @@ config_new(gh_state *st, gh_kernel *k, const launch_dims *d)
 
 /* ---- Kernel: launching ---- */
 
+/* Whether two launch keys are the same object or tuples of the same objects: the common
+   case of kernel[g, b, s] in a loop, decided without calling any comparison. */
+static int
+same_items(PyObject *a, PyObject *b)
+{
+    Py_ssize_t n;
+    if (a == b) {
+        return 1;
+    }
+    if (!PyTuple_CheckExact(a) || !PyTuple_CheckExact(b) ||
+        (n = PyTuple_GET_SIZE(a)) != PyTuple_GET_SIZE(b)) {
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (PyTuple_GET_ITEM(a, i) != PyTuple_GET_ITEM(b, i)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* kernel[grid, block], kernel[grid, block, stream], kernel[grid, block, stream, shared] */
 static PyObject *
 kernel_getitem(gh_kernel *self, PyObject *key)
@@ -722,7 +745,10 @@ kernel_getitem(gh_kernel *self, PyObject *key)
     PyObject *config;
 
     if (self->last_key != NULL) {
-        int same = key == self->last_key ? 1 : PyObject_RichCompareBool(key, self->last_key, Py_EQ);
+        int same = same_items(key, self->last_key);
+        if (!same) {
+            same = PyObject_RichCompareBool(key, self->last_key, Py_EQ);
+        }
         if (same < 0) {
             return NULL;
         }
