@@ -189,33 +189,46 @@ raise_not_found(gh_module *self, gh_cu_id id, const char *what, PyObject *name)
     Py_XDECREF(known);
 }
 
-static PyObject *
-module_get_function(gh_module *self, PyObject *name)
+/* Look `name` up with cuModuleGetFunction (what = "kernel") or cuModuleGetGlobal
+   ("global"), with the module's context current.  Sets *symbol (borrowed) to the symbol
+   looked for; 0, or -1 with TypeError, CudaAPIError naming what is missing, or another. */
+static int
+lookup(gh_module *self, PyObject *name, const char *what, PyObject **symbol, CUfunction *f,
+       CUdeviceptr *ptr, size_t *size)
 {
-    gh_state *st = gh_state_of_type(Py_TYPE(self));
-    PyObject *symbol, *types = NULL;
-    CUfunction f = NULL;
+    gh_cu_id id = f != NULL ? GH_CU_ModuleGetFunction : GH_CU_ModuleGetGlobal;
     CUresult res;
     int pushed;
 
     if (!PyUnicode_Check(name)) {
-        PyErr_Format(PyExc_TypeError, "get_function() takes a str, not %.100s",
-                     Py_TYPE(name)->tp_name);
-        return NULL;
+        PyErr_Format(PyExc_TypeError, "get_%s() takes a str, not %.100s",
+                     f != NULL ? "function" : "global", Py_TYPE(name)->tp_name);
+        return -1;
     }
-    if (gh_module_check_usable(self, GH_CU_ModuleGetFunction) < 0 ||
-        (symbol = symbol_of(self, name)) == NULL || gh_context_enter(self->context, &pushed) < 0) {
-        return NULL;
+    if (gh_module_check_usable(self, id) < 0 || (*symbol = symbol_of(self, name)) == NULL ||
+        gh_context_enter(self->context, &pushed) < 0) {
+        return -1;
     }
-    res = gh_cu.ModuleGetFunction(&f, self->handle, PyUnicode_AsUTF8(symbol));
+    res = f != NULL ? gh_cu.ModuleGetFunction(f, self->handle, PyUnicode_AsUTF8(*symbol))
+                    : gh_cu.ModuleGetGlobal(ptr, size, self->handle, PyUnicode_AsUTF8(*symbol));
     if (gh_context_leave(self->context, pushed) < 0) {
-        return NULL;
+        return -1;
     }
     if (res == CUDA_ERROR_NOT_FOUND) {
-        raise_not_found(self, GH_CU_ModuleGetFunction, "kernel", name);
-        return NULL;
+        raise_not_found(self, id, what, name);
+        return -1;
     }
-    if (gh_check(res, GH_CU_ModuleGetFunction) < 0) {
+    return gh_check(res, id);
+}
+
+static PyObject *
+module_get_function(gh_module *self, PyObject *name)
+{
+    gh_state *st = gh_state_of_type(Py_TYPE(self));
+    PyObject *symbol = NULL, *types = NULL;
+    CUfunction f = NULL;
+
+    if (lookup(self, name, "kernel", &symbol, &f, NULL, NULL) < 0) {
         return NULL;
     }
     if (PyDict_Check(self->param_types)) {
@@ -231,30 +244,11 @@ module_get_function(gh_module *self, PyObject *name)
 static PyObject *
 module_get_global_raw(gh_module *self, PyObject *name)
 {
-    PyObject *symbol;
+    PyObject *symbol = NULL;
     CUdeviceptr ptr = 0;
     size_t size = 0;
-    CUresult res;
-    int pushed;
 
-    if (!PyUnicode_Check(name)) {
-        PyErr_Format(PyExc_TypeError, "get_global() takes a str, not %.100s",
-                     Py_TYPE(name)->tp_name);
-        return NULL;
-    }
-    if (gh_module_check_usable(self, GH_CU_ModuleGetGlobal) < 0 ||
-        (symbol = symbol_of(self, name)) == NULL || gh_context_enter(self->context, &pushed) < 0) {
-        return NULL;
-    }
-    res = gh_cu.ModuleGetGlobal(&ptr, &size, self->handle, PyUnicode_AsUTF8(symbol));
-    if (gh_context_leave(self->context, pushed) < 0) {
-        return NULL;
-    }
-    if (res == CUDA_ERROR_NOT_FOUND) {
-        raise_not_found(self, GH_CU_ModuleGetGlobal, "global", name);
-        return NULL;
-    }
-    if (gh_check(res, GH_CU_ModuleGetGlobal) < 0) {
+    if (lookup(self, name, "global", &symbol, NULL, &ptr, &size) < 0) {
         return NULL;
     }
     self->globals_out = 1; /* an array may now point into the module: unload at dealloc */

@@ -170,3 +170,16 @@ def run_python(code, env=None, timeout=120):
             full[key] = value
     return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True,
                           text=True, timeout=timeout)
+
+
+class DlpackOnly:
+    """Exports `array` through DLPack alone (as JAX does): no CUDA array interface."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack__(self, **kwargs):
+        return self.array.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import gpuhost
+from conftest import DlpackOnly
 from gpuhost import _copykernel
 
 rng = np.random.default_rng()
@@ -96,23 +97,13 @@ def test_scalar_fill_that_no_memset_can_do():
 
 @pytest.mark.gpu
 def test_dlpack_only_objects_are_device_arrays_everywhere():
-    class OnlyDlpack:
-        def __init__(self, a):
-            self.a = a
-
-        def __dlpack__(self, **kw):
-            return self.a.__dlpack__(**kw)
-
-        def __dlpack_device__(self):
-            return self.a.__dlpack_device__()
-
     host = rng.standard_normal((7, 9))
-    src = OnlyDlpack(gpuhost.to_device(host))
+    src = DlpackOnly(gpuhost.to_device(host))
     same = gpuhost.to_device(src)
-    assert isinstance(same, gpuhost.DeviceArray) and same.ptr == src.a.ptr
+    assert isinstance(same, gpuhost.DeviceArray) and same.ptr == src.array.ptr
     dst = gpuhost.device_array((7, 9), order="F")
     dst.copy_to_device(src)
     np.testing.assert_array_equal(dst.copy_to_host(), host)
-    dst[2] = OnlyDlpack(gpuhost.to_device(np.full(9, 4.0)))
+    dst[2] = DlpackOnly(gpuhost.to_device(np.full(9, 4.0)))
     host[2] = 4.0
     np.testing.assert_array_equal(dst.copy_to_host(), host)

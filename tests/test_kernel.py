@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import gpuhost
+from conftest import DlpackOnly
 from gpuhost import CudaAPIError
 from gpuhost._modules import ptx_param_types
 
@@ -612,17 +613,7 @@ def test_foreign_arrays_go_as_pointers():
         def __init__(self, a):
             self.__cuda_array_interface__ = a.__cuda_array_interface__
 
-    class OnlyDlpack:
-        def __init__(self, a):
-            self.a = a
-
-        def __dlpack__(self, **kw):
-            return self.a.__dlpack__(**kw)
-
-        def __dlpack_device__(self):
-            return self.a.__dlpack_device__()
-
-    saxpy[2, 256](2.0, OnlyCai(d_x), OnlyDlpack(d_x), OnlyCai(out), n)
+    saxpy[2, 256](2.0, OnlyCai(d_x), DlpackOnly(d_x), OnlyCai(out), n)
     np.testing.assert_array_equal(out.copy_to_host(), np.float32(2) * x + x)
 
 
