@@ -34,9 +34,12 @@ REAL_GPU = _real_gpu_count() > 0  # whether this machine's libcuda.so.1 has a de
 # Compiled kernels are cached on disk: the suite's go to a directory of its own (also
 # for the processes it starts), never the user's ~/.cache/gpuhost.
 if "GPUHOST_CACHE_DIR" not in os.environ:
+    import atexit
+    import shutil
     import tempfile
 
     os.environ["GPUHOST_CACHE_DIR"] = tempfile.mkdtemp(prefix="gpuhost-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["GPUHOST_CACHE_DIR"], True)
 
 
 def _choose_driver():
