@@ -20,6 +20,7 @@ gh_context_of(gh_state *st, gh_device *dev)
     ctx->device = (gh_device *)Py_NewRef(dev);
     ctx->handle = NULL;
     ctx->generation = 0;
+    ctx->stale = NULL;
     PyObject_GC_Track(ctx);
     dev->context = (PyObject *)ctx; /* the Device owns it */
     return ctx;
@@ -65,6 +66,7 @@ context_release(gh_context *ctx)
     if (res != CUDA_SUCCESS) {
         gh_warn_cleanup(res, GH_CU_DevicePrimaryCtxRelease);
     }
+    ctx->stale = ctx->handle;
     ctx->handle = NULL;
     ctx->generation++;
 }
@@ -199,12 +201,31 @@ raise_not_on_top(gh_context *ctx, CUcontext cur)
                     ctx->device->id, (void *)cur);
 }
 
+/* Pop without looking first (cuCtxGetCurrent failed): pop, and if it was not `ctx` that
+   came off, put it back and say so.  0 or -1. */
+static int
+pop_and_check(gh_context *ctx)
+{
+    CUcontext popped = NULL;
+    if (gh_check(gh_cu.CtxPopCurrent(&popped), GH_CU_CtxPopCurrent) < 0) {
+        return -1;
+    }
+    if (popped != NULL && popped == ctx->handle) {
+        return 0;
+    }
+    if (popped != NULL && gh_check(gh_cu.CtxPushCurrent(popped), GH_CU_CtxPushCurrent) < 0) {
+        return -1;
+    }
+    return raise_not_on_top(ctx, popped);
+}
+
 int
 gh_context_pop(gh_context *ctx)
 {
     CUcontext cur = NULL, popped = NULL;
-    if (gh_check(gh_cu.CtxGetCurrent(&cur), GH_CU_CtxGetCurrent) < 0) {
-        return -1;
+    if (gh_cu.CtxGetCurrent(&cur) != CUDA_SUCCESS) {
+        /* Leaving a with-block must not leave the context pushed because of an inquiry. */
+        return pop_and_check(ctx);
     }
     if (cur == NULL || cur != ctx->handle) {
         return raise_not_on_top(ctx, cur);
@@ -257,7 +278,10 @@ gh_context_reset(gh_context *ctx)
     if (gh_check(gh_cu.CtxGetCurrent(&cur), GH_CU_CtxGetCurrent) < 0) {
         return -1;
     }
-    was_current = ctx->handle != NULL && cur == ctx->handle;
+    /* A handle gpuhost gave up may still be current here (a reset or close that failed
+       half-way, another thread's reset): the device's new context takes its place too. */
+    was_current = cur != NULL && (cur == ctx->handle || cur == ctx->stale);
+    gh_pool_context_ending(gh_state_of_type(Py_TYPE(ctx)), ctx); /* before its memory goes */
     context_release(ctx);
     Py_BEGIN_ALLOW_THREADS
     res = gh_cu.DevicePrimaryCtxReset(ctx->device->handle);
@@ -333,6 +357,7 @@ gh_context_close_all(gh_state *st, int release_all)
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(st->devices); i++) {
             PyObject *dev = PyList_GET_ITEM(st->devices, i); /* borrowed */
             if (dev != Py_None && ((gh_device *)dev)->context != NULL) {
+                gh_pool_context_ending(st, (gh_context *)((gh_device *)dev)->context);
                 context_release((gh_context *)((gh_device *)dev)->context);
             }
         }

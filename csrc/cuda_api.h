@@ -66,6 +66,12 @@
     X(MemAllocManaged, 6000)                                                                       \
     X(MemHostAlloc, 2020)                                                                          \
     X(MemFreeHost, 2000)                                                                           \
+    X(DeviceGetDefaultMemPool, 11020)                                                              \
+    X(MemPoolSetAttribute, 11020)                                                                  \
+    X(MemPoolGetAttribute, 11020)                                                                  \
+    X(MemPoolTrimTo, 11020)                                                                        \
+    X(MemAllocAsync, 11020)                                                                        \
+    X(MemFreeAsync, 11020)                                                                         \
     X(MemHostGetDevicePointer, 3020)                                                               \
     X(MemHostRegister, 6050)                                                                       \
     X(MemHostUnregister, 4000)                                                                     \

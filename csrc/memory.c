@@ -13,9 +13,8 @@
 static const char *const kind_names[] = {"device", "managed",    "pinned",
                                          "mapped", "registered", "ipc"};
 
-/* A new, empty Allocation of `kind` in `ctx`; NULL on error. */
-static gh_allocation *
-allocation_new(gh_state *st, gh_context *ctx, gh_alloc_kind kind, size_t size)
+gh_allocation *
+gh_allocation_new(gh_state *st, gh_context *ctx, gh_alloc_kind kind, size_t size)
 {
     gh_allocation *self = PyObject_New(gh_allocation, st->AllocationType);
     if (self == NULL) {
@@ -29,11 +28,14 @@ allocation_new(gh_state *st, gh_context *ctx, gh_alloc_kind kind, size_t size)
     self->host = NULL;
     self->exports = 0;
     self->registered.obj = NULL;
+    self->pool = NULL;
+    self->block = NULL;
     return self;
 }
 
 /* Allocate in `ctx` (made current for the call); new reference or NULL.  `flags` is the
-   cuMemHostAlloc / cuMemAllocManaged flags for those kinds.  Size 0 allocates nothing. */
+   cuMemHostAlloc / cuMemAllocManaged flags for those kinds.  Size 0 allocates nothing.
+   Device memory comes from the context's default pool (pool.c). */
 gh_allocation *
 gh_allocate(gh_state *st, gh_context *ctx, gh_alloc_kind kind, size_t size, unsigned int flags)
 {
@@ -42,10 +44,13 @@ gh_allocate(gh_state *st, gh_context *ctx, gh_alloc_kind kind, size_t size, unsi
     gh_cu_id id = GH_CU_MemAlloc;
     int pushed;
 
+    if (kind == GH_ALLOC_DEVICE && size > 0) {
+        return gh_pool_device_alloc(st, ctx, size, NULL);
+    }
     if (gh_context_enter(ctx, &pushed) < 0) {
         return NULL;
     }
-    self = allocation_new(st, ctx, kind, size);
+    self = gh_allocation_new(st, ctx, kind, size);
     if (self != NULL && size > 0) {
         /* Allocation can wait for queued work (host callbacks need the GIL): release it. */
         Py_BEGIN_ALLOW_THREADS
@@ -104,6 +109,12 @@ memory_info(gh_context *ctx, size_t *free_bytes, size_t *total_bytes)
 int
 gh_raise_oom(gh_context *ctx, const char *what, size_t size, gh_cu_id id)
 {
+    return gh_raise_oom_detail(ctx, what, size, id, NULL);
+}
+
+int
+gh_raise_oom_detail(gh_context *ctx, const char *what, size_t size, gh_cu_id id, const char *detail)
+{
     size_t free_bytes, total_bytes;
     PyObject *type, *value, *tb, *msg, *requested;
 
@@ -112,8 +123,9 @@ gh_raise_oom(gh_context *ctx, const char *what, size_t size, gh_cu_id id)
     PyErr_Fetch(&type, &value, &tb);
     PyErr_NormalizeException(&type, &value, &tb);
     msg = PyUnicode_FromFormat("out of memory allocating %zu bytes of %s memory on device %d "
-                               "(%zu of %zu bytes free)",
-                               size, what, ctx->device->id, free_bytes, total_bytes);
+                               "(%zu of %zu bytes free)%s%s",
+                               size, what, ctx->device->id, free_bytes, total_bytes,
+                               detail ? "; " : "", detail ? detail : "");
     requested = PyLong_FromSize_t(size);
     if (value != NULL && msg != NULL && requested != NULL) {
         PyObject_SetAttrString(value, "msg", msg);
@@ -130,7 +142,7 @@ gh_raise_oom(gh_context *ctx, const char *what, size_t size, gh_cu_id id)
 gh_allocation *
 gh_register(gh_state *st, gh_context *ctx, PyObject *obj, unsigned int flags)
 {
-    gh_allocation *self = allocation_new(st, ctx, GH_ALLOC_REGISTERED, 0);
+    gh_allocation *self = gh_allocation_new(st, ctx, GH_ALLOC_REGISTERED, 0);
     CUresult res = CUDA_SUCCESS;
     int pushed;
 
@@ -153,6 +165,7 @@ gh_register(gh_state *st, gh_context *ctx, PyObject *obj, unsigned int flags)
         return self;
     }
     if (gh_context_enter(ctx, &pushed) < 0) {
+        self->host = NULL; /* not registered: dealloc must not unregister it */
         Py_DECREF(self);
         return NULL;
     }
@@ -244,6 +257,34 @@ allocation_get_context(gh_allocation *self, void *Py_UNUSED(closure))
 }
 
 static PyObject *
+allocation_get_device_id(gh_allocation *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromLong(self->context->device->id);
+}
+
+static PyObject *
+allocation_get_pool(gh_allocation *self, void *Py_UNUSED(closure))
+{
+    return Py_NewRef(self->pool != NULL ? (PyObject *)self->pool : Py_None);
+}
+
+/* int(allocation): the device address, or the host address of unmapped host memory. */
+static PyObject *
+allocation_int(gh_allocation *self)
+{
+    if (self->dptr == 0 && self->host != NULL) {
+        return PyLong_FromVoidPtr(self->host);
+    }
+    return PyLong_FromUnsignedLongLong((unsigned long long)self->dptr);
+}
+
+static Py_ssize_t
+allocation_len(gh_allocation *self)
+{
+    return (Py_ssize_t)self->size;
+}
+
+static PyObject *
 allocation_repr(gh_allocation *self)
 {
     return PyUnicode_FromFormat("<gpuhost.Allocation of %zu bytes of %s memory at %p on device %d>",
@@ -257,8 +298,11 @@ static void
 allocation_release(gh_allocation *self)
 {
     gh_context *ctx = self->context;
-    if (self->kind == GH_ALLOC_DEVICE || self->kind == GH_ALLOC_MANAGED ||
-        self->kind == GH_ALLOC_IPC) {
+    if (self->pool != NULL) {
+        gh_pool_release(self); /* back to its pool, which decides when to free it */
+    }
+    else if (self->kind == GH_ALLOC_DEVICE || self->kind == GH_ALLOC_MANAGED ||
+             self->kind == GH_ALLOC_IPC) {
         if (self->dptr) {
             gh_release(ctx, self->generation,
                        self->kind == GH_ALLOC_IPC ? GH_CU_IpcCloseMemHandle : GH_CU_MemFree,
@@ -304,9 +348,11 @@ allocation_dealloc(gh_allocation *self)
 static PyMethodDef allocation_methods[] = {
     {"close", (PyCFunction)allocation_close, METH_NOARGS,
      "close($self, /)\n--\n\n"
-     "Free (or unregister) the memory now instead of when the last reference dies. Device "
-     "arrays made over it must not be used afterwards; host memory that numpy arrays still "
-     "view is not released (BufferError)."},
+     "Free (or unregister) the memory now instead of when the last reference dies; pooled "
+     "memory goes back to its pool. Device arrays made over it must not be used afterwards; "
+     "host memory that numpy arrays still view is not released (BufferError)."},
+    {"free", (PyCFunction)allocation_close, METH_NOARGS,
+     "free($self, /)\n--\n\nThe same as close() (pycuda's name)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -320,6 +366,9 @@ static PyGetSetDef allocation_getset[] = {
      "'device', 'managed', 'pinned', 'mapped' or 'registered'.", NULL},
     {"device", (getter)allocation_get_device, NULL, "The Device it belongs to.", NULL},
     {"context", (getter)allocation_get_context, NULL, "The Context it belongs to.", NULL},
+    {"device_id", (getter)allocation_get_device_id, NULL, "The Device's id (CuPy's name).", NULL},
+    {"pool", (getter)allocation_get_pool, NULL,
+     "The Pool the memory goes back to, or None for memory of its own.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -329,6 +378,8 @@ static PyType_Slot allocation_slots[] = {
     {Py_tp_getset, allocation_getset},
     {Py_tp_methods, allocation_methods},
     {Py_tp_repr, allocation_repr},
+    {Py_nb_int, allocation_int},
+    {Py_sq_length, allocation_len},
     {Py_tp_dealloc, allocation_dealloc},
     {Py_bf_getbuffer, allocation_getbuffer},
     {Py_bf_releasebuffer, allocation_releasebuffer},
@@ -489,7 +540,7 @@ mod_ipc_open(PyObject *module, PyObject *args)
     if (ctx == NULL) {
         return NULL;
     }
-    self = allocation_new(st, ctx, GH_ALLOC_IPC, (size_t)size);
+    self = gh_allocation_new(st, ctx, GH_ALLOC_IPC, (size_t)size);
     if (self != NULL) {
         Py_BEGIN_ALLOW_THREADS
         res = gh_cu.IpcOpenMemHandle(&self->dptr, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);

@@ -371,7 +371,8 @@ module_exec(PyObject *module)
         gh_stream_init_type(module, st) < 0 || gh_event_init_type(module, st) < 0 ||
         gh_memory_init_type(module, st) < 0 || gh_devicearray_init_type(module, st) < 0 ||
         gh_dlpack_init(module, st) < 0 || gh_cumodule_init_type(module, st) < 0 ||
-        gh_kernel_init_type(module, st) < 0 || PyModule_AddFunctions(module, gh_nvtx_methods) < 0 ||
+        gh_kernel_init_type(module, st) < 0 || gh_pool_init_type(module, st) < 0 ||
+        PyModule_AddFunctions(module, gh_nvtx_methods) < 0 ||
         PyModule_AddFunctions(module, gh_program_methods) < 0) {
         return -1;
     }
@@ -393,6 +394,8 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->ModuleType);
     Py_VISIT(st->KernelType);
     Py_VISIT(st->LaunchConfigType);
+    Py_VISIT(st->PoolType);
+    Py_VISIT(st->default_pools);
     Py_VISIT(st->devices);
     return 0;
 }
@@ -402,6 +405,7 @@ module_clear(PyObject *module)
 {
     gh_state *st = gh_state_of_module(module);
     gh_event_cache_clear(st);
+    Py_CLEAR(st->default_pools); /* before the types: the pools free what they hold */
     Py_CLEAR(st->devices);
     Py_CLEAR(st->DeviceType);
     Py_CLEAR(st->ContextType);
@@ -414,6 +418,7 @@ module_clear(PyObject *module)
     Py_CLEAR(st->ModuleType);
     Py_CLEAR(st->KernelType);
     Py_CLEAR(st->LaunchConfigType);
+    Py_CLEAR(st->PoolType);
     return 0;
 }
 

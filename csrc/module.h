@@ -15,6 +15,7 @@
 #include "nvrtc_api.h"
 
 typedef struct gh_context gh_context;
+typedef struct gh_pool gh_pool;
 
 /* A release of a driver resource that waits: in a defer_cleanup() block, or until a
    driver callback thread has returned. */
@@ -47,12 +48,15 @@ typedef struct {
     PyTypeObject *ModuleType;
     PyTypeObject *KernelType;
     PyTypeObject *LaunchConfigType;
+    PyTypeObject *PoolType;
     PyObject *devices;        /* list of Device or None, one per ordinal, made on first use */
     int defer_depth;          /* nesting of defer_cleanup() blocks */
     gh_pending_release *held; /* releases held by defer_cleanup(), n_held of cap_held */
     Py_ssize_t n_held, cap_held;
     gh_cached_event events[GH_EVENT_CACHE]; /* dropped events' handles, for event() to reuse */
     int n_events;
+    PyObject *default_pools; /* list: each device's default Pool (pool.c) by ordinal, or None */
+    gh_pool *pools;          /* every live Pool, linked through its next_pool (pool.c) */
 } gh_state;
 
 extern PyModuleDef gh_module_def;
@@ -162,6 +166,7 @@ struct gh_context {
     gh_device *device; /* strong */
     CUcontext handle;
     uint64_t generation;
+    CUcontext stale; /* the handle gpuhost held last (a thread may still have it current) */
 };
 
 int gh_context_init_type(PyObject *module, gh_state *st);
@@ -264,6 +269,8 @@ typedef struct {
     CUdeviceptr dptr;     /* device address; 0 for host memory not mapped */
     void *host;           /* host address for host kinds and managed memory, else NULL */
     Py_buffer registered; /* the registered object's buffer (GH_ALLOC_REGISTERED) */
+    gh_pool *pool;        /* strong: the Pool the memory goes back to, or NULL (pool.c) */
+    void *block;          /* the pool's record of the memory, while pool is set */
     Py_ssize_t exports;   /* buffer views handed out */
 } gh_allocation;
 
@@ -276,6 +283,25 @@ gh_allocation *gh_allocate(gh_state *st, gh_context *ctx, gh_alloc_kind kind, si
 gh_allocation *gh_register(gh_state *st, gh_context *ctx, PyObject *obj, unsigned int flags);
 /* Raise CudaOutOfMemoryError for `size` bytes of `what` with the device's free/total. -1. */
 int gh_raise_oom(gh_context *ctx, const char *what, size_t size, gh_cu_id id);
+/* gh_raise_oom with `detail` (e.g. a pool's statistics; may be NULL) after the sizes. */
+int gh_raise_oom_detail(gh_context *ctx, const char *what, size_t size, gh_cu_id id,
+                        const char *detail);
+/* A new Allocation of `size` bytes of `kind` in `ctx` that owns no memory yet (the caller
+   sets dptr/host, or pool and block); new reference or NULL. */
+gh_allocation *gh_allocation_new(gh_state *st, gh_context *ctx, gh_alloc_kind kind, size_t size);
+
+/* ---- pool.c: memory pools, the default allocator of device memory ---- */
+
+int gh_pool_init_type(PyObject *module, gh_state *st);
+/* `size` bytes of device memory in `ctx` from its default Pool (GPUHOST_ALLOCATOR picks
+   its mode), ordered on `stream` (a stream= argument; NULL: the legacy default stream).
+   New reference, or NULL with CudaOutOfMemoryError (after releasing held blocks and
+   collecting garbage once) or another error. */
+gh_allocation *gh_pool_device_alloc(gh_state *st, gh_context *ctx, size_t size, PyObject *stream);
+/* Give a pooled Allocation's memory back to its Pool and clear a->pool; never raises. */
+void gh_pool_release(gh_allocation *a);
+/* Free the blocks every Pool of `ctx` holds, before the context is reset or released. */
+void gh_pool_context_ending(gh_state *st, gh_context *ctx);
 
 /* ---- devicearray.c ---- */
 

@@ -5,6 +5,7 @@ come here and become 2D copies (cuMemcpy2D), each moving only the array's own el
 """
 import contextlib
 import operator
+import os as _os
 
 import numpy as np
 
@@ -73,11 +74,38 @@ def _stream_or_none(stream):
     return stream
 
 
+# Where device arrays get their memory: None for the C default pool (gpuhost's fast path),
+# else fn(nbytes, stream) -> (owner, ptr), installed by gpuhost.memory.set_allocator() or
+# gpuhost.memory_manager.set_memory_manager() (or its environment variables, read below).
+_allocator = None
+_manager_defer = None  # fn() -> the memory manager's defer_cleanup() context manager, or None
+
+
+def _use_manager_from_environment(nbytes, stream):
+    """The first allocation with GPUHOST_CUDA_MEMORY_MANAGER / NUMBA_CUDA_MEMORY_MANAGER set:
+    import the plugin named there, install it, and allocate through it."""
+    from . import memory_manager
+
+    memory_manager._ensure_memory_manager()
+    return _allocator(nbytes, stream)
+
+
+if (_os.environ.get("GPUHOST_CUDA_MEMORY_MANAGER") or
+        _os.environ.get("NUMBA_CUDA_MEMORY_MANAGER", "default")) not in ("", "default"):
+    _allocator = _use_manager_from_environment
+
+
 def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0):
-    """A new, uninitialized array in device memory of the current context."""
+    """A new, uninitialized array in device memory of the current context, from the
+    current allocator (the context's default pool unless set_allocator() or a memory
+    manager replaced it), ordered on `stream`."""
     shape, dtype, strides, nbytes = _layout(shape, dtype, strides, order)
-    alloc = _core.mem_alloc(nbytes)
-    return _core.make_array(alloc, alloc.ptr, shape, strides, dtype, _stream_or_none(stream))
+    stream = _stream_or_none(stream)
+    if _allocator is None or nbytes == 0:
+        alloc = _core.device_alloc(nbytes, stream)
+        return _core.make_array(alloc, alloc.ptr, shape, strides, dtype, stream)
+    owner, ptr = _allocator(nbytes, stream)
+    return _core.make_array(owner, ptr, shape, strides, dtype, stream)
 
 
 def _like_order(ary):
@@ -296,7 +324,12 @@ def defer_cleanup():
     free's implicit synchronization cannot stall queued work)."""
     _core._defer_cleanup_enter()
     try:
-        yield
+        manager_defer = _manager_defer() if _manager_defer is not None else None
+        if manager_defer is None:
+            yield
+        else:
+            with manager_defer:  # an external memory manager's own deferral (numba's EMM)
+                yield
     finally:
         _core._defer_cleanup_exit()
 

@@ -71,6 +71,9 @@ def close():
     """Pop the primary contexts off this thread's context stack; in the main thread also
     give up every primary context gpuhost holds, so the driver can destroy them (numba's
     ``cuda.close()``). Objects made before then raise when used."""
+    manager = sys.modules.get("gpuhost.memory_manager")
+    if manager is not None:
+        manager._close_managers()  # an EMM plugin's reset(), as numba's close() does
     _core.close(threading.current_thread() is threading.main_thread())
 
 

@@ -21,7 +21,9 @@ CSRC = os.path.join(ROOT, "csrc")
 LIB_NAME = "libfakecuda.so"
 DEFAULT_CUDA_ROOT = "/usr/local/cuda"
 
-CFLAGS = ["-std=c11", "-O1", "-g", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden"]
+# Frame pointers: fakecuda_take_fault_site() walks the library's own frames to its caller.
+CFLAGS = ["-std=c11", "-O1", "-g", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden",
+          "-fno-omit-frame-pointer"]
 WARNINGS = ["-Wall", "-Wextra", "-Wshadow", "-Wstrict-prototypes", "-Wmissing-prototypes",
             # an fk_ function whose type differs from its PFN_ type is an error, not a warning
             "-Werror=incompatible-pointer-types"]

@@ -12,8 +12,10 @@
  * A value that is not a number in range makes cuInit fail with CUDA_ERROR_INVALID_VALUE,
  * with a message on stderr.
  */
+#define _GNU_SOURCE /* dladdr */
 #include "fk_internal.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -52,6 +54,7 @@ typedef struct {
 static long fk_calls[GH_CU__COUNT];
 static fk_fault fk_faults[GH_CU__COUNT];
 static int fk_initialized;
+static void *fk_fault_site; /* where the last injected fault was returned to, or NULL */
 
 static struct {
     int loaded;
@@ -79,11 +82,35 @@ fk_wait(pthread_cond_t *cond)
     pthread_cond_wait(cond, &fk_mutex);
 }
 
+/* The return address of the innermost frame outside this library: the caller's call
+   site of the entry point running now.  Walks this library's own frames by their frame
+   pointers (it is built with -fno-omit-frame-pointer) and stops at the first return
+   address outside it, so no foreign frame is ever read.  NULL if not found. */
+__attribute__((noinline)) static void *
+caller_site(void)
+{
+    Dl_info self, info;
+    void **fp = __builtin_frame_address(0);
+
+    if (dladdr((void *)caller_site, &self) == 0) {
+        return NULL;
+    }
+    for (int depth = 0; fp != NULL && depth < 16; depth++) {
+        void *ret = fp[1];
+        if (dladdr(ret, &info) == 0 || info.dli_fbase != self.dli_fbase) {
+            return ret;
+        }
+        fp = (void **)fp[0];
+    }
+    return NULL;
+}
+
 CUresult
 fk_enter(gh_cu_id id, fk_when when)
 {
     CUresult res = CUDA_SUCCESS;
     fk_fault *fault = &fk_faults[id];
+    int injected = 0;
 
     fk_lock();
     fk_calls[id]++;
@@ -93,6 +120,7 @@ fk_enter(gh_cu_id id, fk_when when)
         }
         else {
             res = fault->code;
+            injected = 1;
             if (fault->remaining > 0) {
                 fault->remaining--;
             }
@@ -105,6 +133,12 @@ fk_enter(gh_cu_id id, fk_when when)
         res = CUDA_ERROR_NOT_PERMITTED; /* CUDA forbids API calls in host callbacks */
     }
     fk_unlock();
+    if (injected) {
+        void *site = caller_site();
+        fk_lock();
+        fk_fault_site = site;
+        fk_unlock();
+    }
     return res;
 }
 
@@ -297,6 +331,17 @@ fakecuda_clear_faults(void)
     fk_lock();
     memset(fk_faults, 0, sizeof(fk_faults));
     fk_unlock();
+}
+
+void *
+fakecuda_take_fault_site(void)
+{
+    void *site;
+    fk_lock();
+    site = fk_fault_site;
+    fk_fault_site = NULL;
+    fk_unlock();
+    return site;
 }
 
 long

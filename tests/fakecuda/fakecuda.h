@@ -19,6 +19,12 @@ FAKECUDA_API int fakecuda_fail(const char *name, long nth, int code, long times)
 /* Disarm every fault armed by fakecuda_fail. */
 FAKECUDA_API void fakecuda_clear_faults(void);
 
+/* The call site that received the most recent injected fault (the return address, in
+   the calling library's code, of the entry point that failed), then forget it; NULL if no
+   fault was injected since the last take.  Tests map it to a source line (dladdr,
+   addr2line) to count the distinct call sites a fault sweep reached. */
+FAKECUDA_API void *fakecuda_take_fault_site(void);
+
 /* How many times entry point `name` was called since load (or the last fakecuda_reset),
    failed calls included; -1 for an unknown name. */
 FAKECUDA_API long fakecuda_calls(const char *name);

@@ -196,4 +196,22 @@ FK_HIDDEN CUresult fk_span_resolve(fk_span *span, uintptr_t addr, size_t len, fk
 /* Drop the pin of a resolved span (an empty one is fine).  Lock held. */
 FK_HIDDEN void fk_span_release(fk_span *span);
 
+/* A device allocation of `size` bytes from its device's default pool (cuMemAllocAsync) for
+   `ctx`, into *dptr.  CUDA_SUCCESS or CUDA_ERROR_OUT_OF_MEMORY.  Lock NOT held. */
+FK_HIDDEN CUresult fk_memory_alloc_pooled(fk_context *ctx, size_t size, CUdeviceptr *dptr);
+/* Queue the free of the device allocation starting at `dptr` on `lane` of `ctx`
+   (cuMemFreeAsync): it goes when the queue reaches it.  CUDA_SUCCESS, or
+   CUDA_ERROR_INVALID_VALUE for an address that is not a live allocation.  Lock held. */
+FK_HIDDEN CUresult fk_memory_free_ordered(uintptr_t dptr, fk_context *ctx, fk_lane *lane);
+
+/* ---- fk_pool.c: the devices' default memory pools (stream-ordered allocation) ---- */
+
+/* Claim `size` bytes of device `dev`'s default pool for an allocation: out of the bytes it
+   keeps reserved, else new device memory.  CUDA_SUCCESS or CUDA_ERROR_OUT_OF_MEMORY.  Lock
+   held. */
+FK_HIDDEN CUresult fk_mempool_claim(CUdevice dev, size_t size);
+/* An allocation of `size` bytes from device `dev`'s pool went: its bytes stay reserved up
+   to the pool's release threshold, the rest goes back to the device.  Lock held. */
+FK_HIDDEN void fk_mempool_release(CUdevice dev, size_t size);
+
 #endif /* FAKECUDA_FK_INTERNAL_H */

@@ -55,6 +55,8 @@ typedef struct fk_region {
     CUdevice device;    /* where the bytes are */
     unsigned int flags; /* as allocated, registered or opened with */
     unsigned long long buffer_id;
+    int pooled;      /* from the device's default pool (cuMemAllocAsync): its bytes go back there */
+    int free_queued; /* cuMemFreeAsync was called: the free waits in the work queue */
 } fk_region;
 
 typedef struct fk_va_chunk {
@@ -305,7 +307,10 @@ region_destroy(fk_resource *res)
         region->next->prev = region->prev;
     }
     fk_bytes[res->kind] -= (long)region->size;
-    if (region->type == FK_REGION_DEVICE) {
+    if (region->pooled) {
+        fk_mempool_release(region->device, region->size); /* claimed from the pool */
+    }
+    else if (region->type == FK_REGION_DEVICE) {
         fk_device_get(region->device)->used_mem -= region->size; /* claimed by cuMemAlloc */
     }
     storage_unref(region->storage); /* copies in flight keep the bytes a while */
@@ -568,6 +573,9 @@ free_range(uintptr_t addr, fk_region_type type, fk_region_type alt, CUresult mis
     if (region == NULL) {
         region = region_at(addr, alt);
     }
+    if (region != NULL && region->free_queued) {
+        region = NULL; /* already freed, in stream order */
+    }
     if (region != NULL) {
         region_free(region);
     }
@@ -586,6 +594,80 @@ fk_MemFree(CUdeviceptr dptr)
         return res;
     }
     return free_range(dptr, FK_REGION_DEVICE, FK_REGION_MANAGED, CUDA_ERROR_INVALID_VALUE);
+}
+
+/* ---- stream-ordered allocations (cuMemAllocAsync / cuMemFreeAsync, fk_pool.c) ---- */
+
+CUresult
+fk_memory_alloc_pooled(fk_context *ctx, size_t size, CUdeviceptr *dptr)
+{
+    fk_storage *storage;
+    fk_region *region;
+    CUresult res;
+
+    fk_lock();
+    res = fk_mempool_claim(ctx->device, size); /* claimed now: the bytes are made unlocked */
+    fk_unlock();
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    storage = storage_new(size, 0);
+    fk_lock();
+    res = allocation_finish(&region, FK_REGION_DEVICE, ctx, storage, size, 0);
+    if (res == CUDA_SUCCESS) {
+        region->pooled = 1;
+        *dptr = region->base;
+    }
+    else {
+        fk_mempool_release(ctx->device, size);
+    }
+    fk_unlock();
+    return res;
+}
+
+typedef struct {
+    fk_op op;
+    uintptr_t base;
+    unsigned long long buffer_id; /* the allocation meant: its address is never reused */
+} fk_free_op;
+
+/* On the worker: the queue reached the free. */
+static void
+run_free(fk_op *op)
+{
+    fk_free_op *f = (fk_free_op *)op;
+    fk_region *region;
+
+    fk_lock();
+    region = region_at(f->base, FK_REGION_DEVICE);
+    if (region != NULL && region->buffer_id == f->buffer_id) {
+        region_free(region);
+    }
+    fk_unlock();
+}
+
+CUresult
+fk_memory_free_ordered(uintptr_t dptr, fk_context *ctx, fk_lane *lane)
+{
+    fk_region *region = region_at(dptr, FK_REGION_DEVICE);
+    fk_free_op *f;
+
+    if (region == NULL || region->free_queued) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    f = calloc(1, sizeof(*f));
+    if (f == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    f->op.run = run_free;
+    f->base = region->base;
+    f->buffer_id = region->buffer_id;
+    /* Dropped with its context, the op frees nothing: the allocation went with it. */
+    if (fk_op_enqueue(&f->op, ctx, lane) != CUDA_SUCCESS) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    region->free_queued = 1; /* the worker cannot run the op before the lock is let go */
+    return CUDA_SUCCESS;
 }
 
 CUresult

@@ -1,0 +1,458 @@
+"""numba's External Memory Management (EMM) plugin interface, for gpuhost.
+
+An EMM plugin (RAPIDS' RMM, or one's own) is a class deriving from BaseCUDAMemoryManager
+(or HostOnlyCUDAMemoryManager, which does the host side) whose ``memalloc(size)`` returns a
+MemoryPointer with a finalizer.  Installed with ``set_memory_manager(cls)``, or by naming
+its module in GPUHOST_CUDA_MEMORY_MANAGER (else numba's NUMBA_CUDA_MEMORY_MANAGER): the
+module's ``_gpuhost_memory_manager`` (else ``_numba_memory_manager``) is the class.  From
+then on device arrays (device_array, to_device, ...) take their memory from the plugin: one
+instance per context, made (and ``initialize()``-d) at the context's first allocation, with
+the context current whenever it is called.
+
+Plugins written for numba work unchanged: they may derive from numba.cuda's classes and
+return numba's MemoryPointer (its ``device_pointer_value`` is read), or from the ones here,
+which have numba's names and behaviour.  ``defer_cleanup()`` enters the plugin's
+``defer_cleanup()`` too; ``gpuhost.close()`` calls each instance's ``reset()``.
+
+Differences from numba: ``set_memory_manager(None)`` goes back to gpuhost's own pools, and
+setting a manager applies to the next allocation of every context (gpuhost's contexts are
+the devices' primary contexts, made once).  MappedMemory takes the host address as the
+device address (unified addressing, as on every 64-bit Linux system CUDA 12 supports).
+"""
+import contextlib
+import ctypes
+import importlib
+import os
+import weakref
+from abc import ABCMeta, abstractmethod
+from collections import namedtuple
+
+import numpy as np
+
+from . import _arrays, _core
+
+__all__ = [
+    "AutoFreePointer", "BaseCUDAMemoryManager", "GetIpcHandleMixin",
+    "HostOnlyCUDAMemoryManager", "IpcHandle", "MappedMemory", "MemoryInfo", "MemoryPointer",
+    "OwnedPointer", "PinnedMemory", "get_memory_manager", "set_memory_manager",
+]
+
+_SUPPORTED_EMM_INTERFACE_VERSION = 1
+
+MemoryInfo = namedtuple("MemoryInfo", "free,total")
+MemoryInfo.__doc__ = "Free and total memory of a device, in bytes."
+
+
+def _address(pointer):
+    """The int value of a pointer: an int, a ctypes pointer or integer (c_void_p,
+    c_uint64), or an object with __int__ (cuda-python's CUdeviceptr); None for null."""
+    if pointer is None:
+        return None
+    if isinstance(pointer, int):
+        return pointer or None
+    if isinstance(pointer, ctypes._SimpleCData):
+        return pointer.value or None
+    return int(pointer) or None
+
+
+# ---- memory pointers (numba.cuda.cudadrv.driver's classes) ----
+
+class MemoryPointer:
+    """Device memory that a plugin allocated: `pointer` (int or ctypes) of `size` bytes in
+    `context`; `finalizer()` runs when the object dies (or at free()).  Its lifetime is
+    the object's; the reference count is kept for numba's sake."""
+
+    __cuda_memory__ = True
+
+    def __init__(self, context, pointer, size, owner=None, finalizer=None):
+        self.context = context
+        self.device_pointer = pointer
+        self.size = size
+        self._cuda_memsize_ = size
+        self.is_managed = finalizer is not None
+        self.refct = 1
+        self.handle = self.device_pointer
+        self._owner = owner
+        if finalizer is not None:
+            self._finalizer = weakref.finalize(self, finalizer)
+
+    @property
+    def owner(self):
+        return self if self._owner is None else self._owner
+
+    def own(self):
+        return OwnedPointer(weakref.proxy(self))
+
+    def free(self):
+        """Run the finalizer now (the memory goes back to the plugin)."""
+        if self.is_managed:
+            if not self._finalizer.alive:
+                raise RuntimeError("Freeing dead memory")
+            self._finalizer()
+
+    def _bytes(self, count):
+        return _core.make_array(self.owner, self.device_pointer_value or 0, (count,), (1,),
+                                np.uint8)
+
+    def memset(self, byte, count=None, stream=0):
+        """Set `count` bytes (default: all) to `byte`."""
+        count = self.size if count is None else count
+        if count:
+            _core.memset(self._bytes(count), self.device_pointer_value, 1, byte & 0xFF, count,
+                         1, count, stream or 0)
+
+    def view(self, start, stop=None):
+        """A MemoryPointer to bytes [start, stop) of this one, keeping it alive."""
+        size = self.size - start if stop is None else stop - start
+        if not self.device_pointer_value:
+            if size != 0:
+                raise RuntimeError("non-empty slice into empty slice")
+            view = self
+        else:
+            if size < 0:
+                raise RuntimeError("size cannot be negative")
+            view = MemoryPointer(self.context, ctypes.c_uint64(self.device_pointer_value + start),
+                                 size, owner=self.owner)
+        if isinstance(self.owner, (MemoryPointer, OwnedPointer)):
+            return OwnedPointer(weakref.proxy(self.owner), view)
+        return view
+
+    @property
+    def device_ctypes_pointer(self):
+        return self.device_pointer
+
+    @property
+    def device_pointer_value(self):
+        return _address(self.device_pointer)
+
+
+class AutoFreePointer(MemoryPointer):
+    """A MemoryPointer freed when its reference count drops to zero."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.refct -= 1  # the count starts at 0: the first own() takes it to 1
+
+
+class MappedMemory(AutoFreePointer):
+    """Host memory mapped into the device: `pointer` is the host address (also the device
+    address, by unified addressing)."""
+
+    __cuda_memory__ = True
+
+    def __init__(self, context, pointer, size, owner=None, finalizer=None):
+        self.owned = owner
+        self.host_pointer = pointer
+        super().__init__(context, ctypes.c_uint64(_address(pointer) or 0), size,
+                         finalizer=finalizer)
+        self.handle = self.host_pointer
+        self._buflen_ = self.size
+        self._bufptr_ = _address(self.host_pointer)
+
+    def own(self):
+        return MappedOwnedPointer(weakref.proxy(self))
+
+
+class PinnedMemory:
+    """Page-locked host memory, not mapped: `pointer` is its host address."""
+
+    def __init__(self, context, pointer, size, owner=None, finalizer=None):
+        self.context = context
+        self.owned = owner
+        self.size = size
+        self.host_pointer = pointer
+        self.is_managed = finalizer is not None
+        self.handle = self.host_pointer
+        self._buflen_ = self.size
+        self._bufptr_ = _address(self.host_pointer)
+        if finalizer is not None:
+            weakref.finalize(self, finalizer)
+
+    def own(self):
+        return self
+
+
+class OwnedPointer:
+    """A counted reference to a MemoryPointer (`view`, default the memory itself): the
+    memory is freed when the last one dies."""
+
+    def __init__(self, memptr, view=None):
+        self._mem = memptr
+        self._view = self._mem if view is None else view
+        mem = self._mem
+
+        def deref():
+            try:
+                mem.refct -= 1
+                if mem.refct == 0:
+                    mem.free()
+            except ReferenceError:
+                pass
+
+        self._mem.refct += 1
+        weakref.finalize(self, deref)
+
+    def __getattr__(self, name):
+        return getattr(self._view, name)
+
+
+class MappedOwnedPointer(OwnedPointer):
+    pass
+
+
+# ---- IPC ----
+
+class IpcHandle:
+    """A CUDA IPC handle of device memory: `handle` (64 bytes: a ctypes array or bytes),
+    the allocation's `size`, the exporting device's `source_info`, and the memory's
+    `offset` in the allocation.  Picklable; open() it in another process."""
+
+    def __init__(self, base, handle, size, source_info=None, offset=0):
+        self.base = base
+        self.handle = handle
+        self.size = size
+        self.source_info = source_info
+        self.offset = offset
+        self._opened = None
+
+    def open(self, context=None):
+        """The memory, opened in `context` (default: the current one), as a MemoryPointer."""
+        if self.base is not None:
+            raise ValueError("opening IpcHandle from original process")
+        if self._opened is not None:
+            raise ValueError("IpcHandle is already opened")
+        with (context.device if context is not None else contextlib.nullcontext()):
+            alloc = _core.ipc_open(bytes(self.handle), self.offset + self.size)
+        self._opened = alloc
+        ctx = alloc.context
+        return MemoryPointer(ctx, ctypes.c_uint64(alloc.ptr + self.offset), self.size,
+                             owner=alloc)
+
+    def open_array(self, context, shape, dtype, strides=None):
+        """A DeviceArray over the memory (C order unless `strides`)."""
+        mem = self.open(context)
+        dtype = np.dtype(dtype)
+        shape, dtype, strides, _ = _arrays._layout(shape, dtype, strides, "C")
+        return _core.make_array(mem, mem.device_pointer_value, shape, strides, dtype)
+
+    def close(self):
+        if self._opened is None:
+            raise ValueError("IpcHandle not opened")
+        self._opened.close()
+        self._opened = None
+
+    def __reduce__(self):
+        return (IpcHandle, (None, bytes(self.handle), self.size, self.source_info, self.offset))
+
+
+# ---- the plugin interface ----
+
+class BaseCUDAMemoryManager(metaclass=ABCMeta):
+    """Abstract base class of External Memory Management (EMM) plugins: one instance per
+    context (``self.context``)."""
+
+    def __init__(self, *args, **kwargs):
+        if "context" not in kwargs:
+            raise RuntimeError("Memory manager requires a context")
+        self.context = kwargs.pop("context")
+
+    @abstractmethod
+    def memalloc(self, size):
+        """Allocate `size` bytes of device memory in the current context; a MemoryPointer."""
+
+    @abstractmethod
+    def memhostalloc(self, size, mapped, portable, wc):
+        """Allocate pinned host memory; a MappedMemory (`mapped`) or PinnedMemory."""
+
+    @abstractmethod
+    def mempin(self, owner, pointer, size, mapped):
+        """Page-lock `size` bytes at host address `pointer` (owned by `owner`); a
+        MappedMemory or PinnedMemory."""
+
+    @abstractmethod
+    def initialize(self):
+        """Prepare for allocations in the current context (may be called more than once)."""
+
+    @abstractmethod
+    def get_ipc_handle(self, memory):
+        """An IpcHandle for `memory` (a MemoryPointer)."""
+
+    @abstractmethod
+    def get_memory_info(self):
+        """(free, total) device memory as a MemoryInfo; may raise RuntimeError or
+        NotImplementedError."""
+
+    @abstractmethod
+    def reset(self):
+        """Free everything allocated in this context."""
+
+    @abstractmethod
+    def defer_cleanup(self):
+        """A context manager during which expensive cleanup is avoided."""
+
+    @property
+    @abstractmethod
+    def interface_version(self):
+        """The EMM interface version the plugin implements: 1."""
+
+
+class HostOnlyCUDAMemoryManager(BaseCUDAMemoryManager):
+    """Base class of plugins that manage device memory only: gpuhost does the host side
+    (memhostalloc, mempin, memallocmanaged), and its reset() and defer_cleanup(), which a
+    plugin overriding them must call through super()."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.allocations = {}  # key -> the gpuhost Allocation behind host memory
+
+    def _keep(self, alloc):
+        key = id(alloc)
+        self.allocations[key] = alloc
+        allocations = self.allocations
+
+        def finalizer():
+            owned = allocations.pop(key, None)
+            if owned is not None:
+                try:
+                    owned.close()
+                except BufferError:
+                    pass  # numpy arrays still view it: it goes when they do
+        return finalizer
+
+    def memhostalloc(self, size, mapped=False, portable=False, wc=False):
+        alloc = _core.mem_alloc(size, "mapped" if mapped else "pinned", portable=portable,
+                                wc=wc)
+        finalizer = self._keep(alloc)
+        if mapped:
+            mem = MappedMemory(self.context, ctypes.c_void_p(alloc.host_ptr), size,
+                               finalizer=finalizer)
+            return mem.own()
+        return PinnedMemory(self.context, ctypes.c_void_p(alloc.host_ptr), size,
+                            finalizer=finalizer)
+
+    def mempin(self, owner, pointer, size, mapped=False):
+        address = _address(pointer)
+        buffer = (ctypes.c_byte * size).from_address(address)
+        alloc = _core.mem_register(buffer, mapped=mapped)
+        finalizer = self._keep(alloc)
+        if mapped:
+            mem = MappedMemory(self.context, ctypes.c_void_p(address), size, owner=owner,
+                               finalizer=finalizer)
+            return mem.own()
+        return PinnedMemory(self.context, ctypes.c_void_p(address), size, owner=owner,
+                            finalizer=finalizer)
+
+    def memallocmanaged(self, size, attach_global=True):
+        alloc = _core.mem_alloc(size, "managed", attach_global=attach_global)
+        mem = AutoFreePointer(self.context, ctypes.c_uint64(alloc.ptr), size,
+                              finalizer=self._keep(alloc))
+        return mem.own()
+
+    def reset(self):
+        """Free the host memory allocated through this manager."""
+        for alloc in list(self.allocations.values()):
+            try:
+                alloc.close()
+            except BufferError:
+                pass
+        self.allocations.clear()
+
+    @contextlib.contextmanager
+    def defer_cleanup(self):
+        """Hold the release of host memory until the block ends."""
+        _core._defer_cleanup_enter()
+        try:
+            yield
+        finally:
+            _core._defer_cleanup_exit()
+
+
+class GetIpcHandleMixin:
+    """get_ipc_handle() by the driver: the allocation's base address (cuMemGetAddressRange)
+    and cuIpcGetMemHandle."""
+
+    def get_ipc_handle(self, memory):
+        ptr = _address(memory.device_pointer if hasattr(memory, "device_pointer")
+                       else memory.ptr)
+        probe = _core.make_array(memory, ptr, (memory.size,), (1,), np.uint8)
+        handle, offset, size = _core.ipc_get_handle(probe)
+        source_info = self.context.device.uuid if self.context is not None else None
+        return IpcHandle(memory, (ctypes.c_byte * 64).from_buffer_copy(handle),
+                         memory.size, source_info, offset=offset)
+
+
+# ---- installing a plugin ----
+
+_plugin = None  # the plugin class, or None (gpuhost's pools)
+_managers = {}  # Context -> the plugin's instance for it
+
+
+def set_memory_manager(mm_plugin):
+    """Make the EMM plugin class `mm_plugin` the allocator of device arrays (None: back to
+    gpuhost's own pools). RuntimeError if its interface_version is not 1."""
+    global _plugin
+    if mm_plugin is not None:
+        version = mm_plugin(context=None).interface_version
+        if version != _SUPPORTED_EMM_INTERFACE_VERSION:
+            raise RuntimeError("EMM Plugin interface has version %d - version %d required"
+                               % (version, _SUPPORTED_EMM_INTERFACE_VERSION))
+    _managers.clear()  # arrays made so far keep their memory; new ones use the new plugin
+    _plugin = mm_plugin
+    _arrays._allocator = None if mm_plugin is None else _allocate
+    _arrays._manager_defer = None if mm_plugin is None else _defer
+
+
+def get_memory_manager(context=None):
+    """The plugin's instance for `context` (the current one if None), made on first use;
+    None when no plugin is set."""
+    if _plugin is None:
+        return None
+    ctx = context if context is not None else _core.current_context()
+    mgr = _managers.get(ctx)
+    if mgr is None:
+        with ctx.device:
+            mgr = _plugin(context=ctx)
+            mgr.initialize()
+        _managers[ctx] = mgr
+    return mgr
+
+
+def _allocate(nbytes, stream):
+    """device_array()'s allocator while a plugin is set: (owner, address)."""
+    mem = get_memory_manager()
+    ptr = mem.memalloc(nbytes)
+    value = getattr(ptr, "device_pointer_value", None)
+    if value is None:
+        value = _address(getattr(ptr, "device_pointer", None) or getattr(ptr, "ptr", None))
+    return ptr, value or 0
+
+
+def _defer():
+    mgr = _managers.get(_core.current_context()) if _plugin is not None else None
+    return mgr.defer_cleanup() if mgr is not None else None
+
+
+def _close_managers():
+    """reset() every instance and forget them (gpuhost.close(), a new plugin)."""
+    managers = list(_managers.values())
+    _managers.clear()
+    for mgr in managers:
+        mgr.reset()
+
+
+def _ensure_memory_manager():
+    """Install the plugin GPUHOST_CUDA_MEMORY_MANAGER (else NUMBA_CUDA_MEMORY_MANAGER)
+    names; RuntimeError if it cannot be used."""
+    name = os.environ.get("GPUHOST_CUDA_MEMORY_MANAGER") or \
+        os.environ.get("NUMBA_CUDA_MEMORY_MANAGER", "default")
+    if name in ("", "default"):
+        set_memory_manager(None)
+        return
+    try:
+        module = importlib.import_module(name)
+        plugin = getattr(module, "_gpuhost_memory_manager", None)
+        if plugin is None:
+            plugin = module._numba_memory_manager
+        set_memory_manager(plugin)
+    except Exception as e:
+        raise RuntimeError("Failed to use memory manager from %s: %s" % (name, e)) from e
