@@ -1,0 +1,402 @@
+"""pycuda's tools over gpuhost's primary contexts: choosing the default device and making
+its context current, per-context memoization, device data and occupancy, and the
+``mark_cuda_test`` decorator.  Re-exported by ``gpuhost.tools``.
+
+Differences from pycuda:
+
+- contexts are the devices' primary contexts (the ones CuPy, PyTorch and numba share),
+  never new ones: ``make_default_context()`` pushes the chosen device's primary context
+  and returns it, and ``ctx.pop()`` undoes that as in pycuda;
+- ``DeviceData`` reads every limit the driver reports (warps and blocks per
+  multiprocessor, registers and shared memory per multiprocessor, the memory the driver
+  reserves per block) where pycuda hard-codes values of 2010-era GPUs, and
+  ``OccupancyRecord`` follows the allocation rules of CUDA's occupancy calculator, so
+  that it agrees with ``Kernel.max_active_blocks_per_multiprocessor``.
+"""
+import atexit
+import functools
+import gc
+import operator
+import os
+import re
+import sys
+import threading
+import warnings
+
+from ._core import Device, current_context
+from .devices import gpus
+from .errors import CudaDriverError, CudaSupportError, InvalidDeviceError
+
+__all__ = [
+    "DeviceData",
+    "OccupancyRecord",
+    "clear_context_caches",
+    "context_dependent_memoize",
+    "get_default_device",
+    "make_default_context",
+    "mark_cuda_test",
+]
+
+# The files that name the default device, in the order they are read: pycuda documents
+# ~/.cuda-device but its code reads ~/.cuda_device.
+DEVICE_FILES = (".cuda-device", ".cuda_device")
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+# ---- the default device and context ----
+
+def _devices_phrase(count):
+    """'the devices are 0 (name), 1 (name)', for error messages."""
+    names = []
+    for i in range(count):
+        try:
+            names.append("%d (%s)" % (i, gpus[i].name))
+        except CudaDriverError:
+            names.append("%d" % i)
+    if count == 1:
+        return "the only device is %s" % names[0]
+    return "the devices are %s" % ", ".join(names)
+
+
+def _parse_device(text, source, count):
+    """The device number `text` read from `source` (a variable or a file) names."""
+    value = text.strip()
+    if not _INTEGER.fullmatch(value):
+        raise ValueError("%s is not a device number: %r; %s"
+                         % (source, value, _devices_phrase(count)))
+    number = int(value)
+    if not 0 <= number < count:
+        raise InvalidDeviceError("%s names device %d, which does not exist; %s"
+                                 % (source, number, _devices_phrase(count)))
+    return number
+
+
+def _configured_device(count):
+    """The device number set by CUDA_DEVICE, else by ~/.cuda-device or ~/.cuda_device
+    (the first that exists), or None when neither is set.  A value that is not an
+    integer raises ValueError, one out of range InvalidDeviceError; both name where the
+    value came from and the devices that exist."""
+    value = os.environ.get("CUDA_DEVICE")
+    if value is not None:
+        return _parse_device(value, "CUDA_DEVICE", count)
+    home = os.path.expanduser("~")
+    for name in DEVICE_FILES:
+        path = os.path.join(home, name)
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except FileNotFoundError:
+            continue
+        return _parse_device(text, path, count)
+    return None
+
+
+def _push_primary_context(dev):
+    """Push `dev`'s primary context and check that it answers; return it."""
+    ctx = dev.get_primary_context()
+    ctx.push()
+    try:
+        ctx.get_memory_info()  # a context that cannot answer this cannot run anything
+    except BaseException:
+        ctx.pop()
+        raise
+    return ctx
+
+
+def make_default_context(ctx_maker=None):
+    """Make the default device's primary context current (pushed on this thread's
+    context stack) and return it; ``ctx.pop()`` undoes it.
+
+    The device is CUDA_DEVICE's, else the one ``~/.cuda-device`` (or ``~/.cuda_device``)
+    names, else the first device, in order, whose context can be made and used.
+    `ctx_maker(device)`, when given, makes and returns the context instead.
+
+    Raises CudaSupportError when CUDA is not usable or no device gives a usable context,
+    ValueError / InvalidDeviceError for a CUDA_DEVICE or file value that is not a device
+    number or names no device, and the driver's error when the chosen device fails.
+    """
+    if ctx_maker is None:
+        ctx_maker = _push_primary_context
+    count = len(gpus)  # raises CudaSupportError without a usable driver
+    chosen = _configured_device(count)
+    if chosen is not None:
+        return ctx_maker(gpus[chosen])
+    failures = []
+    for i in range(count):
+        try:
+            return ctx_maker(gpus[i])
+        except CudaDriverError as e:
+            failures.append("device %d: %s" % (i, e))
+    raise CudaSupportError("make_default_context(): none of the %d devices gave a usable "
+                           "context (%s)" % (count, "; ".join(failures)))
+
+
+def get_default_device(default=0):
+    """The Device CUDA_DEVICE or ``~/.cuda-device`` names, else device `default`.
+    Deprecated, as in pycuda: use make_default_context()."""
+    warnings.warn("get_default_device() is deprecated; use make_default_context() instead",
+                  DeprecationWarning, stacklevel=2)
+    count = len(gpus)
+    chosen = _configured_device(count)
+    return gpus[default if chosen is None else chosen]
+
+
+# ---- the context gpuhost.autoinit and gpuhost.autoprimaryctx make ----
+
+_auto_lock = threading.Lock()
+_auto_context = None
+
+
+def _autoinit():
+    """The context of gpuhost.autoinit / gpuhost.autoprimaryctx: made (and an exit
+    handler registered) on the first import of either, shared by both."""
+    global _auto_context
+    with _auto_lock:
+        if _auto_context is None:
+            _auto_context = make_default_context()
+            atexit.register(_autoinit_finish)
+        return _auto_context
+
+
+def _autoinit_finish():
+    """At exit: pop the autoinit context if it is still on top of this thread's stack,
+    and clear the context caches.  Never raises: a failure is a RuntimeWarning."""
+    global _auto_context
+    ctx, _auto_context = _auto_context, None
+    for name in ("gpuhost.autoinit", "gpuhost.autoprimaryctx"):
+        module = sys.modules.get(name)
+        if module is not None:
+            module.context = None
+    if ctx is None:
+        return
+    try:
+        clear_context_caches()
+        if ctx.handle is not None and gpus.current is ctx.device:
+            ctx.pop()
+    except Exception as e:  # noqa: BLE001 - cleanup at exit warns, never raises
+        warnings.warn("gpuhost.autoinit: could not pop the context at exit: %s" % e,
+                      RuntimeWarning)
+
+
+# ---- memoization per context ----
+
+_memo_caches = []  # the {Context: {key: value}} dict of every memoized function
+
+
+def context_dependent_memoize(func):
+    """Decorator: cache `func`'s result per current context and per arguments (which
+    must be hashable), as pycuda's does; for results that belong to a context, such as
+    a loaded Module.  clear_context_caches() empties every such cache; call it after
+    ``Context.reset()`` or ``gpuhost.close()``, whose contexts come back as the same
+    Context objects."""
+    cache = {}
+    _memo_caches.append(cache)
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        key = (args, frozenset(kwargs.items())) if kwargs else args
+        per_context = cache.setdefault(current_context(), {})
+        try:
+            return per_context[key]
+        except KeyError:
+            pass
+        result = func(*args, **kwargs)
+        per_context[key] = result
+        return result
+
+    wrapper.clear_cache = cache.clear
+    return wrapper
+
+
+def clear_context_caches():
+    """Empty the cache of every function decorated with context_dependent_memoize."""
+    for cache in _memo_caches:
+        cache.clear()
+
+
+# ---- device data and occupancy ----
+
+def _round_up(value, multiple):
+    return -(-value // multiple) * multiple
+
+
+class DeviceData:
+    """A device's limits for kernel tuning and occupancy, as pycuda's DeviceData, with
+    every value read from the device (the current context's when `dev` is None; a
+    Device or a device number otherwise).
+
+    pycuda's names keep pycuda's meaning: ``max_threads`` (threads per block),
+    ``warp_size``, ``warps_per_mp`` and ``thread_blocks_per_mp`` (resident per
+    multiprocessor), ``registers`` and ``shared_memory`` (per block, without opt-in),
+    ``smem_granularity`` (shared memory banks), ``smem_alloc_granularity`` (the unit
+    shared memory is given to a block in).  Added: ``registers_per_mp``,
+    ``shared_memory_per_mp``, ``shared_memory_per_block_optin``,
+    ``reserved_shared_memory`` (what the driver keeps per block, cc 8.0+),
+    ``register_allocation_granularity`` (registers per warp are rounded up to it),
+    ``warp_allocation_granularity`` (the multiprocessor's sub-partitions, over which
+    registers are split), ``max_registers_per_thread``, ``multiprocessor_count`` and
+    ``compute_capability``.
+    """
+
+    register_allocation_unit = "warp"
+    register_allocation_granularity = 256
+    max_registers_per_thread = 255
+    # Shared memory has 32 banks of 4 bytes on every device since compute capability 2.0;
+    # no attribute reports it.
+    smem_granularity = 32
+
+    def __init__(self, dev=None):
+        if dev is None:
+            dev = current_context().device
+        elif isinstance(dev, int) and not isinstance(dev, bool):
+            dev = gpus[dev]
+        elif not isinstance(dev, Device):
+            raise TypeError("DeviceData() takes a Device, a device number or None, not %s"
+                            % type(dev).__name__)
+        attr = dev.get_attribute
+        self.device = dev
+        self.compute_capability = dev.compute_capability
+        self.multiprocessor_count = attr("MULTIPROCESSOR_COUNT")
+        self.max_threads = attr("MAX_THREADS_PER_BLOCK")
+        self.warp_size = attr("WARP_SIZE")
+        self.warps_per_mp = attr("MAX_THREADS_PER_MULTIPROCESSOR") // self.warp_size
+        self.thread_blocks_per_mp = attr("MAX_BLOCKS_PER_MULTIPROCESSOR")
+        self.registers = attr("MAX_REGISTERS_PER_BLOCK")
+        self.registers_per_mp = attr("MAX_REGISTERS_PER_MULTIPROCESSOR")
+        self.shared_memory = attr("MAX_SHARED_MEMORY_PER_BLOCK")
+        self.shared_memory_per_block_optin = attr("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
+        self.shared_memory_per_mp = attr("MAX_SHARED_MEMORY_PER_MULTIPROCESSOR")
+        self.reserved_shared_memory = attr("RESERVED_SHARED_MEMORY_PER_BLOCK")
+        major, minor = self.compute_capability
+        # CUDA's occupancy calculator (cuda_occupancy.h): shared memory is allocated in
+        # 256-byte units before Ampere, 128-byte units since; registers are split over 4
+        # sub-partitions of the multiprocessor (2 on GP100, cc 6.0).
+        self.smem_alloc_granularity = 128 if major >= 8 else 256
+        self.warp_allocation_granularity = 2 if (major, minor) == (6, 0) else 4
+
+    def align_bytes(self, word_size=4):
+        """The alignment in bytes at which a warp's loads of `word_size`-byte words (1, 2,
+        4, 8 or 16) coalesce: a warp's worth of words, at most a 128-byte cache line.
+        (pycuda gives half a warp's, the rule of compute capability 1.x.)"""
+        if word_size not in (1, 2, 4, 8, 16):
+            raise ValueError("no alignment possible for fetches of size %r (the sizes are "
+                             "1, 2, 4, 8 and 16 bytes)" % (word_size,))
+        return min(self.warp_size * word_size, 128)
+
+    def align(self, bytes, word_size=4):  # noqa: A002 - pycuda's parameter name
+        """`bytes` rounded up to align_bytes(word_size)."""
+        return _round_up(bytes, self.align_bytes(word_size))
+
+    def align_words(self, word_size):
+        """align_bytes(word_size) in words."""
+        return self.align_bytes(word_size) // word_size
+
+    def align_dtype(self, elements, dtype_size):
+        """`elements` rounded up to a whole number of aligned words of `dtype_size`."""
+        return _round_up(elements, self.align_words(dtype_size))
+
+    def coalesce(self, thread_count):
+        """`thread_count` rounded up to a whole number of warps."""
+        return _round_up(thread_count, self.warp_size)
+
+    @staticmethod
+    def make_valid_tex_channel_count(size):
+        """The texture channel count (1, 2 or 4) that holds `size` channels."""
+        for valid in (1, 2, 4):
+            if size <= valid:
+                return valid
+        raise ValueError("could not enlarge argument to valid channel count: a texture "
+                         "has 1, 2 or 4 channels, not %r" % (size,))
+
+    def __repr__(self):
+        return "<DeviceData of device %d (%s), cc %d.%d>" % (
+            (self.device.id, self.device.name) + tuple(self.compute_capability))
+
+
+class OccupancyRecord:
+    """How many blocks of `threads` threads, each using `shared_mem` bytes of shared
+    memory (static and dynamic together) and `registers` registers per thread, fit on one
+    multiprocessor of `devdata`'s device, by the rules of CUDA's occupancy calculator.
+
+    Attributes, as in pycuda: ``tb_per_mp`` (resident blocks per multiprocessor),
+    ``limited_by`` ("device": blocks per multiprocessor, "warps", "regs" or "smem"; on a
+    tie the alphabetically first, as pycuda), ``tb_per_mp_limits`` (every limit as
+    ``(blocks, name)``), ``warps_per_mp`` and ``occupancy`` (resident warps over the
+    most a multiprocessor holds).  A block above the device's per-block limits raises
+    ValueError.  Blocks using more than ``devdata.shared_memory`` bytes need
+    ``kernel.max_dynamic_shared_size_bytes`` raised (opt-in), which this assumes.
+    """
+
+    def __init__(self, devdata, threads, shared_mem=0, registers=0):
+        threads = operator.index(threads)
+        shared_mem = operator.index(shared_mem)
+        registers = operator.index(registers)
+        if threads < 1:
+            raise ValueError("threads per block must be at least 1, not %d" % threads)
+        if shared_mem < 0 or registers < 0:
+            raise ValueError("shared_mem and registers cannot be negative (%d, %d)"
+                             % (shared_mem, registers))
+        if threads > devdata.max_threads:
+            raise ValueError("too many threads: %d per block, the device allows %d"
+                             % (threads, devdata.max_threads))
+        if registers > devdata.max_registers_per_thread:
+            raise ValueError("too many registers: %d per thread, the device allows %d"
+                             % (registers, devdata.max_registers_per_thread))
+        warps = -(-threads // devdata.warp_size)
+        regs_per_warp = _round_up(registers * devdata.warp_size,
+                                  devdata.register_allocation_granularity)
+        parts = devdata.warp_allocation_granularity
+        # Registers are split evenly over the sub-partitions, each holding whole warps.
+        regs_limit = ((devdata.registers_per_mp // parts // regs_per_warp) * parts // warps
+                      if regs_per_warp else None)
+        if regs_per_warp * warps > devdata.registers or regs_limit == 0:
+            raise ValueError("too many registers: %d threads of %d registers do not fit in "
+                             "one multiprocessor (%d registers per block, %d per "
+                             "multiprocessor)" % (threads, registers, devdata.registers,
+                                                  devdata.registers_per_mp))
+        smem = _round_up(shared_mem + devdata.reserved_shared_memory,
+                         devdata.smem_alloc_granularity)
+        smem_max = devdata.shared_memory_per_block_optin + devdata.reserved_shared_memory
+        if smem > smem_max:
+            raise ValueError("too much smem: %d bytes per block, the device allows %d"
+                             % (shared_mem, devdata.shared_memory_per_block_optin))
+        self.tb_per_mp_limits = [(devdata.thread_blocks_per_mp, "device"),
+                                 (devdata.warps_per_mp // warps, "warps")]
+        if regs_limit is not None:
+            self.tb_per_mp_limits.append((regs_limit, "regs"))
+        if smem:
+            self.tb_per_mp_limits.append((devdata.shared_memory_per_mp // smem, "smem"))
+        self.tb_per_mp, self.limited_by = min(self.tb_per_mp_limits)
+        self.warps_per_mp = self.tb_per_mp * warps
+        self.occupancy = self.warps_per_mp / devdata.warps_per_mp
+
+    def __repr__(self):
+        return "<OccupancyRecord: %d blocks per multiprocessor (%s), occupancy %.3f>" % (
+            self.tb_per_mp, self.limited_by, self.occupancy)
+
+
+# ---- tests ----
+
+def mark_cuda_test(func):
+    """Decorator for a test, as pycuda's: run it with make_default_context()'s context
+    current, then pop it, clear the context caches and collect garbage; mark it
+    ``cuda`` for pytest (gpuhost's pytest plugin skips it where CUDA is not usable)."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        ctx = make_default_context()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            try:
+                ctx.pop()
+            finally:
+                clear_context_caches()
+                gc.collect()
+
+    try:
+        import pytest
+    except ImportError:
+        return wrapper
+    return pytest.mark.cuda(wrapper)

@@ -1,0 +1,364 @@
+"""gpuhost's pytest plugin, loaded through the ``pytest11`` entry point once gpuhost is
+installed (``-p gpuhost.pytest_plugin`` loads it from a checkout; ``-p no:gpuhost``
+turns it off).
+
+Markers
+    ``cuda``: the test needs a usable CUDA device; ``gpus(n)``: at least n devices.
+    Skipped with the reason otherwise.
+Fixtures
+    ``gpuhost_context``: the default device's primary context (make_default_context()),
+    pushed for the test and popped after it.  ``gpuhost_device``: its Device.
+    ``gpuhost_leak_check``: the same context; the test fails if gpuhost streams, events,
+    modules or allocations it made are still alive when it ends, or if the device's free
+    memory fell by more than ``--gpuhost-leak-tolerance``; the context is synchronized at
+    the end so that an asynchronous error fails the test that caused it.
+Options
+    ``--gpuhost-device N``: run the tests on device N.  Under pytest-xdist, without it,
+    worker ``gw<k>`` runs on device ``k % device count``.
+
+How the device is chosen: with ``select_device(N)`` in the test process's main thread
+(and ``CUDA_DEVICE=N`` in its environment, for make_default_context(), autoinit and
+mark_cuda_test), done in ``pytest_configure`` (so before test modules are imported) and
+again before each test.  Not with CUDA_VISIBLE_DEVICES: that must be set before the
+driver is initialized, which any earlier plugin or conftest touching CUDA defeats
+silently; it hides the other GPUs, so ``gpus(2)`` tests would skip under xdist; and it
+renumbers the devices.  The primary context is the one the CUDA runtime (CuPy, PyTorch)
+also picks up in a thread where it is current.
+
+gpuhost is imported only when a test or option needs it: a suite that does not use CUDA
+pays nothing for the plugin.
+"""
+import gc
+import os
+import re
+import sys
+
+import pytest
+
+_DEVICE = pytest.StashKey()  # the device number the tests run on, or None
+
+# The resource types the leak check counts, with the words for them in its messages.
+_LEAK_TYPES = (("Allocation", "allocation"), ("Stream", "stream"), ("Event", "event"),
+               ("Module", "module"))
+
+_MIB = 2**20
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("gpuhost", "gpuhost (CUDA)")
+    group.addoption("--gpuhost-device", type=int, default=None, metavar="N",
+                    dest="gpuhost_device",
+                    help="run the tests on CUDA device N: its primary context is made "
+                         "current and CUDA_DEVICE is set to N (every xdist worker uses it)")
+    group.addoption("--gpuhost-leak-tolerance", type=int, default=64 * _MIB, metavar="BYTES",
+                    dest="gpuhost_leak_tolerance",
+                    help="how far the device's free memory may fall during a test using "
+                         "gpuhost_leak_check (default: 64 MiB; the driver keeps memory for "
+                         "a context's local memory, printf and malloc heaps)")
+
+
+def _is_xdist_controller(config):
+    return (not hasattr(config, "workerinput")
+            and getattr(config.option, "dist", "no") not in (None, "no")
+            and bool(getattr(config.option, "numprocesses", None)))
+
+
+def _worker_index(config):
+    """k for xdist worker gw<k>, else None."""
+    workerinput = getattr(config, "workerinput", None)
+    if not workerinput:
+        return None
+    match = re.fullmatch(r"gw(\d+)", str(workerinput.get("workerid", "")))
+    return int(match.group(1)) if match else None
+
+
+def _usable_count():
+    """(device count, None), or (0, why CUDA is not usable)."""
+    from gpuhost import CudaSupportError, gpus
+
+    try:
+        return len(gpus), None
+    except CudaSupportError as e:
+        return 0, str(e)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cuda: needs a usable CUDA device; skipped otherwise")
+    config.addinivalue_line("markers", "gpus(n): needs at least n CUDA devices; skipped "
+                                       "otherwise")
+    config.stash[_DEVICE] = None
+    option = config.getoption("gpuhost_device")
+    worker = _worker_index(config)
+    if option is None and worker is None:
+        return
+    count, why = _usable_count()
+    if option is not None:
+        if why is not None:
+            raise pytest.UsageError("--gpuhost-device %d: CUDA is not usable here: %s"
+                                    % (option, why))
+        if not 0 <= option < count:
+            from gpuhost._pycuda_tools import _devices_phrase
+
+            raise pytest.UsageError("--gpuhost-device %d: there is no device %d; %s"
+                                    % (option, option, _devices_phrase(count)))
+        device = option
+    elif count == 0:
+        return  # CUDA is not usable: the markers skip, the fixtures skip
+    else:
+        device = worker % count
+    os.environ["CUDA_DEVICE"] = str(device)
+    if _is_xdist_controller(config):
+        return  # the controller runs no test: no context for it
+    import gpuhost
+
+    gpuhost.select_device(device)
+    config.stash[_DEVICE] = device
+
+
+@pytest.fixture(autouse=True)
+def _gpuhost_chosen_device(request):
+    """Before each test, make the chosen device's context current again if an earlier
+    test switched away from it (nothing when no device was chosen)."""
+    device = request.config.stash.get(_DEVICE, None)
+    if device is None:
+        return
+    import gpuhost
+
+    current = gpuhost.gpus.current
+    if current is None or current.id != device:
+        gpuhost.select_device(device)
+
+
+def _marker_count(marker):
+    n = marker.kwargs.get("n", marker.args[0] if marker.args else None)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        pytest.fail("@pytest.mark.gpus takes the number of devices the test needs, e.g. "
+                    "gpus(2); got %r" % (n,), pytrace=False)
+    return n
+
+
+def pytest_runtest_setup(item):
+    # No ordering: a conftest's own gpus/cuda handling (registered later) runs first.
+    if item.get_closest_marker("cuda") is not None:
+        _, why = _usable_count()
+        if why is not None:
+            pytest.skip("needs a CUDA device: %s" % why)
+    marker = item.get_closest_marker("gpus")
+    if marker is not None:
+        need = _marker_count(marker)
+        count, why = _usable_count()
+        if count < need:
+            pytest.skip("needs %d devices, %d found%s"
+                        % (need, count, " (%s)" % why if why else ""))
+
+
+# ---- fixtures ----
+
+@pytest.fixture
+def gpuhost_context():
+    """The default device's primary context (make_default_context(): the device chosen
+    by --gpuhost-device or xdist, else CUDA_DEVICE, else the first usable one), pushed
+    for the test and popped after it.  Skips the test where CUDA is not usable."""
+    import gpuhost
+    from gpuhost._pycuda_tools import make_default_context
+
+    _, why = _usable_count()
+    if why is not None:
+        pytest.skip("needs a CUDA device: %s" % why)
+    ctx = make_default_context()
+    yield ctx
+    if gpuhost.gpus.current is not None:
+        gpuhost.current_context().pop()  # the top, whichever: the stack is as deep as before
+
+
+@pytest.fixture
+def gpuhost_device(gpuhost_context):
+    """The Device of gpuhost_context."""
+    return gpuhost_context.device
+
+
+@pytest.fixture
+def gpuhost_leak_check(gpuhost_context):
+    """gpuhost_context, and the test fails if it leaves gpuhost streams, events, modules or
+    allocations alive, or the device with less free memory than it found (beyond
+    --gpuhost-leak-tolerance), or an asynchronous CUDA error pending."""
+    return gpuhost_context
+
+
+_POOL_CLASSES = (("gpuhost.memory", ("MemoryPool", "PinnedMemoryPool")),
+                 ("gpuhost.tools", ("DeviceMemoryPool", "PageLockedMemoryPool")),
+                 ("gpuhost._core", ("Pool",)))
+_HAVE_GC = 1 << 14  # Py_TPFLAGS_HAVE_GC: the type's instances are tracked by gc
+
+
+def _release(pool):
+    """Give `pool`'s held blocks back (pycuda's free_held, CuPy's free_all_blocks)."""
+    for name in ("free_held", "free_all_blocks"):
+        method = getattr(pool, name, None)
+        if callable(method):
+            method()
+            return
+
+
+def _free_pool_blocks(ctx):
+    """Give the blocks gpuhost's memory pools hold back to the driver, so that they count
+    neither as live allocations nor as used memory: the context's default pool (device
+    arrays allocate from it), and every pool of the pool modules the tests imported (those
+    modules are not imported here)."""
+    core = sys.modules.get("gpuhost._core")
+    default_pool = getattr(core, "default_pool", None)
+    if callable(default_pool):
+        _release(default_pool(ctx))
+    classes = []
+    for module, names in _POOL_CLASSES:
+        for name in names:
+            cls = getattr(sys.modules.get(module), name, None)
+            if isinstance(cls, type) and cls not in classes:
+                classes.append(cls)
+    if not classes:
+        return
+    tracked = tuple(c for c in classes if c.__flags__ & _HAVE_GC)
+    untracked = tuple(c for c in classes if c not in tracked)
+    objects = gc.get_objects()
+    pools = [o for o in objects if isinstance(o, tracked)] if tracked else []
+    if untracked:  # C types gc does not track: look one reference below what it does
+        pools += [o for o in gc.get_referents(*objects) if isinstance(o, untracked)]
+    del objects
+    for pool in {id(p): p for p in pools}.values():
+        _release(pool)
+
+
+def _cached_modules():
+    """How many modules gpuhost keeps loaded by design: the built-in copy kernel's (one
+    per context) and those of RawKernel objects (one per device, on first use)."""
+    n = 0
+    copykernel = sys.modules.get("gpuhost._copykernel")
+    if copykernel is not None:
+        n += len(getattr(copykernel, "_loaded", ()))
+    kernels = sys.modules.get("gpuhost.kernels")
+    raw = getattr(kernels, "RawKernel", None)
+    if isinstance(raw, type):
+        for obj in gc.get_objects():
+            if isinstance(obj, raw):
+                n += len(getattr(obj, "_kernels", ()))
+    return n
+
+
+def _free_threaded():
+    import sysconfig
+
+    return bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+
+
+def live_counts():
+    """{type name: live instances} of the resource types the leak check counts.
+
+    These types are not tracked by the garbage collector (gc.get_objects() does not list
+    them), but each instance holds a reference to its heap type, so the type's reference
+    count moves with them: a precise and cheap count.  On a free-threaded build, where
+    instances count their type per thread, they are looked for instead one reference away
+    from every object the collector tracks (and through device arrays)."""
+    import gpuhost
+
+    types = {name: getattr(gpuhost, name) for name, _ in _LEAK_TYPES}
+    if not _free_threaded():
+        return {name: sys.getrefcount(tp) for name, tp in types.items()}
+    return _scan_counts(types)
+
+
+def _scan_counts(types):
+    import gpuhost
+
+    wanted = {tp: name for name, tp in types.items()}
+    found = {}
+    for obj in gc.get_referents(*gc.get_objects()):
+        tp = type(obj)
+        if tp in wanted:
+            found[id(obj)] = obj
+        elif tp is gpuhost.DeviceArray:
+            for inner in (getattr(obj, "gpu_data", None), getattr(obj, "stream", None)):
+                if type(inner) in wanted:
+                    found[id(inner)] = inner
+    counts = dict.fromkeys(types, 0)
+    for obj in found.values():
+        counts[wanted[type(obj)]] += 1
+    return counts
+
+
+def _memory_checked(count):
+    """Whether the device's free memory says anything about this process: not when more
+    xdist workers than devices share them."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    return not (workers and workers.isdigit() and int(workers) > count)
+
+
+class _Snapshot:
+    def __init__(self, ctx, memory):
+        from gpuhost import _pycuda_tools
+
+        _pycuda_tools.clear_context_caches()
+        gc.collect()
+        _free_pool_blocks(ctx)  # blocks freed by the collection too
+        self.counts = live_counts()
+        self.cached = _cached_modules()
+        self.free = ctx.get_memory_info().free if memory else None
+
+
+def _leak_report(ctx, before, tolerance):
+    """What the test leaked, as text, or None."""
+    from gpuhost import CudaDriverError
+
+    try:
+        ctx.synchronize()
+    except CudaDriverError as e:
+        return ("gpuhost_leak_check: an asynchronous CUDA error surfaced when the test's "
+                "work was synchronized at its end: %s" % e)
+    after = _Snapshot(ctx, before.free is not None)
+    leaked = []
+    for name, word in _LEAK_TYPES:
+        n = after.counts[name] - before.counts[name]
+        if name == "Module":
+            n -= max(0, after.cached - before.cached)
+        if n > 0:
+            leaked.append("%d %s%s" % (n, word, "" if n == 1 else "s"))
+    lines = []
+    if leaked:
+        lines.append("gpuhost objects made during the test are still alive after it (after "
+                     "gc.collect()): %s" % ", ".join(leaked))
+    if before.free is not None and before.free - after.free > tolerance:
+        lines.append("the device's free memory fell by %.1f MiB during the test (tolerance "
+                     "%.1f MiB: --gpuhost-leak-tolerance)"
+                     % ((before.free - after.free) / _MIB, tolerance / _MIB))
+    if not lines:
+        return None
+    return "gpuhost_leak_check: " + "; ".join(lines)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """For tests using gpuhost_leak_check: take stock when the test body starts (every
+    fixture set up), check when it returns, before any fixture is torn down."""
+    funcargs = getattr(item, "funcargs", None) or {}
+    ctx = funcargs.get("gpuhost_leak_check")
+    if ctx is None:
+        yield
+        return
+    count, _ = _usable_count()
+    before = _Snapshot(ctx, _memory_checked(count))
+    outcome = yield
+    tolerance = item.config.getoption("gpuhost_leak_tolerance")
+    if outcome.excinfo is not None:
+        # The test failed already: keep its error; still synchronize, so that an
+        # asynchronous error does not surface in the next test, and say so.
+        report = _leak_report(ctx, before, tolerance)
+        if report:
+            item.add_report_section("call", "gpuhost", report)
+        return
+    report = _leak_report(ctx, before, tolerance)
+    if report:
+        failure = pytest.fail.Exception(report, pytrace=False)
+        force = getattr(outcome, "force_exception", None)
+        if force is None:  # pluggy < 1.1
+            raise failure
+        force(failure)
