@@ -154,7 +154,8 @@ order_streams(gh_devicearray *a, CUstream consumer)
     gh_state *st = gh_state_of_type(Py_TYPE(a));
     gh_stream_ref producer;
     CUevent ev = NULL;
-    CUresult res;
+    CUresult res, destroyed;
+    gh_cu_id id = GH_CU_EventCreate;
     int pushed;
 
     if (gh_stream_resolve(st, a->stream, &producer) < 0) {
@@ -171,16 +172,21 @@ order_streams(gh_devicearray *a, CUstream consumer)
     }
     res = gh_cu.EventCreate(&ev, CU_EVENT_DISABLE_TIMING);
     if (res == CUDA_SUCCESS) {
+        id = GH_CU_EventRecord;
         res = gh_cu.EventRecord(ev, producer.handle);
         if (res == CUDA_SUCCESS) {
+            id = GH_CU_StreamWaitEvent;
             res = gh_cu.StreamWaitEvent(consumer, ev, 0);
         }
-        gh_cu.EventDestroy(ev); /* released once the wait has been satisfied */
+        destroyed = gh_cu.EventDestroy(ev); /* released once the wait has been satisfied */
+        if (destroyed != CUDA_SUCCESS) {
+            gh_warn_cleanup(destroyed, GH_CU_EventDestroy);
+        }
     }
     if (gh_context_leave(a->context, pushed) < 0) {
         return -1;
     }
-    return gh_check(res, GH_CU_StreamWaitEvent);
+    return gh_check(res, id);
 }
 
 static int

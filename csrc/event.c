@@ -78,7 +78,13 @@ gh_event_new(gh_state *st, gh_context *ctx, unsigned int flags, int ctx_is_curre
             return NULL;
         }
         res = gh_cu.EventCreate(&handle, flags);
-        if (gh_context_leave(ctx, pushed) < 0 || gh_check(res, GH_CU_EventCreate) < 0) {
+        if (gh_context_leave(ctx, pushed) < 0) {
+            if (res == CUDA_SUCCESS) {
+                gh_cu.EventDestroy(handle); /* needs no current context */
+            }
+            return NULL;
+        }
+        if (gh_check(res, GH_CU_EventCreate) < 0) {
             return NULL;
         }
     }
@@ -243,6 +249,7 @@ static PyObject *
 event_synchronize(gh_event *self, PyObject *Py_UNUSED(ignored))
 {
     CUresult res;
+    gh_cu_id id = GH_CU_EventQuery;
     if (gh_context_check_alive(self->context, self->generation, GH_CU_EventSynchronize) < 0) {
         return NULL;
     }
@@ -251,11 +258,12 @@ event_synchronize(gh_event *self, PyObject *Py_UNUSED(ignored))
     }
     res = gh_cu.EventQuery(self->handle); /* completed: no need to give up the GIL */
     if (res == CUDA_ERROR_NOT_READY) {
+        id = GH_CU_EventSynchronize;
         Py_BEGIN_ALLOW_THREADS
         res = gh_cu.EventSynchronize(self->handle);
         Py_END_ALLOW_THREADS
     }
-    if (gh_check(res, GH_CU_EventSynchronize) < 0) {
+    if (gh_check(res, id) < 0) {
         return NULL;
     }
     Py_RETURN_NONE;

@@ -277,7 +277,7 @@ gh_staged_copy(int to_host, void *host, CUdeviceptr dptr, size_t nbytes, CUstrea
                gh_cu_id *failed)
 {
     CUevent events[GH_STAGE_SLOTS] = {NULL};
-    CUresult res;
+    CUresult res, destroyed = CUDA_SUCCESS;
 
     pthread_mutex_lock(&stage_lock);
     if (ensure_ring(failed) != CUDA_SUCCESS) {
@@ -308,9 +308,19 @@ gh_staged_copy(int to_host, void *host, CUdeviceptr dptr, size_t nbytes, CUstrea
             if (res == CUDA_SUCCESS && r != CUDA_SUCCESS) {
                 res = r, *failed = GH_CU_EventSynchronize;
             }
-            gh_cu.EventDestroy(events[s]);
+            r = gh_cu.EventDestroy(events[s]);
+            if (r != CUDA_SUCCESS) {
+                destroyed = r;
+            }
         }
     }
     pthread_mutex_unlock(&stage_lock);
+    if (destroyed != CUDA_SUCCESS) {
+        /* Cleanup warns, never fails the copy.  The caller released the GIL; take it back
+           only now that the staging lock is free (a thread holding the GIL may wait on it). */
+        PyGILState_STATE gil = PyGILState_Ensure();
+        gh_warn_cleanup(destroyed, GH_CU_EventDestroy);
+        PyGILState_Release(gil);
+    }
     return res;
 }

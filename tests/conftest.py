@@ -102,6 +102,7 @@ class FakeDriver:
         lib.fakecuda_live.restype = ctypes.c_long
         lib.fakecuda_pending.restype = ctypes.c_long
         lib.fakecuda_profiler_state.restype = ctypes.c_long
+        lib.fakecuda_take_fault_site.restype = ctypes.c_void_p
         self._lib = lib
 
     def fail(self, name, code, nth=1, times=1):
@@ -111,6 +112,11 @@ class FakeDriver:
 
     def clear_faults(self):
         self._lib.fakecuda_clear_faults()
+
+    def take_fault_site(self):
+        """Address of the call site the last injected fault returned to (then forgotten),
+        or None."""
+        return self._lib.fakecuda_take_fault_site()
 
     def calls(self, name):
         return self._lib.fakecuda_calls(name.encode())
