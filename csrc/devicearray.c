@@ -458,10 +458,77 @@ delegate(const char *name, PyObject *self, PyObject *args, PyObject *kwargs)
     return res;
 }
 
+/* self[key] for the common keys, without Python: a slice, an int, or a tuple of them
+   indexing at most ndim axes and not every axis with an int.  The view, or NotImplemented
+   for any other key and any index out of range (planned, and errors worded, in Python). */
+static PyObject *
+fast_view(gh_devicearray *self, PyObject *key)
+{
+    PyObject *const *items = &key;
+    Py_ssize_t n = 1, start, stop, step;
+    npy_intp shape[GH_MAXDIMS], strides[GH_MAXDIMS], offset = 0;
+    int out = 0, ints = 0;
+
+    if (PyTuple_CheckExact(key)) {
+        items = &PyTuple_GET_ITEM(key, 0);
+        n = PyTuple_GET_SIZE(key);
+    }
+    if (n > self->ndim) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *k = items[i];
+        if (PySlice_Check(k)) {
+            if (PySlice_Unpack(k, &start, &stop, &step) < 0) {
+                return NULL;
+            }
+            shape[out] = PySlice_AdjustIndices(self->shape[i], &start, &stop, step);
+            if (shape[out] == 0) {
+                start = 0, step = 1; /* numpy's rule for an empty slice */
+            }
+            strides[out++] = self->strides[i] * step;
+            offset += start * self->strides[i];
+        }
+        else if (PyLong_CheckExact(k)) {
+            Py_ssize_t v = PyLong_AsSsize_t(k);
+            if (v == -1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                Py_RETURN_NOTIMPLEMENTED;
+            }
+            if (v < 0) {
+                v += self->shape[i];
+            }
+            if (v < 0 || v >= self->shape[i]) {
+                Py_RETURN_NOTIMPLEMENTED;
+            }
+            offset += v * self->strides[i];
+            ints++;
+        }
+        else {
+            Py_RETURN_NOTIMPLEMENTED;
+        }
+    }
+    if (ints == self->ndim) {
+        Py_RETURN_NOTIMPLEMENTED; /* an element: a numpy scalar, read in Python */
+    }
+    for (int i = (int)n; i < self->ndim; i++, out++) {
+        shape[out] = self->shape[i];
+        strides[out] = self->strides[i];
+    }
+    return gh_devicearray_new(gh_state_of_type(Py_TYPE(self)), self->context, self->generation,
+                              self->ptr + (CUdeviceptr)offset, self->owner, self->dtype, out, shape,
+                              strides, self->stream);
+}
+
 static PyObject *
 da_getitem(PyObject *self, PyObject *key)
 {
-    PyObject *args = PyTuple_Pack(1, key), *res;
+    PyObject *args, *res = fast_view((gh_devicearray *)self, key);
+    if (res != Py_NotImplemented) {
+        return res;
+    }
+    Py_DECREF(res);
+    args = PyTuple_Pack(1, key);
     if (args == NULL) {
         return NULL;
     }
@@ -923,7 +990,73 @@ static PyType_Spec da_spec = {
     .slots = da_slots,
 };
 
+/* _core.to_device(host, stream=None): to_device()'s fast path for a contiguous numpy array
+   (exactly numpy.ndarray, C or Fortran order, no object fields, at least one element):
+   memory from the context's default pool and one copy, without leaving C.  Returns
+   NotImplemented for anything else, which gpuhost._arrays.to_device then handles. */
+static PyObject *
+mod_to_device(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    gh_state *st = gh_state_of_module(module);
+    PyObject *stream = nargs > 1 ? args[1] : Py_None, *bound, *res = NULL;
+    PyArrayObject *host;
+    gh_context *ctx;
+    gh_allocation *alloc = NULL;
+    gh_stream_ref ref;
+    npy_intp strides[GH_MAXDIMS], acc;
+    int ndim, fortran;
+    size_t nbytes;
+
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "to_device() takes 1 or 2 arguments");
+        return NULL;
+    }
+    if (!PyArray_CheckExact(args[0])) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    host = (PyArrayObject *)args[0];
+    ndim = PyArray_NDIM(host);
+    fortran = !PyArray_IS_C_CONTIGUOUS(host);
+    if ((fortran && !PyArray_IS_F_CONTIGUOUS(host)) || ndim > GH_MAXDIMS ||
+        PyArray_SIZE(host) == 0 || PyDataType_REFCHK(PyArray_DESCR(host))) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    bound = (stream == Py_None || (PyLong_CheckExact(stream) && PyLong_AsLong(stream) == 0))
+                ? NULL
+                : stream;
+    if (gh_stream_resolve(st, bound, &ref) < 0 || (ctx = gh_current_context(st, -1)) == NULL) {
+        return NULL;
+    }
+    if (ref.context != NULL && ref.context != ctx) {
+        Py_DECREF(ctx);
+        Py_RETURN_NOTIMPLEMENTED; /* the Python path explains the mismatch */
+    }
+    acc = PyArray_ITEMSIZE(host);
+    for (int k = 0; k < ndim; k++) {
+        int i = fortran ? k : ndim - 1 - k;
+        strides[i] = acc;
+        acc *= PyArray_DIM(host, i);
+    }
+    nbytes = (size_t)acc;
+    alloc = gh_pool_device_alloc(st, ctx, nbytes, bound);
+    if (alloc != NULL) {
+        res = gh_devicearray_new(st, ctx, alloc->generation, alloc->dptr, (PyObject *)alloc,
+                                 PyArray_DESCR(host), ndim, PyArray_DIMS(host), strides, bound);
+    }
+    if (res != NULL && linear_copy((gh_devicearray *)res, 0, PyArray_DATA(host), alloc->dptr,
+                                   nbytes, &ref, !ref.is_default) < 0) {
+        Py_CLEAR(res);
+    }
+    Py_XDECREF(alloc);
+    Py_DECREF(ctx);
+    return res;
+}
+
 static PyMethodDef da_module_methods[] = {
+    {"to_device", (PyCFunction)(void (*)(void))mod_to_device, METH_FASTCALL,
+     "to_device(host, stream=None, /)\n--\n\n"
+     "to_device()'s fast path for a contiguous numpy array: a new DeviceArray with its data, or "
+     "NotImplemented for anything else (gpuhost internal)."},
     {"make_array", (PyCFunction)(void (*)(void))mod_make_array, METH_VARARGS | METH_KEYWORDS,
      "make_array(owner, ptr, shape, strides, dtype, stream=None, context=None)\n--\n\n"
      "A DeviceArray over device memory at `ptr` kept alive by `owner` (gpuhost internal)."},

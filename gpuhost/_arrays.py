@@ -161,6 +161,10 @@ def to_device(obj, stream=0, copy=True, to=None):
     """Copy a host array (anything numpy.asarray takes) to a new device array, or into
     `to`. A device array, or an object exporting the CUDA array interface or a CUDA
     DLPack tensor, comes back as a device array over the same memory: no copy."""
+    if type(obj) is np.ndarray and copy and to is None and _allocator is None:
+        dev = _core.to_device(obj, stream)  # contiguous arrays: allocate and copy in C
+        if dev is not NotImplemented:
+            return dev
     if to is not None:
         to.copy_to_device(obj, stream=stream)
         return to

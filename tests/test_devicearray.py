@@ -758,3 +758,69 @@ def test_peer_copy_goes_through_cuMemcpyPeer(fake):
     on0.copy_to_device(on1)
     assert fake.calls("cuMemcpyPeer") == before + 1
     assert same(on0.copy_to_host(), on1.copy_to_host())
+
+
+def test_c_views_match_the_python_planner_on_random_keys():
+    """DeviceArray.__getitem__ answers ints and slices in C; gpuhost._arrays.getitem plans
+    every key by numpy's rules. Both must give the same view, or the same error."""
+    import random
+
+    from gpuhost import _arrays
+
+    rng = random.Random(np.random.randint(1 << 30))
+    compared = 0
+    for _ in range(3000):
+        shape = tuple(rng.randint(0, 5) for _ in range(rng.randint(1, 4)))
+        dev = gpuhost.device_array(shape, np.int16, order=rng.choice("CF"),
+                                   stream=rng.choice([0, gpuhost.stream()]))
+        if rng.random() < 0.5:
+            dev = dev[tuple(slice(None, None, rng.choice([1, -1, 2, -2])) for _ in shape)]
+        key = []
+        for axis in range(rng.randint(0, dev.ndim)):
+            if rng.random() < 0.3 and dev.shape[axis]:
+                key.append(rng.randint(-dev.shape[axis] - 1, dev.shape[axis]))
+            else:
+                key.append(slice(rng.choice([None, -7, -2, 0, 1, 3, 9]),
+                                 rng.choice([None, -7, -1, 0, 2, 4, 9]),
+                                 rng.choice([None, 1, 2, 3, -1, -2])))
+        key = key[0] if len(key) == 1 and rng.random() < 0.5 else tuple(key)
+        try:
+            want = _arrays.getitem(dev, key)
+        except Exception as e:  # the same error, worded the same
+            with pytest.raises(type(e)) as info:
+                dev[key]
+            assert str(info.value) == str(e)
+            continue
+        got = dev[key]
+        if not isinstance(want, gpuhost.DeviceArray):
+            assert got == want
+            continue
+        compared += 1
+        assert (got.ptr, got.shape, got.strides, got.dtype, got.stream, got.gpu_data) == \
+            (want.ptr, want.shape, want.strides, want.dtype, want.stream, want.gpu_data)
+    assert compared > 1500
+
+
+@pytest.mark.parametrize("make", [
+    lambda: random_array((7, 5), np.float32),
+    lambda: np.asfortranarray(random_array((4, 6, 3), np.int64)),
+    lambda: random_array((9,), np.dtype(">i4")),
+    lambda: random_array((1, 5, 1), np.uint8),
+    lambda: random_array((3,), np.complex128)[::-1].copy(),
+])
+@pytest.mark.parametrize("bound", [False, True])
+def test_to_device_of_contiguous_arrays_matches_the_general_path(make, bound):
+    host = make()
+    stream = gpuhost.stream() if bound else 0
+    dev = gpuhost.to_device(host, stream=stream)
+    assert dev.shape == host.shape and dev.dtype == host.dtype
+    assert dev.is_c_contiguous() == host.flags.c_contiguous
+    assert dev.is_f_contiguous() == host.flags.f_contiguous
+    assert dev.stream is (stream if bound else None)
+    general = gpuhost.device_array_like(host)
+    general.copy_to_device(host)
+    assert dev.strides == general.strides
+    back = dev.copy_to_host(stream=stream)
+    if bound:
+        stream.synchronize()
+    assert same(back, host)
