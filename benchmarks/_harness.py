@@ -116,6 +116,12 @@ def raw_c():
     lib.bench_launch.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
     lib.bench_copy.restype = ctypes.c_double
     lib.bench_copy.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    lib.bench_alloc_async.restype = ctypes.c_double
+    lib.bench_alloc_async.argtypes = [ctypes.c_size_t, ctypes.c_int]
+    lib.bench_alloc_trace.restype = ctypes.c_double
+    lib.bench_alloc_trace.argtypes = [ctypes.POINTER(ctypes.c_int),
+                                      ctypes.POINTER(ctypes.c_size_t), ctypes.c_int,
+                                      ctypes.c_int, ctypes.c_int]
     res = lib.bench_init()
     if res != 0:
         raise RuntimeError("raw C benchmark could not start: CUresult %d" % res)

@@ -267,14 +267,59 @@ pool_sync(gh_pool *p)
 
 /* ---- giving memory back ---- */
 
+/* Cleanup: the exception a failed gh_context_enter/leave raised becomes a RuntimeWarning
+   naming the call (cleanup never raises, and never hides a failure). */
+static void
+warn_raised(void)
+{
+    PyObject *type, *value, *tb;
+
+    PyErr_Fetch(&type, &value, &tb);
+    if (value == NULL) {
+        Py_XDECREF(type);
+        Py_XDECREF(tb);
+        return;
+    }
+    if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "gpuhost: %S, during cleanup", value) < 0) {
+        PyErr_WriteUnraisable(NULL);
+    }
+    Py_XDECREF(type);
+    Py_DECREF(value);
+    Py_XDECREF(tb);
+}
+
+/* Cleanup: make p's context current for a release; 0, or -1 (warned). */
+static int
+enter_for_cleanup(gh_pool *p, int *pushed)
+{
+    if (gh_context_enter(p->context, pushed) < 0) {
+        warn_raised();
+        return -1;
+    }
+    return 0;
+}
+
+/* Cleanup: undo enter_for_cleanup.  A refused pop is warned about and tried once more, if
+   the context is still on top: a release must not leave its context on the caller's
+   stack. */
+static void
+leave_for_cleanup(gh_pool *p, int pushed)
+{
+    if (gh_context_leave(p->context, pushed) < 0) {
+        warn_raised();
+        if (gh_context_pop(p->context) < 0) {
+            warn_raised();
+        }
+    }
+}
+
 /* Driver mode: synchronize the context and trim the driver's pool.  Never raises. */
 static void
 trim_driver_pool(gh_pool *p)
 {
     CUresult res;
     int pushed;
-    if (p->context->handle == NULL || gh_context_enter(p->context, &pushed) < 0) {
-        PyErr_Clear();
+    if (p->context->handle == NULL || enter_for_cleanup(p, &pushed) < 0) {
         return;
     }
     Py_BEGIN_ALLOW_THREADS
@@ -289,9 +334,7 @@ trim_driver_pool(gh_pool *p)
     else {
         gh_warn_cleanup(res, GH_CU_CtxSynchronize);
     }
-    if (gh_context_leave(p->context, pushed) < 0) {
-        PyErr_Clear();
-    }
+    leave_for_cleanup(p, pushed);
 }
 
 /* Free the blocks `p` holds (of lane (stream, tid) only, if `only`).  Never raises. */
@@ -410,9 +453,8 @@ free_ordered(gh_pool *p, block *b)
     if (b->tid != 0 && b->tid != PyThread_get_thread_ident()) {
         stream = NULL; /* another thread's per-thread stream: the legacy stream waits for it */
     }
-    if (gh_context_enter(p->context, &pushed) < 0) {
-        PyErr_Clear();
-        free_block(p, b);
+    if (enter_for_cleanup(p, &pushed) < 0) {
+        free_block(p, b); /* cuMemFree needs no current context (it waits for the work) */
         return;
     }
     res = gh_cu.MemFreeAsync(b->dptr, stream);
@@ -422,9 +464,7 @@ free_ordered(gh_pool *p, block *b)
     if (res != CUDA_SUCCESS) {
         gh_warn_cleanup(res, GH_CU_MemFreeAsync);
     }
-    if (gh_context_leave(p->context, pushed) < 0) {
-        PyErr_Clear();
-    }
+    leave_for_cleanup(p, pushed);
     drop_block(b);
 }
 

@@ -72,21 +72,30 @@ __version__ = "0.1.0"
 # with gpuhost: it would double the import time of a script that never compiles.
 _LAZY = {"CompiledCode": "compiler", "compile": "compiler", "compile_ptx": "compiler",
          "compile_ptx_for_current_device": "compiler"}
+# numba.cuda's names for External Memory Management plugins, and the submodules that are
+# reachable as attributes (gpuhost.memory, CuPy's allocator API; gpuhost.tools, pycuda's)
+# without being imported with gpuhost.
+_LAZY.update(dict.fromkeys(
+    ("BaseCUDAMemoryManager", "GetIpcHandleMixin", "HostOnlyCUDAMemoryManager", "IpcHandle",
+     "MappedMemory", "MemoryPointer", "PinnedMemory", "set_memory_manager"), "memory_manager"))
+_LAZY_MODULES = ("memory", "memory_manager", "tools")
 
 
 def __getattr__(name):
+    from importlib import import_module
+
+    if name in _LAZY_MODULES:
+        return import_module("." + name, __name__)  # the import sets the attribute
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError("module 'gpuhost' has no attribute %r" % name)
-    from importlib import import_module
-
     value = getattr(import_module("." + module, __name__), name)
     globals()[name] = value
     return value
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | set(_LAZY_MODULES))
 
 
 def get_current_device():
@@ -138,6 +147,14 @@ __all__ = [
     "compile",
     "compile_ptx",
     "compile_ptx_for_current_device",
+    "BaseCUDAMemoryManager",
+    "GetIpcHandleMixin",
+    "HostOnlyCUDAMemoryManager",
+    "IpcHandle",
+    "MappedMemory",
+    "MemoryPointer",
+    "PinnedMemory",
+    "set_memory_manager",
     "Stream",
     "close",
     "current_context",

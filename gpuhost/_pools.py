@@ -15,6 +15,7 @@ asynchronous copy still uses.
 import numpy as np
 
 from . import _core
+from ._arrays import _layout
 
 __all__ = [
     "DeviceMemoryPool", "PageLockedAllocator", "PageLockedMemoryPool",
@@ -121,9 +122,7 @@ class PageLockedMemoryPool(_PoolStatistics):
     def allocate(self, shape, dtype, order="C"):
         """A numpy array of `shape` and `dtype` in pinned memory; its .base is the
         PooledHostAllocation, which goes back to the pool when the array dies."""
-        dtype = np.dtype(dtype)
-        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-        nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+        shape, dtype, _, nbytes = _layout(shape, dtype, None, order)
         alloc = self._pool.allocate(nbytes)
         if nbytes == 0:
             return np.ndarray(shape, dtype, order=order)

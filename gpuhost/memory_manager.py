@@ -303,58 +303,63 @@ class HostOnlyCUDAMemoryManager(BaseCUDAMemoryManager):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.allocations = {}  # key -> the gpuhost Allocation behind host memory
+        # key -> the MappedMemory / managed AutoFreePointer of a live allocation: kept
+        # here (as numba does) while the OwnedPointers handed out refer to it weakly
+        self.allocations = {}
 
-    def _keep(self, alloc):
+    def _finalizer(self, alloc):
+        """(key, the finalizer that releases gpuhost Allocation `alloc`)."""
         key = id(alloc)
-        self.allocations[key] = alloc
         allocations = self.allocations
 
         def finalizer():
-            owned = allocations.pop(key, None)
-            if owned is not None:
-                try:
-                    owned.close()
-                except BufferError:
-                    pass  # numpy arrays still view it: it goes when they do
-        return finalizer
-
-    def memhostalloc(self, size, mapped=False, portable=False, wc=False):
-        alloc = _core.mem_alloc(size, "mapped" if mapped else "pinned", portable=portable,
-                                wc=wc)
-        finalizer = self._keep(alloc)
-        if mapped:
-            mem = MappedMemory(self.context, ctypes.c_void_p(alloc.host_ptr), size,
-                               finalizer=finalizer)
-            return mem.own()
-        return PinnedMemory(self.context, ctypes.c_void_p(alloc.host_ptr), size,
-                            finalizer=finalizer)
-
-    def mempin(self, owner, pointer, size, mapped=False):
-        address = _address(pointer)
-        buffer = (ctypes.c_byte * size).from_address(address)
-        alloc = _core.mem_register(buffer, mapped=mapped)
-        finalizer = self._keep(alloc)
-        if mapped:
-            mem = MappedMemory(self.context, ctypes.c_void_p(address), size, owner=owner,
-                               finalizer=finalizer)
-            return mem.own()
-        return PinnedMemory(self.context, ctypes.c_void_p(address), size, owner=owner,
-                            finalizer=finalizer)
-
-    def memallocmanaged(self, size, attach_global=True):
-        alloc = _core.mem_alloc(size, "managed", attach_global=attach_global)
-        mem = AutoFreePointer(self.context, ctypes.c_uint64(alloc.ptr), size,
-                              finalizer=self._keep(alloc))
-        return mem.own()
-
-    def reset(self):
-        """Free the host memory allocated through this manager."""
-        for alloc in list(self.allocations.values()):
+            allocations.pop(key, None)
             try:
                 alloc.close()
             except BufferError:
-                pass
+                pass  # numpy arrays still view it: it goes when they do
+        return key, finalizer
+
+    def _owned(self, alloc, cls, pointer, size, owner=None):
+        """A `cls` (MappedMemory or AutoFreePointer) over `alloc`, kept in allocations;
+        its OwnedPointer."""
+        key, finalizer = self._finalizer(alloc)
+        mem = cls(self.context, pointer, size, owner=owner, finalizer=finalizer)
+        self.allocations[key] = mem
+        return mem.own()
+
+    def memhostalloc(self, size, mapped=False, portable=False, wc=False):
+        """Page-locked host memory (cuMemHostAlloc): a MappedMemory's OwnedPointer if
+        `mapped`, else a PinnedMemory; freed when the last reference dies."""
+        alloc = _core.mem_alloc(size, "mapped" if mapped else "pinned", portable=portable,
+                                wc=wc)
+        pointer = ctypes.c_void_p(alloc.host_ptr)
+        if mapped:
+            return self._owned(alloc, MappedMemory, pointer, size)
+        return PinnedMemory(self.context, pointer, size, finalizer=self._finalizer(alloc)[1])
+
+    def mempin(self, owner, pointer, size, mapped=False):
+        """Page-lock `size` bytes at host address `pointer` (cuMemHostRegister), owned by
+        `owner`: a MappedMemory's OwnedPointer if `mapped`, else a PinnedMemory;
+        unregistered when the last reference dies."""
+        address = _address(pointer)
+        buffer = (ctypes.c_byte * size).from_address(address)
+        alloc = _core.mem_register(buffer, mapped=mapped)
+        if mapped:
+            return self._owned(alloc, MappedMemory, ctypes.c_void_p(address), size, owner)
+        return PinnedMemory(self.context, ctypes.c_void_p(address), size, owner=owner,
+                            finalizer=self._finalizer(alloc)[1])
+
+    def memallocmanaged(self, size, attach_global=True):
+        """Managed memory (cuMemAllocManaged): an OwnedPointer."""
+        alloc = _core.mem_alloc(size, "managed", attach_global=attach_global)
+        return self._owned(alloc, AutoFreePointer, ctypes.c_uint64(alloc.ptr), size)
+
+    def reset(self):
+        """Free the mapped and managed memory allocated through this manager (pinned
+        memory goes when its PinnedMemory dies)."""
+        for mem in list(self.allocations.values()):
+            mem.free()
         self.allocations.clear()
 
     @contextlib.contextmanager

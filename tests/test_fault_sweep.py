@@ -809,12 +809,7 @@ t.check(sweep, summary, 300, 50)
 
 
 @pytest.mark.skipif(DRIVER != "fake", reason="needs the fake driver")
-@pytest.mark.parametrize("allocator", [
-    pytest.param("driver", marks=pytest.mark.xfail(
-        strict=False, reason="pool.c, driver mode (reported): trim_driver_pool() and the "
-        "stream-ordered free clear a failed gh_context_enter/leave (PyErr_Clear): the block "
-        "is kept with no warning, and a failed pop leaves the context pushed")),
-    "plain"])
+@pytest.mark.parametrize("allocator", ["driver", "plain"])
 def test_every_memory_operation_fails_cleanly_under_each_allocator(allocator):
     proc = subprocess.run([sys.executable, "-c", SUBPROCESS_SWEEP % {"tests": HERE}],
                           env=dict(os.environ, GPUHOST_ALLOCATOR=allocator), cwd=ROOT,

@@ -200,4 +200,84 @@ bench_copy(size_t bytes, int pinned, int to_device, int n)
     cuMemFree(d);
     return t;
 }
+/* The device's default stream-ordered pool, its release threshold raised so that freed
+   memory stays in it (as gpuhost's 'driver' mode and CuPy's async allocator set it).
+   0, or the failing CUresult. */
+static CUresult
+keep_pool_memory(void)
+{
+    CUdevice dev;
+    CUmemoryPool pool;
+    cuuint64_t threshold = ~(cuuint64_t)0;
+    CUresult res;
+    if ((res = cuCtxGetDevice(&dev)) != CUDA_SUCCESS ||
+        (res = cuDeviceGetDefaultMemPool(&pool, dev)) != CUDA_SUCCESS) {
+        return res;
+    }
+    return cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
+}
+
+/* n pairs of cuMemAllocAsync + cuMemFreeAsync of `bytes` on the stream; synchronized
+   outside the timed window.  A negative number if an allocation failed. */
+double
+bench_alloc_async(size_t bytes, int n)
+{
+    CUdeviceptr d;
+    double t0, t;
+    int failed = 0;
+    if (keep_pool_memory() != CUDA_SUCCESS) {
+        return -1.0;
+    }
+    t0 = now_us();
+    for (int i = 0; i < n && !failed; i++) {
+        failed = cuMemAllocAsync(&d, bytes, stream) != CUDA_SUCCESS;
+        if (!failed) {
+            cuMemFreeAsync(d, stream);
+        }
+    }
+    t = (now_us() - t0) / n;
+    cuStreamSynchronize(stream);
+    return failed ? -1.0 : t;
+}
+
+/* An allocation trace, `reps` times: op i allocates sizes[i] into slots[i] if that slot is
+   empty, else frees the slot (cuMemAllocAsync / cuMemFreeAsync on the stream).  The trace
+   must leave every slot empty.  Microseconds per allocation + free, or negative. */
+double
+bench_alloc_trace(const int *slots, const size_t *sizes, int nops, int nslots, int reps)
+{
+    CUdeviceptr *live = calloc((size_t)nslots, sizeof(*live));
+    double t0, t;
+    long allocs = 0;
+    int failed = 0;
+    if (live == NULL || keep_pool_memory() != CUDA_SUCCESS) {
+        free(live);
+        return -1.0;
+    }
+    t0 = now_us();
+    for (int r = 0; r < reps && !failed; r++) {
+        for (int i = 0; i < nops; i++) {
+            if (live[slots[i]] == 0) {
+                if (cuMemAllocAsync(&live[slots[i]], sizes[i], stream) != CUDA_SUCCESS) {
+                    failed = 1;
+                    break;
+                }
+                allocs++;
+            }
+            else {
+                cuMemFreeAsync(live[slots[i]], stream);
+                live[slots[i]] = 0;
+            }
+        }
+    }
+    t = (now_us() - t0) / (allocs ? allocs : 1);
+    for (int i = 0; i < nslots; i++) {
+        if (live[i] != 0) {
+            cuMemFreeAsync(live[i], stream);
+        }
+    }
+    cuStreamSynchronize(stream);
+    free(live);
+    return failed ? -1.0 : t;
+}
 #endif /* BENCH_NVRTC_ONLY */
