@@ -116,6 +116,8 @@ def raw_c():
     lib.bench_launch.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
     lib.bench_copy.restype = ctypes.c_double
     lib.bench_copy.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+    lib.bench_peer_copy.restype = ctypes.c_double
+    lib.bench_peer_copy.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int]
     res = lib.bench_init()
     if res != 0:
         raise RuntimeError("raw C benchmark could not start: CUresult %d" % res)
