@@ -48,7 +48,8 @@ def test_can_access_peer_under_numbas_and_our_names():
 
 
 def test_peer_arguments_are_checked():
-    d0, ctx0 = gpuhost.gpus[0], gpuhost.current_context()
+    d0 = gpuhost.gpus[0]
+    ctx0 = d0.get_primary_context()
     with pytest.raises(TypeError, match="the peer must be a Device, a Context or a device id "
                                         r"\(int\), not str"):
         d0.can_access_peer("1")
@@ -82,7 +83,8 @@ def test_enable_and_disable_peer_access_are_idempotent(fake):
 
 
 def test_peer_access_faults_raise_the_drivers_error(fake):
-    ctx0 = gpuhost.current_context()
+    ctx0 = gpuhost.gpus[0].get_primary_context()
+    current = gpuhost.current_context()
     fake.fail("cuCtxEnablePeerAccess", 217)  # CUDA_ERROR_PEER_ACCESS_UNSUPPORTED
     with pytest.raises(CudaAPIError, match="device 0 cannot access device 1's memory directly "
                                            r"\(Device.can_access_peer\(\) is False\); copies "
@@ -96,7 +98,7 @@ def test_peer_access_faults_raise_the_drivers_error(fake):
     fake.fail("cuDeviceCanAccessPeer", 101)
     with pytest.raises(CudaAPIError, match="cuDeviceCanAccessPeer"):
         gpuhost.gpus[0].can_access_peer(1)
-    assert gpuhost.current_context() is ctx0
+    assert gpuhost.current_context() is current
 
 
 PEER_MATRIX = r"""
