@@ -122,6 +122,8 @@ def raw_c():
     lib.bench_alloc_trace.argtypes = [ctypes.POINTER(ctypes.c_int),
                                       ctypes.POINTER(ctypes.c_size_t), ctypes.c_int,
                                       ctypes.c_int, ctypes.c_int]
+    lib.bench_peer_copy.restype = ctypes.c_double
+    lib.bench_peer_copy.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int]
     res = lib.bench_init()
     if res != 0:
         raise RuntimeError("raw C benchmark could not start: CUresult %d" % res)

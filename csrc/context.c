@@ -441,6 +441,80 @@ context_reset(gh_context *self, PyObject *Py_UNUSED(ignored))
 }
 
 static PyObject *
+context_can_access_peer(gh_context *self, PyObject *peer_device)
+{
+    gh_state *st = gh_state_of_type(Py_TYPE(self));
+    gh_device *peer = gh_device_from_object(st, peer_device, "peer_device");
+    int can = 0;
+    if (peer == NULL || gh_device_can_access_peer(self->device, peer, &can) < 0) {
+        return NULL;
+    }
+    return PyBool_FromLong(can);
+}
+
+/* cuCtxEnablePeerAccess (enable) or cuCtxDisablePeerAccess from this context to `arg`'s
+   device's primary context.  Both directions are idempotent. */
+static PyObject *
+context_peer_access(gh_context *self, PyObject *arg, int enable)
+{
+    gh_state *st = gh_state_of_type(Py_TYPE(self));
+    gh_cu_id id = enable ? GH_CU_CtxEnablePeerAccess : GH_CU_CtxDisablePeerAccess;
+    gh_device *peer_dev = gh_device_from_object(st, arg, "the peer");
+    gh_context *peer;
+    char detail[200];
+    CUresult res;
+    int pushed;
+
+    if (peer_dev == NULL) {
+        return NULL;
+    }
+    if (peer_dev == self->device) {
+        PyErr_Format(PyExc_ValueError,
+                     "peer access is between two devices: device %d's context always reaches "
+                     "its own memory",
+                     self->device->id);
+        return NULL;
+    }
+    peer = gh_context_of(st, peer_dev);
+    if (peer == NULL || gh_context_activate(peer) < 0 || gh_context_enter(self, &pushed) < 0) {
+        return NULL;
+    }
+    res = enable ? gh_cu.CtxEnablePeerAccess(peer->handle, 0)
+                 : gh_cu.CtxDisablePeerAccess(peer->handle);
+    if (gh_context_leave(self, pushed) < 0) {
+        return NULL;
+    }
+    if (res == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED ||
+        res == CUDA_ERROR_PEER_ACCESS_NOT_ENABLED) {
+        Py_RETURN_NONE; /* already as asked */
+    }
+    if (res == CUDA_ERROR_PEER_ACCESS_UNSUPPORTED) {
+        snprintf(detail, sizeof(detail),
+                 "device %d cannot access device %d's memory directly (Device.can_access_peer() "
+                 "is False); copies between them still work, staged by the driver",
+                 self->device->id, peer_dev->id);
+        gh_raise_cuda_detail(res, id, detail);
+        return NULL;
+    }
+    if (gh_check(res, id) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+context_enable_peer_access(gh_context *self, PyObject *peer)
+{
+    return context_peer_access(self, peer, 1);
+}
+
+static PyObject *
+context_disable_peer_access(gh_context *self, PyObject *peer)
+{
+    return context_peer_access(self, peer, 0);
+}
+
+static PyObject *
 context_get_device(gh_context *self, void *Py_UNUSED(closure))
 {
     return Py_NewRef(self->device);
@@ -510,6 +584,21 @@ static PyMethodDef context_methods[] = {
     {"reset", (PyCFunction)context_reset, METH_NOARGS,
      "reset($self, /)\n--\n\n"
      "Destroy everything in this context, as Device.reset() does (numba's Device.reset)."},
+    {"can_access_peer", (PyCFunction)context_can_access_peer, METH_O,
+     "can_access_peer($self, peer_device, /)\n--\n\n"
+     "numba's name: whether this context's device can access `peer_device`'s memory "
+     "directly (a device id, Device or Context); see Device.can_access_peer."},
+    {"enable_peer_access", (PyCFunction)context_enable_peer_access, METH_O,
+     "enable_peer_access($self, peer, /)\n--\n\n"
+     "Let kernels and copies in this context use the memory of `peer`'s device (a Device, "
+     "Context or device id) directly (cuCtxEnablePeerAccess). One direction only: call it on "
+     "both contexts for both. Enabling twice is not an error. Raises ValueError for this "
+     "context's own device, CudaAPIError (CUDA_ERROR_PEER_ACCESS_UNSUPPORTED) where "
+     "Device.can_access_peer() is False."},
+    {"disable_peer_access", (PyCFunction)context_disable_peer_access, METH_O,
+     "disable_peer_access($self, peer, /)\n--\n\n"
+     "Undo enable_peer_access(peer) (cuCtxDisablePeerAccess); disabling access that is not "
+     "enabled is not an error."},
     {NULL, NULL, 0, NULL},
 };
 

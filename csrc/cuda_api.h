@@ -40,6 +40,9 @@
     X(CtxPopCurrent, 4000)                                                                         \
     X(CtxGetDevice, 2000)                                                                          \
     X(CtxSynchronize, 2000)                                                                        \
+    X(DeviceCanAccessPeer, 4000)                                                                   \
+    X(CtxEnablePeerAccess, 4000)                                                                   \
+    X(CtxDisablePeerAccess, 4000)                                                                  \
     X(MemGetInfo, 3020)                                                                            \
     X(CtxGetStreamPriorityRange, 5050)                                                             \
     X(StreamCreateWithPriority, 5050)                                                              \

@@ -146,7 +146,51 @@ gh_device_get(gh_state *st, long ordinal)
     return (gh_device *)dev;
 }
 
+gh_device *
+gh_device_from_object(gh_state *st, PyObject *obj, const char *what)
+{
+    long ordinal;
+    if (Py_IS_TYPE(obj, st->DeviceType)) {
+        return (gh_device *)obj;
+    }
+    if (Py_IS_TYPE(obj, st->ContextType)) {
+        return ((gh_context *)obj)->device;
+    }
+    if (!PyLong_Check(obj) || PyBool_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a Device, a Context or a device id (int), not %s",
+                     what, Py_TYPE(obj)->tp_name);
+        return NULL;
+    }
+    ordinal = PyLong_AsLong(obj);
+    if (ordinal == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    return gh_device_get(st, ordinal);
+}
+
+int
+gh_device_can_access_peer(gh_device *dev, gh_device *peer, int *out)
+{
+    *out = 1;
+    if (dev == peer) {
+        return 0; /* a device always reaches its own memory (the driver answers 0 here) */
+    }
+    return gh_check(gh_cu.DeviceCanAccessPeer(out, dev->handle, peer->handle),
+                    GH_CU_DeviceCanAccessPeer);
+}
+
 /* ---- Python methods ---- */
+
+static PyObject *
+device_can_access_peer(gh_device *self, PyObject *other)
+{
+    gh_device *peer = gh_device_from_object(gh_state_of_type(Py_TYPE(self)), other, "the peer");
+    int can = 0;
+    if (peer == NULL || gh_device_can_access_peer(self, peer, &can) < 0) {
+        return NULL;
+    }
+    return PyBool_FromLong(can);
+}
 
 /* An attribute number from an int or a name; -1 with an exception on bad input. */
 static int
@@ -391,6 +435,12 @@ static PyMethodDef device_methods[] = {
      "Return the device attribute `attr`, given as a CU_DEVICE_ATTRIBUTE_* name (with or "
      "without the prefix, e.g. 'MAX_THREADS_PER_BLOCK') or number.\n"
      "Raises ValueError for an unknown attribute, CudaAPIError if the driver refuses it."},
+    {"can_access_peer", (PyCFunction)device_can_access_peer, METH_O,
+     "can_access_peer($self, other, /)\n--\n\n"
+     "Whether kernels on this device can read and write `other`'s memory directly (a "
+     "Device, Context or device id), once Context.enable_peer_access(other) was called "
+     "(cuDeviceCanAccessPeer). True for the device itself. Copies between the two work "
+     "either way; without peer access the driver stages them through the host."},
     {"get_primary_context", (PyCFunction)device_get_primary_context, METH_NOARGS,
      "get_primary_context($self, /)\n--\n\n"
      "Return the device's primary Context, retaining it if gpuhost does not hold it yet. "

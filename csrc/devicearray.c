@@ -145,9 +145,11 @@ done:
 
 /* ---- copies ---- */
 
-/* Resolve stream= (the array's bound stream when NULL/0-default is not given). */
+/* Resolve stream= (the array's bound stream when NULL/0-default is not given).  A copy
+   goes on a stream of a device it touches: the array's, or for a copy from another
+   device's array (`peer`: its context, else NULL) that one's too. */
 static int
-copy_stream(gh_devicearray *self, PyObject *stream, gh_stream_ref *ref)
+copy_stream(gh_devicearray *self, PyObject *stream, gh_stream_ref *ref, gh_context *peer)
 {
     gh_state *st = gh_state_of_type(Py_TYPE(self));
     if (stream == NULL && self->stream != NULL) {
@@ -156,12 +158,17 @@ copy_stream(gh_devicearray *self, PyObject *stream, gh_stream_ref *ref)
     if (gh_stream_resolve(st, stream, ref) < 0) {
         return -1;
     }
-    if (ref->context != NULL && ref->context != self->context) {
-        return gh_raise("CudaDriverError",
-                        "the array is on device %d but the stream is device %d's",
-                        self->context->device->id, ref->context->device->id);
+    if (ref->context == NULL || ref->context == self->context || ref->context == peer) {
+        return 0;
     }
-    return 0;
+    if (peer != NULL && peer != self->context) {
+        return gh_raise("CudaDriverError",
+                        "the copy is from device %d to device %d but the stream is device %d's: "
+                        "use a stream of either device",
+                        peer->device->id, self->context->device->id, ref->context->device->id);
+    }
+    return gh_raise("CudaDriverError", "the array is on device %d but the stream is device %d's",
+                    self->context->device->id, ref->context->device->id);
 }
 
 /* Copy `nbytes` between device address `dptr` and host `host`; async on a non-default
@@ -240,7 +247,7 @@ devicearray_copy_to_host(gh_devicearray *self, PyObject *args, PyObject *kwargs)
     int contiguous_c = is_contiguous(self, 0), contiguous_f = is_contiguous(self, 1);
 
     if (!parse_copy_args(args, kwargs, "|OO:copy_to_host", &ary, &stream) ||
-        copy_stream(self, stream, &ref) < 0) {
+        copy_stream(self, stream, &ref, NULL) < 0) {
         return NULL;
     }
     if (ary == Py_None && (contiguous_c || contiguous_f)) {
@@ -335,11 +342,17 @@ static PyObject *
 devicearray_copy_to_device(gh_devicearray *self, PyObject *args, PyObject *kwargs)
 {
     PyObject *ary, *stream, *host = NULL, *res = NULL;
+    gh_context *peer = NULL;
     gh_stream_ref ref;
     int fortran;
 
-    if (!parse_copy_args(args, kwargs, "O|O:copy_to_device", &ary, &stream) ||
-        copy_stream(self, stream, &ref) < 0) {
+    if (!parse_copy_args(args, kwargs, "O|O:copy_to_device", &ary, &stream)) {
+        return NULL;
+    }
+    if (Py_IS_TYPE(ary, Py_TYPE(self))) {
+        peer = ((gh_devicearray *)ary)->context;
+    }
+    if (copy_stream(self, stream, &ref, peer) < 0) {
         return NULL;
     }
     if (Py_IS_TYPE(ary, Py_TYPE(self))) {
@@ -394,7 +407,7 @@ mod_copy_2d(PyObject *module, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "copy_2d takes non-negative pitches and sizes");
         return NULL;
     }
-    if (copy_stream(self, stream == Py_None ? NULL : stream, &ref) < 0 ||
+    if (copy_stream(self, stream == Py_None ? NULL : stream, &ref, NULL) < 0 ||
         gh_context_check_alive(self->context, self->generation, GH_CU_Memcpy2D) < 0) {
         return NULL;
     }
@@ -645,7 +658,7 @@ mod_memset(PyObject *module, PyObject *args)
                                           "non-negative sizes");
         return NULL;
     }
-    if (copy_stream(self, stream == Py_None ? NULL : stream, &ref) < 0 ||
+    if (copy_stream(self, stream == Py_None ? NULL : stream, &ref, NULL) < 0 ||
         gh_context_check_alive(self->context, self->generation, GH_CU_MemsetD8) < 0) {
         return NULL;
     }
@@ -857,6 +870,13 @@ da_bind(gh_devicearray *self, PyObject *args, PyObject *kwargs)
     }
     if (stream != Py_None && !Py_IS_TYPE(stream, st->StreamType)) {
         PyErr_SetString(PyExc_TypeError, "bind() takes a gpuhost Stream or None");
+        return NULL;
+    }
+    if (ref.context != NULL && ref.context != self->context) {
+        gh_raise("CudaDriverError",
+                 "cannot bind device %d's array to a stream of device %d: its copies go on "
+                 "its own device's streams",
+                 self->context->device->id, ref.context->device->id);
         return NULL;
     }
     return gh_devicearray_new(st, self->context, self->generation, self->ptr, self->owner,

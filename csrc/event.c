@@ -138,14 +138,16 @@ explain_foreign_stream(gh_event *self, CUstream stream, const char *what)
     return 0;
 }
 
-/* Run cuEventRecord (record=1) or cuStreamWaitEvent (record=0) for `self` on `stream`. */
+/* Run cuEventRecord (record=1) or cuStreamWaitEvent (record=0) for `self` on `stream`.
+   An event is recorded only on its own context's streams (the driver refuses others);
+   a stream of any device may wait for it (the driver synchronizes across devices). */
 static PyObject *
 event_on_stream(gh_event *self, PyObject *stream, int record)
 {
     gh_state *st = gh_state_of_type(Py_TYPE(self));
     gh_cu_id id = record ? GH_CU_EventRecord : GH_CU_StreamWaitEvent;
-    const char *what = record ? "record" : "wait for";
     gh_stream_ref ref;
+    gh_context *owner;
     CUresult res;
     int pushed;
 
@@ -153,27 +155,28 @@ event_on_stream(gh_event *self, PyObject *stream, int record)
         gh_stream_resolve(st, stream, &ref) < 0) {
         return NULL;
     }
-    if (ref.context != NULL && ref.context != self->context) {
-        raise_other_context(self, what, ref.context->device->id);
+    if (record && ref.context != NULL && ref.context != self->context) {
+        raise_other_context(self, "record", ref.context->device->id);
         return NULL;
     }
     if (!record && !self->recorded) {
         Py_RETURN_NONE; /* waiting for a fresh event waits for nothing, as in the driver */
     }
-    /* A default stream's handle means "the current context's": make the event's current.
-       Other handles name their context. */
+    /* A default stream's handle means "the current context's": make its context current
+       (the event's, for 0 or None).  Other handles name their context. */
+    owner = ref.context != NULL ? ref.context : self->context;
     pushed = 0;
-    if (ref.is_default && gh_context_enter(self->context, &pushed) < 0) {
+    if (ref.is_default && gh_context_enter(owner, &pushed) < 0) {
         return NULL;
     }
     res = record ? gh_cu.EventRecord(self->handle, ref.handle)
                  : gh_cu.StreamWaitEvent(ref.handle, self->handle, 0);
-    if (res == CUDA_ERROR_INVALID_HANDLE && ref.context == NULL && !ref.is_default &&
-        explain_foreign_stream(self, ref.handle, what) < 0) {
-        gh_context_leave(self->context, pushed);
+    if (res == CUDA_ERROR_INVALID_HANDLE && record && ref.context == NULL && !ref.is_default &&
+        explain_foreign_stream(self, ref.handle, "record") < 0) {
+        gh_context_leave(owner, pushed);
         return NULL;
     }
-    if (gh_context_leave(self->context, pushed) < 0 || gh_check(res, id) < 0) {
+    if (gh_context_leave(owner, pushed) < 0 || gh_check(res, id) < 0) {
         return NULL;
     }
     if (record) {
@@ -389,7 +392,8 @@ static PyMethodDef event_methods[] = {
      "belong to the event's context, else CudaDriverError."},
     {"wait", (PyCFunction)(void (*)(void))event_wait, METH_FASTCALL | METH_KEYWORDS,
      "wait($self, /, stream=0)\n--\n\n"
-     "Make later work on `stream` wait until this event has completed."},
+     "Make later work on `stream` wait until this event has completed. The stream may be "
+     "another device's: the wait then synchronizes the two devices."},
     {"query", (PyCFunction)event_query, METH_NOARGS,
      "query($self, /)\n--\n\n"
      "True if the work before the last record() has finished (or it was never recorded)."},

@@ -155,6 +155,11 @@ int gh_device_count(void);
 /* Borrowed reference to Device `ordinal` (0 <= ordinal < count), made on first use;
    NULL with InvalidDeviceError (which says how many devices exist) for a bad ordinal. */
 gh_device *gh_device_get(gh_state *st, long ordinal);
+/* Borrowed Device named by `obj`: a Device, a Context (its device) or an ordinal; NULL with
+   TypeError naming `what`, or InvalidDeviceError. */
+gh_device *gh_device_from_object(gh_state *st, PyObject *obj, const char *what);
+/* *out = whether `dev` can access `peer`'s memory directly (1 for the same device); 0 or -1. */
+int gh_device_can_access_peer(gh_device *dev, gh_device *peer, int *out);
 
 /* ---- context.c ---- */
 

@@ -424,7 +424,14 @@ def copy_to_device_strided(dev, ary, stream):
         _check_match(dev, src, "the source array")
         if src.context == dev.context and _copykernel.copy(dev, src, _kernel_stream(dev, stream)):
             return None  # other layouts: the built-in copy kernel
-        ary = src.copy_to_host()  # another device, or no kernels here: through the host
+        if src.context != dev.context and isinstance(stream, _core.Stream) \
+                and stream.context == src.context:
+            # another device's layout, on the source's stream: read there, write in order
+            ary = src.copy_to_host(stream=stream)
+            stream.synchronize()
+            stream = 0
+        else:
+            ary = src.copy_to_host()  # another device, or no kernels here: through the host
     host = _host_array(ary)
     _check_match(dev, host, "the source array")
     if dev.size == 0:
@@ -627,20 +634,25 @@ class IpcArrayHandle:
         return (IpcArrayHandle, (self.handle, self.offset, self.size, self.shape, self.strides,
                                  self.dtype, self.device_uuid))
 
-    def open(self):
-        """A DeviceArray over the exported memory, opened on the same device (by UUID)."""
-        for i in range(_core.device_count()):
-            dev = _core.get_device(i)
-            if dev.uuid == self.device_uuid:
-                with dev:
-                    alloc = _core.ipc_open(self.handle, self.size)
-                    self._opened = alloc
-                    return _core.make_array(alloc, alloc.ptr + self.offset, self.shape,
-                                            self.strides, self.dtype)
-        from .errors import InvalidDeviceError
+    def open(self, device=None):
+        """A DeviceArray over the exported memory, opened on the device it is on (found by
+        UUID), or in `device`'s context (a Device or id): another device then reaches the
+        memory through peer access, which must be possible (Device.can_access_peer); the
+        memory stays where it is and writes from either process are seen by both."""
+        home = _device_of_uuid(self.device_uuid, "array")
+        target = home if device is None else _device_arg(device)
+        if target != home and not target.can_access_peer(home):
+            from .errors import CudaDriverError
 
-        raise InvalidDeviceError("the array's device %s is not visible in this process"
-                                 % self.device_uuid)
+            raise CudaDriverError("cannot open device %d's memory on device %d: device %d cannot "
+                                  "access device %d's memory directly (can_access_peer is "
+                                  "False); open it on device %d and copy"
+                                  % (home.id, target.id, target.id, home.id, home.id))
+        with target:
+            alloc = _core.ipc_open(self.handle, self.size)
+            self._opened = alloc
+            return _core.make_array(alloc, alloc.ptr + self.offset, self.shape, self.strides,
+                                    self.dtype)
 
     def close(self):
         """Close what open() opened; arrays from it must not be used afterwards."""
@@ -658,6 +670,27 @@ class IpcArrayHandle:
     def __repr__(self):
         return "<IpcArrayHandle shape=%s dtype=%s on %s>" % (self.shape, self.dtype,
                                                              self.device_uuid)
+
+
+def _device_of_uuid(uuid, what):
+    """The Device whose UUID is `uuid`; InvalidDeviceError naming `what` if none is."""
+    for i in range(_core.device_count()):
+        dev = _core.get_device(i)
+        if dev.uuid == uuid:
+            return dev
+    from .errors import InvalidDeviceError
+
+    raise InvalidDeviceError("the %s's device %s is not visible in this process" % (what, uuid))
+
+
+def _device_arg(device):
+    """A Device from a Device or a device id."""
+    if isinstance(device, _core.Device):
+        return device
+    if isinstance(device, bool) or not isinstance(device, int):
+        raise TypeError("device must be a Device or a device id (int), not %s"
+                        % type(device).__name__)
+    return _core.get_device(device)
 
 
 def get_ipc_handle(dev):

@@ -108,9 +108,7 @@ def test_record_on_another_devices_stream_is_refused():
     with pytest.raises(CudaDriverError, match="cannot record device 0's event on a stream of "
                                               "device 1: an event and the stream must belong"):
         ev.record(other)
-    with pytest.raises(CudaDriverError, match="cannot wait for device 0's event on a stream of "
-                                              "device 1"):
-        ev.wait(other)
+    assert ev.recorded is False
     with gpuhost.gpus[1]:
         ev1 = gpuhost.event()
         ev1.record()
@@ -119,6 +117,29 @@ def test_record_on_another_devices_stream_is_refused():
     ev1.synchronize()
     with pytest.raises(CudaDriverError, match="cannot time events of two devices"):
         ev.elapsed_time(ev1)
+
+
+@pytest.mark.gpus(2)
+def test_a_stream_of_another_device_waits_for_an_event(fake):
+    ev = gpuhost.event()
+    with gpuhost.gpus[1]:
+        other = gpuhost.stream()
+        legacy1 = gpuhost.default_stream()
+    s0 = gpuhost.stream()
+    fake.gate_close()  # hold device 0's record: device 1's stream must wait for it
+    try:
+        ev.record(s0)
+        before = fake.calls("cuStreamWaitEvent")
+        ev.wait(other)
+        other.wait_event(ev)
+        ev.wait(legacy1)  # device 1's default stream: its context is made current for the call
+        assert fake.calls("cuStreamWaitEvent") == before + 3
+        assert not other.query() and not ev.query()
+    finally:
+        fake.gate_open()
+    other.synchronize()
+    assert ev.query() and other.query()
+    assert gpuhost.current_context().device is gpuhost.gpus[0]
 
 
 @pytest.mark.gpus(2)

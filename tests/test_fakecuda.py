@@ -163,6 +163,9 @@ SIGNATURES = {
     "cuCtxPopCurrent": [c_void_pp],
     "cuCtxGetDevice": [c_int_p],
     "cuCtxSynchronize": [],
+    "cuDeviceCanAccessPeer": [c_int_p, ctypes.c_int, ctypes.c_int],
+    "cuCtxEnablePeerAccess": [ctypes.c_void_p, ctypes.c_uint],
+    "cuCtxDisablePeerAccess": [ctypes.c_void_p],
     "cuMemGetInfo": [c_size_p, c_size_p],
     "cuGetErrorName": [ctypes.c_int, c_char_pp],
     "cuGetErrorString": [ctypes.c_int, c_char_pp],
@@ -450,7 +453,8 @@ def load(built_lib, tmp_path, monkeypatch):
     count = [0]
 
     def load(init=True, **env):
-        for var in ("FAKECUDA_DEVICES", "FAKECUDA_INIT_ERROR", "FAKECUDA_DRIVER_VERSION"):
+        for var in ("FAKECUDA_DEVICES", "FAKECUDA_INIT_ERROR", "FAKECUDA_DRIVER_VERSION",
+                    "FAKECUDA_PEER_ACCESS"):
             monkeypatch.delenv(var, raising=False)
         for var, value in env.items():
             monkeypatch.setenv(var, value)
@@ -2206,6 +2210,98 @@ def test_peer_copies_move_bytes_between_two_devices_contexts(fake):
     assert (fake.read(b, n) == data).all()
     assert fake.cuDevicePrimaryCtxReset(0) == SUCCESS
     assert fake.cuMemcpyPeer(b, c1, a, c0, n) == CONTEXT_IS_DESTROYED
+
+
+PEER_UNSUPPORTED = ERRORS["CUDA_ERROR_PEER_ACCESS_UNSUPPORTED"]
+PEER_ALREADY_ENABLED = ERRORS["CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED"]
+PEER_NOT_ENABLED = ERRORS["CUDA_ERROR_PEER_ACCESS_NOT_ENABLED"]
+
+
+def can_access(fake, dev, peer):
+    out = ctypes.c_int(-1)
+    res = fake.cuDeviceCanAccessPeer(ctypes.byref(out), dev, peer)
+    return res, out.value
+
+
+@pytest.mark.parametrize("setting,pairs", [
+    (None, {(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)}),
+    ("all", {(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)}),
+    ("none", set()),
+    ("0>1", {(0, 1)}),
+    ("2>0,0>2,1>2", {(2, 0), (0, 2), (1, 2)}),
+])
+def test_peer_matrix_comes_from_the_environment(load, setting, pairs):
+    env = {"FAKECUDA_DEVICES": "3"}
+    if setting is not None:
+        env["FAKECUDA_PEER_ACCESS"] = setting
+    fake = load(**env)
+    for a in range(3):
+        for b in range(3):
+            assert can_access(fake, a, b) == (SUCCESS, int((a, b) in pairs)), (a, b)
+    assert can_access(fake, 0, 3)[0] == INVALID_DEVICE
+    assert can_access(fake, -1, 0)[0] == INVALID_DEVICE
+    assert fake.cuDeviceCanAccessPeer(None, 0, 1) == INVALID_VALUE
+
+
+@pytest.mark.parametrize("bad", ["some", "0>0", "0>3", "0-1", "0>1,", ">1", "1>", "0>1;1>0"])
+def test_malformed_peer_matrix_fails_init(load, bad, capfd):
+    fake = load(init=False, FAKECUDA_DEVICES="3", FAKECUDA_PEER_ACCESS=bad)
+    assert fake.cuInit(0) == INVALID_VALUE
+    assert "FAKECUDA_PEER_ACCESS must be 'all', 'none' or pairs 'A>B'" in capfd.readouterr().err
+
+
+def test_peer_access_enables_once_and_disables_once(load):
+    fake = load(FAKECUDA_PEER_ACCESS="0>1")
+    c1 = fake.push(1)
+    c0 = fake.push(0)
+    assert fake.cuCtxDisablePeerAccess(c1) == PEER_NOT_ENABLED
+    assert fake.cuCtxEnablePeerAccess(c1, 1) == INVALID_VALUE  # flags must be 0
+    assert fake.cuCtxEnablePeerAccess(c1, 0) == SUCCESS
+    assert fake.cuCtxEnablePeerAccess(c1, 0) == PEER_ALREADY_ENABLED
+    assert fake.cuCtxEnablePeerAccess(c0, 0) == INVALID_CONTEXT  # the current context itself
+    assert fake.cuCtxEnablePeerAccess(0x1234, 0) == INVALID_CONTEXT
+    assert fake.cuCtxDisablePeerAccess(c1) == SUCCESS
+    assert fake.cuCtxDisablePeerAccess(c1) == PEER_NOT_ENABLED
+    assert fake.cuCtxEnablePeerAccess(c1, 0) == SUCCESS
+    assert fake.pop() == (SUCCESS, c0)
+    assert fake.current() == c1
+    assert fake.cuCtxEnablePeerAccess(c0, 0) == PEER_UNSUPPORTED  # 1 may not access 0
+    assert fake.cuCtxDisablePeerAccess(c0) == PEER_NOT_ENABLED
+    assert fake.pop() == (SUCCESS, c1)
+    assert fake.cuCtxEnablePeerAccess(c1, 0) == INVALID_CONTEXT  # no current context
+    assert fake.cuCtxDisablePeerAccess(c1) == INVALID_CONTEXT
+
+
+def test_peer_access_to_a_destroyed_context_is_gone(fake):
+    c1 = fake.push(1)
+    fake.push(0)
+    assert fake.cuCtxEnablePeerAccess(c1, 0) == SUCCESS
+    assert fake.cuDevicePrimaryCtxReset(1) == SUCCESS
+    assert fake.cuCtxEnablePeerAccess(c1, 0) == CONTEXT_IS_DESTROYED
+    fresh = fake.retain(1)
+    assert fresh != c1
+    assert fake.cuCtxDisablePeerAccess(fresh) == PEER_NOT_ENABLED  # never enabled to this one
+    assert fake.cuCtxEnablePeerAccess(fresh, 0) == SUCCESS
+
+
+def test_ipc_memory_opens_on_another_device_only_with_a_peer_path(load):
+    rng = np.random.default_rng()
+    for setting, expected in (("all", SUCCESS), ("1>0", SUCCESS),
+                              ("0>1", ERRORS["CUDA_ERROR_MAP_FAILED"])):
+        fake = load(FAKECUDA_PEER_ACCESS=setting)
+        fake.push(0)
+        n = int(rng.integers(1, 4096))
+        d = fake.alloc(n)
+        data = random_bytes(rng, n)
+        assert fake.write(d, data) == SUCCESS
+        res, handle = fake.ipc_mem_handle(d)
+        assert res == SUCCESS
+        fake.push(1)
+        res, alias = fake.ipc_mem_open(handle, IPC_LAZY_ENABLE_PEER_ACCESS)
+        assert res == expected, setting
+        if res == SUCCESS:
+            assert (fake.read(alias, n) == data).all()
+            assert fake.cuIpcCloseMemHandle(alias) == SUCCESS
 
 
 def test_ipc_memory_handle_opens_an_alias_of_the_same_bytes(fake):

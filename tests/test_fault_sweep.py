@@ -446,6 +446,23 @@ def op_peer_copy_on_stream():
     assert same(on0.copy_to_host(), h)
 
 
+def op_peer_access():
+    ctx0 = gpuhost.current_context()
+    assert gpuhost.gpus[0].can_access_peer(1) and ctx0.can_access_peer(1)
+    ctx0.enable_peer_access(1)
+    ctx0.enable_peer_access(gpuhost.gpus[1])  # already enabled: no error
+    h = rand(32)
+    with gpuhost.gpus[1]:
+        on1 = gpuhost.to_device(h)
+        s1 = gpuhost.stream()
+    on0 = gpuhost.device_array_like(h)
+    on0.copy_to_device(on1, stream=s1)  # on the source's stream
+    s1.synchronize()
+    ctx0.disable_peer_access(1)
+    ctx0.disable_peer_access(1)  # not enabled: no error
+    assert same(on0.copy_to_host(), h)
+
+
 def op_foreign_stream():
     """Recording an event on another context's stream, known only by its handle."""
     with gpuhost.gpus[1]:
@@ -523,7 +540,7 @@ OPERATIONS = [op_alloc, op_copy_contiguous, op_copy_strided, op_copy_on_stream,
               op_ipc_event, op_callbacks, op_contexts, op_reset, op_dlpack, op_ipc_array,
               op_defer_cleanup, op_modules, op_devices_and_profiler, op_select_device,
               op_other_context_objects, op_close, op_memset_variants, op_peer_copy_on_stream,
-              op_foreign_stream, op_out_of_memory, op_pool_across_streams,
+              op_foreign_stream, op_peer_access, op_out_of_memory, op_pool_across_streams,
               op_staged_many_chunks, op_staged_after_reset]
 if hasattr(_core, "Pool"):
     OPERATIONS.append(op_pinned_pool)

@@ -280,4 +280,56 @@ bench_alloc_trace(const int *slots, const size_t *sizes, int nops, int nslots, i
     free(live);
     return failed ? -1.0 : t;
 }
+
+/* n synchronous peer copies (cuMemcpyPeer) of `bytes` from device `src`'s memory to device
+   `dst`'s, then both contexts synchronized; microseconds per copy, or a negative number if
+   a call failed.  The devices' primary contexts are the ones gpuhost and the CUDA runtime
+   use, so peer access enabled beforehand by any of them applies here too.  Allocation and
+   a warm-up copy are outside the window; the calling thread's current context is kept. */
+double
+bench_peer_copy(size_t bytes, int src, int dst, int n)
+{
+    CUdevice sdev, ddev;
+    CUcontext sctx = NULL, dctx = NULL, prev = NULL;
+    CUdeviceptr s = 0, d = 0;
+    double t0, t = -1.0;
+    int failed = 0;
+
+    if (cuDeviceGet(&sdev, src) != CUDA_SUCCESS || cuDeviceGet(&ddev, dst) != CUDA_SUCCESS ||
+        cuCtxGetCurrent(&prev) != CUDA_SUCCESS ||
+        cuDevicePrimaryCtxRetain(&sctx, sdev) != CUDA_SUCCESS) {
+        return -1.0;
+    }
+    if (cuDevicePrimaryCtxRetain(&dctx, ddev) != CUDA_SUCCESS) {
+        cuDevicePrimaryCtxRelease(sdev);
+        return -1.0;
+    }
+    if (cuCtxSetCurrent(sctx) != CUDA_SUCCESS || cuMemAlloc(&s, bytes) != CUDA_SUCCESS ||
+        cuMemsetD8(s, 0x5a, bytes) != CUDA_SUCCESS || cuCtxSetCurrent(dctx) != CUDA_SUCCESS ||
+        cuMemAlloc(&d, bytes) != CUDA_SUCCESS ||
+        cuMemcpyPeer(d, dctx, s, sctx, bytes) != CUDA_SUCCESS || /* warm */
+        cuCtxSynchronize() != CUDA_SUCCESS) {
+        goto done;
+    }
+    t0 = now_us();
+    for (int i = 0; i < n && !failed; i++) {
+        failed = cuMemcpyPeer(d, dctx, s, sctx, bytes) != CUDA_SUCCESS;
+    }
+    failed |= cuCtxSynchronize() != CUDA_SUCCESS; /* dst's context is current */
+    failed |= cuCtxSetCurrent(sctx) != CUDA_SUCCESS || cuCtxSynchronize() != CUDA_SUCCESS;
+    if (!failed) {
+        t = (now_us() - t0) / n;
+    }
+done:
+    if (s != 0 && cuCtxSetCurrent(sctx) == CUDA_SUCCESS) {
+        cuMemFree(s);
+    }
+    if (d != 0 && cuCtxSetCurrent(dctx) == CUDA_SUCCESS) {
+        cuMemFree(d);
+    }
+    cuCtxSetCurrent(prev);
+    cuDevicePrimaryCtxRelease(sdev);
+    cuDevicePrimaryCtxRelease(ddev);
+    return t;
+}
 #endif /* BENCH_NVRTC_ONLY */

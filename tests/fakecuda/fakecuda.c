@@ -9,6 +9,9 @@
  *                            CUDA_ERROR_NO_DEVICE)
  *   FAKECUDA_INIT_ERROR      a CUresult every cuInit returns (default 0: none)
  *   FAKECUDA_DRIVER_VERSION  what cuDriverGetVersion reports (default 13000)
+ *   FAKECUDA_PEER_ACCESS     which devices may access which others' memory
+ *                            (cuDeviceCanAccessPeer): "all" (default: every pair of two
+ *                            devices), "none", or pairs "A>B" (A may access B), comma-separated
  * A value that is not a number in range makes cuInit fail with CUDA_ERROR_INVALID_VALUE,
  * with a message on stderr.
  */
@@ -62,6 +65,7 @@ static struct {
     int devices;
     int init_error;
     int driver_version;
+    unsigned char peer[FK_MAX_DEVICES][FK_MAX_DEVICES]; /* [dev][peer]: may dev access peer */
 } fk_config;
 
 void
@@ -196,6 +200,56 @@ config_int(const char *var, int lo, int hi, int fallback)
     return (int)value;
 }
 
+/* FAKECUDA_PEER_ACCESS into fk_config.peer, for fk_config.devices devices; a malformed
+   value is reported on stderr and marks the configuration bad. */
+static void
+config_peer(void)
+{
+    const char *text = getenv("FAKECUDA_PEER_ACCESS");
+    const char *p;
+    int n = fk_config.devices;
+
+    if (text == NULL || text[0] == '\0' || strcmp(text, "all") == 0) {
+        for (int a = 0; a < n; a++) {
+            for (int b = 0; b < n; b++) {
+                fk_config.peer[a][b] = a != b;
+            }
+        }
+        return;
+    }
+    if (strcmp(text, "none") == 0) {
+        return;
+    }
+    for (p = text; *p != '\0';) {
+        char *end = NULL;
+        long a = strtol(p, &end, 10), b;
+        if (end == p || *end != '>' || a < 0 || a >= n) {
+            goto bad;
+        }
+        p = end + 1;
+        b = strtol(p, &end, 10);
+        if (end == p || (*end != ',' && *end != '\0') || (*end == ',' && end[1] == '\0') || b < 0 ||
+            b >= n || a == b) {
+            goto bad;
+        }
+        fk_config.peer[a][b] = 1;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return;
+bad:
+    fprintf(stderr,
+            "fakecuda: FAKECUDA_PEER_ACCESS must be 'all', 'none' or pairs 'A>B' of two "
+            "devices below %d, comma-separated, not '%s'\n",
+            n, text);
+    fk_config.bad = 1;
+}
+
+int
+fk_peer_supported(CUdevice dev, CUdevice peer)
+{
+    return fk_config.peer[dev][peer];
+}
+
 /* Read the configuration if not read yet.  Lock held. */
 static void
 config_load(void)
@@ -207,6 +261,7 @@ config_load(void)
     fk_config.devices = config_int("FAKECUDA_DEVICES", 0, FK_MAX_DEVICES, 2);
     fk_config.init_error = config_int("FAKECUDA_INIT_ERROR", 0, 1000000, 0);
     fk_config.driver_version = config_int("FAKECUDA_DRIVER_VERSION", 1000, 1000000, 13000);
+    config_peer();
 }
 
 /* ---- the exported driver surface ---- */

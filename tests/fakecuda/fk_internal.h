@@ -44,6 +44,10 @@ typedef enum {
    point returns. */
 FK_HIDDEN CUresult fk_enter(gh_cu_id id, fk_when when);
 
+/* Whether device `dev` may access device `peer`'s memory (FAKECUDA_PEER_ACCESS); 0 for
+   dev == peer, as the driver answers.  Both must be valid ordinals.  Fixed after cuInit. */
+FK_HIDDEN int fk_peer_supported(CUdevice dev, CUdevice peer);
+
 /* ---- fk_device.c ---- */
 
 typedef struct {
@@ -79,6 +83,8 @@ struct CUctx_st {
     fk_lane blocking;   /* every op of its blocking streams: what the legacy stream waits for */
     fk_lane legacy;     /* the legacy default stream: handles 0 and CU_STREAM_LEGACY */
     fk_lane per_thread; /* CU_STREAM_PER_THREAD: one per context, shared by its threads */
+    struct CUctx_st *peers[FK_MAX_DEVICES]; /* by device: the context whose memory this one
+                                               was given access to (cuCtxEnablePeerAccess) */
 };
 typedef struct CUctx_st fk_context;
 

@@ -953,6 +953,10 @@ fk_IpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flag
         source = exported_region(&handle);
         res = source != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
     }
+    if (res == CUDA_SUCCESS && source->device != ctx->device &&
+        !fk_peer_supported(ctx->device, source->device)) {
+        res = CUDA_ERROR_MAP_FAILED; /* another device's memory, and no peer path to it */
+    }
     if (res == CUDA_SUCCESS) {
         /* A new address over the same bytes, which outlive the source while it is open. */
         source->storage->refs++;
