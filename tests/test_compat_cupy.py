@@ -69,6 +69,7 @@ def test_packaged():
 
 # ---- Device ----
 
+@pytest.mark.gpus(2)
 def test_device_ids_conversions_and_comparisons():
     assert cuda.Device().id == gpuhost.current_context().device.id == 0
     d1 = cuda.Device(1)
@@ -90,9 +91,11 @@ def test_compute_capability_is_cupys_string():
         major, minor = gpuhost.gpus[i].compute_capability
         cc = cuda.Device(i).compute_capability
         assert cc == "%d%d" % (major, minor) and isinstance(cc, str)
-    assert cuda.Device(1).pci_bus_id == gpuhost.gpus[1].pci_bus_id
+    last = len(gpuhost.gpus) - 1
+    assert cuda.Device(last).pci_bus_id == gpuhost.gpus[last].pci_bus_id
 
 
+@pytest.mark.gpus(2)
 def test_with_device_restores_the_previous_device():
     d1 = cuda.Device(1)
     with d1 as entered:
@@ -108,6 +111,7 @@ def test_with_device_restores_the_previous_device():
     assert cuda.get_device_id() == 0
 
 
+@pytest.mark.gpus(2)
 def test_use_inside_with_is_undone_at_exit():
     with cuda.Device(1):
         cuda.Device(0).use()
@@ -124,6 +128,7 @@ def test_use_inside_with_is_undone_at_exit():
         cuda.Device(0).use()
 
 
+@pytest.mark.gpus(2)
 def test_with_device_in_a_thread_with_no_context_leaves_none():
     seen = []
 
@@ -142,8 +147,9 @@ def test_with_device_in_a_thread_with_no_context_leaves_none():
 
 
 def test_a_device_that_does_not_exist():
-    d = cuda.Device(7)  # as in CuPy, only using it fails
-    with pytest.raises(InvalidDeviceError, match="device 7"):
+    n = len(gpuhost.gpus) + 5
+    d = cuda.Device(n)  # as in CuPy, only using it fails
+    with pytest.raises(InvalidDeviceError, match="device %d" % n):
         d.use()
     with pytest.raises(InvalidDeviceError):
         with d:
@@ -154,11 +160,12 @@ def test_a_device_that_does_not_exist():
 
 
 def test_device_synchronize_and_mem_info():
-    d1 = cuda.Device(1)
+    last = len(gpuhost.gpus) - 1
+    d1 = cuda.Device(last)
     d1.synchronize()
     assert cuda.get_device_id() == 0
     free, total = d1.mem_info
-    with gpuhost.gpus[1]:
+    with gpuhost.gpus[last]:
         info = gpuhost.current_context().get_memory_info()
     assert (free, total) == (info.free, info.total) and 0 < free <= total
 
@@ -243,6 +250,7 @@ def use_libs(fake_libs, monkeypatch):
 
 
 @pytest.mark.fake
+@pytest.mark.gpus(2)
 def test_handles_are_made_once_per_device_under_its_context(use_libs):
     blas = use_libs["cublas"]
     h0 = cuda.Device(0).cublas_handle
@@ -268,6 +276,7 @@ def test_handles_are_made_once_per_device_under_its_context(use_libs):
 
 
 @pytest.mark.fake
+@pytest.mark.gpus(2)
 def test_handle_creation_failure_raises_the_librarys_status(use_libs):
     use_libs["cublas"].fake_fail(1)
     use_libs["cusolver"].fake_fail(7)
@@ -330,6 +339,7 @@ def test_library_search_order(monkeypatch, tmp_path):
 
 
 @pytest.mark.fake
+@pytest.mark.gpus(2)
 def test_handles_are_destroyed_at_exit(fake_libs):
     code = ("from gpuhost.compat import cupy as cuda\n"
             "print('made', hex(cuda.Device(0).cublas_handle), hex(cuda.Device(1).cublas_handle),"
@@ -355,8 +365,14 @@ def test_null_and_per_thread_singletons():
     null.synchronize()
     assert null.done is True and cuda.Stream.ptds.done is True
     assert null._gpuhost() == gpuhost.default_stream()
+
+
+@pytest.mark.gpus(2)
+def test_default_stream_singletons_are_the_current_devices():
     with cuda.Device(1):
-        assert null._gpuhost().device is gpuhost.gpus[1]  # the current device's
+        assert cuda.Stream.null._gpuhost().device is gpuhost.gpus[1]
+        assert cuda.Stream.ptds._gpuhost().device is gpuhost.gpus[1]
+    assert cuda.Stream.null._gpuhost().device is gpuhost.gpus[0]
 
 
 def test_new_streams():
@@ -366,11 +382,17 @@ def test_new_streams():
     assert s.is_non_blocking is False and cuda.Stream(non_blocking=True).is_non_blocking
     assert s != cuda.Stream() and s == s and (s == 5) is False
     assert s.priority == 0
+    with pytest.raises(ValueError, match="stream priority 99 is out of range"):
+        cuda.Stream(priority=99)
+
+
+@pytest.mark.gpus(2)
+def test_streams_belong_to_the_current_device():
     with cuda.Device(1):
         s1 = cuda.Stream()
     assert s1.device_id == 1 and s1._gpuhost().device is gpuhost.gpus[1]
-    with pytest.raises(ValueError, match="stream priority 99 is out of range"):
-        cuda.Stream(priority=99)
+    ext1 = cuda.ExternalStream(s1.ptr, 1)
+    assert ext1._gpuhost().device is gpuhost.gpus[1] and cuda.get_device_id() == 0
 
 
 def test_with_stream_makes_it_current_and_restores():
@@ -394,6 +416,7 @@ def test_with_stream_makes_it_current_and_restores():
     assert cuda.get_current_stream() is cuda.Stream.null
 
 
+@pytest.mark.gpus(2)
 def test_current_stream_is_per_device_and_per_thread():
     with cuda.Device(1):
         s1 = cuda.Stream()
@@ -414,6 +437,7 @@ def test_current_stream_is_per_device_and_per_thread():
     assert seen == [cuda.Stream.null]
 
 
+@pytest.mark.gpus(2)
 def test_a_stream_of_another_device_cannot_be_made_current():
     s0 = cuda.Stream()
     with cuda.Device(1):
@@ -460,10 +484,6 @@ def test_gpuhost_functions_take_these_streams():
     ext = cuda.ExternalStream(s.ptr)
     assert ext.ptr == s.ptr and ext.device_id == -1 and ext == s
     ext.synchronize()
-    with cuda.Device(1):
-        s1 = cuda.Stream()
-    ext1 = cuda.ExternalStream(s1.ptr, 1)
-    assert ext1._gpuhost().device is gpuhost.gpus[1] and cuda.get_device_id() == 0
     del ext, s  # the external wrapper never destroys the stream
 
 
@@ -508,14 +528,18 @@ def test_record_defaults_to_the_current_stream():
     ev.synchronize()
     assert ev._event.recorded and ev.done
     ev.record(gpuhost.stream())  # a gpuhost stream is taken as well
-    # proof it is the current stream that is used: device 1's current stream refuses
-    # device 0's event
+    assert s.done
+
+
+@pytest.mark.gpus(2)
+def test_record_uses_the_current_stream_of_the_current_device():
+    ev = cuda.Event()
+    # device 1's current stream refuses device 0's event: it is the one record() took
     with cuda.Device(1):
         with cuda.Stream():
             with pytest.raises(CudaDriverError,
                                match="cannot record device 0's event on a stream of device 1"):
                 ev.record()
-    assert s.done
 
 
 def test_elapsed_time_errors():
@@ -614,6 +638,15 @@ def test_nvtx_names():
 
 def test_is_available():
     assert cuda.is_available() is (len(gpuhost.gpus) > 0)
+
+
+def test_importing_needs_no_driver():
+    res = run_python("from gpuhost.compat import cupy as cuda\n"
+                     "print(cuda.Stream.null.ptr, cuda.Stream.ptds.ptr, cuda.is_available())\n"
+                     "cuda.Device()\n",
+                     env={"GPUHOST_CUDA_DRIVER": "/nonexistent/libcuda.so.1"})
+    assert res.stdout == "0 2 False\n"
+    assert "CudaSupportError" in res.stderr and "/nonexistent/libcuda.so.1" in res.stderr
 
 
 # ---- on a real GPU ----
