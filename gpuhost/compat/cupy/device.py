@@ -38,8 +38,6 @@ class Device:
     def __int__(self):
         return self.id
 
-    __index__ = __int__
-
     def __repr__(self):
         return "<CUDA Device %d>" % self.id
 
