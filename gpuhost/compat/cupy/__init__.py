@@ -1,0 +1,78 @@
+"""cupy.cuda's low-level names over gpuhost's own types, for host code written against
+cupy.cuda:
+
+    from gpuhost.compat import cupy as cuda          # was: from cupy import cuda
+    pool = cuda.MemoryPool()
+    cuda.set_allocator(pool.malloc)
+    s = cuda.Stream(non_blocking=True)
+    with cuda.Device(0), s:
+        start = s.record()
+        ...
+        end = s.record()
+    end.synchronize()
+    print(cuda.get_elapsed_time(start, end))
+
+Laid out as cupy.cuda: the submodules device, stream, memory, pinned_memory, profiler and
+nvtx hold the same names as CuPy's. Devices, streams and events wrap gpuhost's C types
+(``Stream._gpuhost()`` is the gpuhost Stream; any gpuhost ``stream=`` argument takes these
+streams); the memory API is gpuhost.memory's. What differs from CuPy is listed in
+README.md ("CuPy's low-level names").
+"""
+import contextlib
+
+from ... import _core
+from . import device, memory, nvtx, pinned_memory, profiler, stream
+from ._libs import CUBLASError, CUSOLVERError
+from .device import Device, get_cublas_handle, get_cusolver_handle, get_device_id
+from .memory import (
+    BaseMemory,
+    ManagedMemory,
+    Memory,
+    MemoryAsync,
+    MemoryPointer,
+    MemoryPool,
+    OutOfMemoryError,
+    UnownedMemory,
+    alloc,
+    get_allocator,
+    malloc_async,
+    malloc_managed,
+    set_allocator,
+)
+from .pinned_memory import (
+    PinnedMemory,
+    PinnedMemoryPointer,
+    PinnedMemoryPool,
+    alloc_pinned_memory,
+    set_pinned_memory_allocator,
+)
+from .stream import Event, ExternalStream, Stream, get_current_stream, get_elapsed_time
+
+__all__ = [
+    "BaseMemory", "CUBLASError", "CUSOLVERError", "Device", "Event", "ExternalStream",
+    "ManagedMemory", "Memory", "MemoryAsync", "MemoryPointer", "MemoryPool",
+    "OutOfMemoryError", "PinnedMemory", "PinnedMemoryPointer", "PinnedMemoryPool", "Stream",
+    "UnownedMemory", "alloc", "alloc_pinned_memory", "device", "get_allocator",
+    "get_cublas_handle", "get_cusolver_handle", "get_current_stream", "get_device_id",
+    "get_elapsed_time", "is_available", "malloc_async", "malloc_managed", "memory", "nvtx",
+    "pinned_memory", "profile", "profiler", "set_allocator", "set_pinned_memory_allocator",
+    "stream",
+]
+
+
+def is_available():
+    """True if a CUDA driver and at least one device can be used."""
+    try:
+        return _core.is_available() and _core.device_count() > 0
+    except Exception:
+        return False
+
+
+@contextlib.contextmanager
+def profile():
+    """Collect profiling data (profiler.start() / stop()) for the duration of the block."""
+    profiler.start()
+    try:
+        yield
+    finally:
+        profiler.stop()

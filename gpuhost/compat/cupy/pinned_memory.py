@@ -1,0 +1,14 @@
+"""cupy.cuda.pinned_memory's names: gpuhost.memory's pinned-memory API, re-exported."""
+from ...memory import (  # noqa: F401
+    PinnedMemory,
+    PinnedMemoryPointer,
+    PinnedMemoryPool,
+    alloc_pinned_memory,
+    get_default_pinned_memory_pool,
+    set_pinned_memory_allocator,
+)
+
+__all__ = [
+    "PinnedMemory", "PinnedMemoryPointer", "PinnedMemoryPool", "alloc_pinned_memory",
+    "get_default_pinned_memory_pool", "set_pinned_memory_allocator",
+]

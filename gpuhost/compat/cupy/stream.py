@@ -1,0 +1,247 @@
+"""cupy.cuda.stream's names (Stream, ExternalStream, Event, get_current_stream,
+get_elapsed_time) as thin wrappers of gpuhost's Stream and Event.
+
+The current stream is CuPy's notion: one per device and thread, Stream.null until a
+``with stream:`` block or ``stream.use()`` changes it; Event.record() records on it.
+gpuhost's own functions take their stream explicitly and do not consult it.
+"""
+import threading
+
+from ... import _core
+from .device import get_device_id
+
+__all__ = ["Event", "ExternalStream", "Stream", "get_current_stream", "get_elapsed_time"]
+
+_CU_STREAM_PER_THREAD = 2
+
+
+class _ThreadLocal(threading.local):
+    def __init__(self):
+        self.current = {}  # device id -> the current Stream
+        self.saved = []    # (device id, the stream current before a with-block)
+
+
+_tls = _ThreadLocal()
+
+
+def get_current_stream(device_id=-1):
+    """The current stream of device `device_id` (-1: the current device) in this thread:
+    Stream.null unless a ``with`` block or use() made another current."""
+    if device_id == -1:
+        device_id = get_device_id()
+    return _tls.current.get(device_id, Stream.null)
+
+
+def _check_device(device_id):
+    """The stream's device id, or the current one for a default-stream singleton (-1);
+    RuntimeError if it is not the current device, as CuPy says."""
+    current = get_device_id()
+    if device_id == -1:
+        return current
+    if device_id != current:
+        raise RuntimeError("The device that the stream is created on (%d) does not match "
+                           "with the current device (%d)" % (device_id, current))
+    return device_id
+
+
+def _resolve(stream):
+    """What gpuhost's stream= arguments take for `stream` (a Stream of this module, else
+    the object itself)."""
+    return stream._gpuhost() if isinstance(stream, _BaseStream) else stream
+
+
+class _BaseStream:
+    """A CUDA stream: ``ptr`` (the raw handle, an int) and ``device_id`` (-1 for the
+    default-stream singletons, which mean the current device's)."""
+
+    def __init__(self, ptr, device_id, stream=None):
+        self.ptr = ptr
+        self.device_id = device_id
+        self._stream = stream  # gpuhost Stream; None for the default-stream singletons
+
+    def _gpuhost(self):
+        """The gpuhost Stream this one wraps (for a default stream, the current
+        context's)."""
+        if self._stream is not None:
+            return self._stream
+        if self.ptr == _CU_STREAM_PER_THREAD:
+            return _core.per_thread_default_stream()
+        return _core.default_stream()
+
+    def __eq__(self, other):
+        if isinstance(other, _BaseStream):
+            return self.ptr == other.ptr
+        return False
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __hash__(self):
+        return self.ptr
+
+    def __repr__(self):
+        return "<%s %d (device %d)>" % (type(self).__name__, self.ptr, self.device_id)
+
+    def __cuda_stream__(self):
+        """The CUDA stream protocol: (0, ptr); every gpuhost stream= argument takes it."""
+        return (0, self.ptr)
+
+    def __enter__(self):
+        device_id = _check_device(self.device_id)
+        _tls.saved.append((device_id, _tls.current.get(device_id)))
+        _tls.current[device_id] = self
+        return self
+
+    def __exit__(self, *exc_info):
+        device_id, prev = _tls.saved.pop()
+        if prev is None:
+            _tls.current.pop(device_id, None)
+        else:
+            _tls.current[device_id] = prev
+        return False
+
+    def use(self):
+        """Make this stream current on its device (use ``with`` to switch temporarily);
+        returns it."""
+        _tls.current[_check_device(self.device_id)] = self
+        return self
+
+    @property
+    def done(self):
+        """True if all work queued on the stream has finished."""
+        return self._gpuhost().query()
+
+    def synchronize(self):
+        """Wait until all work queued on the stream has finished (GIL released)."""
+        self._gpuhost().synchronize()
+
+    def add_callback(self, callback, arg):
+        """Call ``callback(stream, status, arg)`` on a driver thread once the work queued
+        so far is done; `stream` is this object, `status` an int (0: success)."""
+        if not callable(callback):
+            raise TypeError("callback must be callable, not %s" % type(callback).__name__)
+
+        def call(_stream, status, _arg):
+            callback(self, status, arg)
+
+        self._gpuhost().add_callback(call, None)
+
+    def launch_host_func(self, callback, arg):
+        """Call ``callback(arg)`` on a driver thread once the work queued so far is
+        done."""
+        if not callable(callback):
+            raise TypeError("callback must be callable, not %s" % type(callback).__name__)
+
+        def call(_stream, _status, _arg):
+            callback(arg)
+
+        self._gpuhost().add_callback(call, None)
+
+    def record(self, event=None):
+        """Record `event` (a new Event if None) on this stream; returns the event."""
+        if event is None:
+            event = Event()
+        event.record(self)
+        return event
+
+    def wait_event(self, event):
+        """Make later work on this stream wait until `event` has completed."""
+        self._gpuhost().wait_event(_event_of(event))
+
+    @property
+    def is_non_blocking(self):
+        """True if the stream does not synchronize with the null stream."""
+        return self._gpuhost().non_blocking
+
+    @property
+    def priority(self):
+        """The stream's priority (lower numbers run first)."""
+        return self._gpuhost().priority
+
+
+class Stream(_BaseStream):
+    """A CUDA stream, as ``cupy.cuda.Stream``: a new stream on the current device,
+    destroyed with the object; ``null=True``: the null (legacy default) stream, as the
+    ``Stream.null`` singleton; ``ptds=True``: the per-thread default stream
+    (``Stream.ptds``). `non_blocking`: does not synchronize with the null stream.
+    `priority`: lower numbers run first (ValueError outside the device's range)."""
+
+    null = None  # set below
+    ptds = None
+
+    def __init__(self, null=False, non_blocking=False, ptds=False, priority=None):
+        if null:
+            super().__init__(0, -1)
+        elif ptds:
+            super().__init__(_CU_STREAM_PER_THREAD, -1)
+        else:
+            s = _core.stream(non_blocking=bool(non_blocking),
+                             priority=0 if priority is None else priority)
+            super().__init__(s.handle, s.device.id, s)
+
+
+class ExternalStream(_BaseStream):
+    """A stream made elsewhere, by its address `ptr` (the owner must keep it alive), on
+    device `device_id` (-1: unknown, used as the current device's)."""
+
+    def __init__(self, ptr, device_id=-1):
+        if device_id == -1:
+            s = _core.external_stream(ptr)
+        else:
+            with _core.get_device(device_id):
+                s = _core.external_stream(ptr)
+        super().__init__(ptr, device_id, s)
+
+
+Stream.null = Stream(null=True)
+Stream.ptds = Stream(ptds=True)
+
+
+def _event_of(event):
+    """The gpuhost Event inside `event`."""
+    if isinstance(event, Event):
+        return event._event
+    if isinstance(event, _core.Event):
+        return event
+    raise TypeError("event must be a cupy-style Event, not %s" % type(event).__name__)
+
+
+class Event:
+    """A CUDA event, as ``cupy.cuda.Event``: it records time unless `disable_timing`;
+    `block`: synchronize() yields the CPU instead of spinning; `interprocess`: it can be
+    shared with other processes, and needs ``disable_timing=True`` (else ValueError)."""
+
+    __slots__ = ("_event", "ptr", "__weakref__")
+
+    def __init__(self, block=False, disable_timing=False, interprocess=False):
+        if interprocess and not disable_timing:
+            raise ValueError("Timing must be disabled for interprocess events")
+        self._event = _core.event(not disable_timing, blocking_sync=bool(block),
+                                  interprocess=bool(interprocess))
+        self.ptr = self._event.handle
+
+    def __repr__(self):
+        return "<Event %d (device %d)>" % (self.ptr, self._event.device.id)
+
+    @property
+    def done(self):
+        """True if the work before the last record() has finished (or it was never
+        recorded)."""
+        return self._event.query()
+
+    def record(self, stream=None):
+        """Record the event on `stream` (None: the current stream)."""
+        if stream is None:
+            stream = get_current_stream()
+        self._event.record(_resolve(stream))
+
+    def synchronize(self):
+        """Wait until the event has completed (GIL released)."""
+        self._event.synchronize()
+
+
+def get_elapsed_time(start_event, end_event):
+    """Milliseconds (a float) from `start_event` to `end_event`. gpuhost's
+    CudaDriverError if either was made with disable_timing=True or never recorded;
+    CudaAPIError (CUDA_ERROR_NOT_READY) if one has not completed."""
+    return _event_of(start_event).elapsed_time(_event_of(end_event))
