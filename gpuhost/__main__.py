@@ -81,7 +81,8 @@ def main(argv=None):
                         help="instead, time kernel launch, event record, a small to_device "
                              "and 64 MiB pinned and pageable copies, next to CuPy and "
                              "numba-cuda where they import (a few seconds; needs a GPU)")
-    parser.add_argument("--version", action="version", version="gpuhost %s" % gpuhost.__version__)
+    parser.add_argument("--version", action="version",
+                        version="gpuhost %s" % gpuhost.__version__)
     args = parser.parse_args(argv)
     out = sys.stdout
     if args.bench:

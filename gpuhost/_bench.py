@@ -61,7 +61,8 @@ def gpuhost_cases():
         return per_call_us(lambda: k[1, 1, s](buf), 2000, s.synchronize)
 
     return {
-        "launch": lambda: launch_us(gpuhost.Module(gpuhost.compile(EMPTY)).get_function("empty")),
+        "launch": lambda: launch_us(
+            gpuhost.Module(gpuhost.compile(EMPTY)).get_function("empty")),
         "record": lambda: per_call_us(lambda: ev.record(s), 5000, s.synchronize),
         "small": lambda: per_call_us(lambda: gpuhost.to_device(small, stream=s), 500,
                                      s.synchronize),

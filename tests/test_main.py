@@ -8,7 +8,8 @@ import pytest
 import gpuhost
 from conftest import run_python
 
-MAIN = "import sys, runpy; sys.argv[0] = 'gpuhost'; runpy.run_module('gpuhost', run_name='__main__')"
+MAIN = ("import sys, runpy; sys.argv[0] = 'gpuhost'; "
+        "runpy.run_module('gpuhost', run_name='__main__')")
 
 
 def run_main(*args, env=None, timeout=120):
