@@ -64,3 +64,43 @@ def test_pinned_memory_example_reports_each_kind_of_copy():
     for text in ("pageable numpy array", "pinned_array()", "with pinned(array):",
                  "copy_to_host into pinned memory returned after", "mapped_array: 8192 bytes"):
         assert text in proc.stdout
+
+
+def test_readme_lists_every_example():
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    section = readme[readme.index("## Examples"):]
+    for name in os.listdir(EXAMPLES):
+        if name.endswith(".py"):
+            assert "`%s`" % name in section, name
+
+
+def test_every_gpuhost_name_in_the_readme_migration_tables_exists():
+    import re
+
+    import gpuhost
+
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    tables = readme[readme.index("## Coming from numba.cuda"):readme.index("## Examples")]
+    checked = 0
+    for row in tables.splitlines():
+        if not row.startswith("| ") or row.startswith("| numba") or row.startswith("|---"):
+            continue
+        ours = row.split(" | ")[1]
+        for prefix, dotted in re.findall(r"`(cuda|gpuhost)\.([A-Za-z_][\w.]*)", ours):
+            obj = gpuhost
+            for part in dotted.split("."):
+                if part in ("gpus",) and obj is gpuhost:
+                    obj = gpuhost.gpus
+                    continue
+                if obj is gpuhost and part in ("memory", "memory_manager", "tools", "nvtx",
+                                               "runtime", "autoinit", "autoprimaryctx"):
+                    if part in ("autoinit", "autoprimaryctx"):
+                        break  # importing them pushes a context
+                    import importlib
+
+                    obj = importlib.import_module("gpuhost." + part)
+                    continue
+                assert hasattr(obj, part), "%s.%s (README: %s)" % (prefix, dotted, row[:60])
+                obj = getattr(obj, part)
+            checked += 1
+    assert checked > 30
