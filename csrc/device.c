@@ -384,6 +384,61 @@ device_repr(gh_device *self)
     return PyUnicode_FromFormat("<CUDA device %d '%U'>", self->id, self->name);
 }
 
+/* (label, value) rows for the displays: what detect() prints for a device. New list or NULL. */
+static PyObject *
+device_display_rows(gh_device *self)
+{
+    PyObject *cc = NULL, *memory = NULL, *sms = NULL, *threads = NULL, *rows = NULL;
+
+    if ((cc = PyUnicode_FromFormat("%d.%d", self->cc_major, self->cc_minor)) == NULL ||
+        (memory = gh_format_bytes(self->total_memory)) == NULL ||
+        (sms = PyObject_GetAttrString((PyObject *)self, "MULTIPROCESSOR_COUNT")) == NULL ||
+        (threads = PyObject_GetAttrString((PyObject *)self, "MAX_THREADS_PER_BLOCK")) == NULL) {
+        goto done;
+    }
+    rows = Py_BuildValue("[(sO)(sO)(sO)(sO)(sO)(sO)(sO)]", "name", self->name, "compute capability",
+                         cc, "memory", memory, "multiprocessors", sms, "max threads per block",
+                         threads, "PCI bus id", self->pci_bus_id, "UUID", self->uuid);
+done:
+    Py_XDECREF(cc);
+    Py_XDECREF(memory);
+    Py_XDECREF(sms);
+    Py_XDECREF(threads);
+    return rows;
+}
+
+static PyObject *
+device_repr_html(gh_device *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *rows = device_display_rows(self), *caption, *res = NULL;
+
+    if (rows == NULL) {
+        return NULL;
+    }
+    caption = PyUnicode_FromFormat("CUDA device %d", self->id);
+    if (caption != NULL) {
+        res = gh_html_table(caption, NULL, rows);
+        Py_DECREF(caption);
+    }
+    Py_DECREF(rows);
+    return res;
+}
+
+static PyObject *
+device_repr_pretty(gh_device *self, PyObject *args)
+{
+    PyObject *printer, *rows, *res;
+    int cycle;
+
+    if (!PyArg_ParseTuple(args, "Op:_repr_pretty_", &printer, &cycle) ||
+        (rows = device_display_rows(self)) == NULL) {
+        return NULL;
+    }
+    res = gh_pretty(printer, cycle, (PyObject *)self, rows);
+    Py_DECREF(rows);
+    return res;
+}
+
 static Py_hash_t
 device_hash(gh_device *self)
 {
@@ -456,6 +511,12 @@ static PyMethodDef device_methods[] = {
      "__exit__($self, *exc_info)\n--\n\nPop the context pushed by __enter__."},
     {"__dir__", (PyCFunction)device_dir, METH_NOARGS,
      "__dir__($self, /)\n--\n\nThe usual names plus every device attribute name."},
+    {"_repr_html_", (PyCFunction)device_repr_html, METH_NOARGS,
+     "_repr_html_($self, /)\n--\n\n"
+     "An HTML table of the device's facts, for Jupyter."},
+    {"_repr_pretty_", (PyCFunction)device_repr_pretty, METH_VARARGS,
+     "_repr_pretty_($self, p, cycle, /)\n--\n\n"
+     "IPython's pretty printer: the repr, then the device's facts one per line."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -907,6 +907,76 @@ da_repr(gh_devicearray *self)
     return res;
 }
 
+/* (label, value) rows for the displays: the layout and where the memory is; never the
+   elements, which would need a copy from the device. New list or NULL. */
+static PyObject *
+da_display_rows(gh_devicearray *self)
+{
+    PyObject *shape = NULL, *strides = NULL, *nbytes = NULL, *device = NULL, *address = NULL;
+    PyObject *stream = NULL, *rows = NULL;
+    int c = is_contiguous(self, 0), f = is_contiguous(self, 1);
+    const char *layout = c && f ? "C and Fortran contiguous"
+                         : c    ? "C contiguous"
+                         : f    ? "Fortran contiguous"
+                                : "strided";
+    gh_device *dev = self->context->device;
+
+    if ((shape = intp_tuple(self->shape, self->ndim)) == NULL ||
+        (strides = intp_tuple(self->strides, self->ndim)) == NULL ||
+        (nbytes = gh_format_bytes((unsigned long long)array_size(self) *
+                                  (unsigned long long)PyDataType_ELSIZE(self->dtype))) == NULL ||
+        (device = PyUnicode_FromFormat("%d (%U)", dev->id, dev->name)) == NULL ||
+        (address = PyUnicode_FromFormat("%p", (void *)(uintptr_t)self->ptr)) == NULL ||
+        (stream = self->stream ? PyObject_Repr(self->stream)
+                               : PyUnicode_FromString("none (the default stream)")) == NULL) {
+        goto done;
+    }
+    rows = Py_BuildValue("[(sO)(sO)(sO)(ss)(sO)(sO)(sO)(sO)]", "shape", shape, "dtype",
+                         (PyObject *)self->dtype, "strides", strides, "layout", layout, "nbytes",
+                         nbytes, "device", device, "stream", stream, "address", address);
+done:
+    Py_XDECREF(shape);
+    Py_XDECREF(strides);
+    Py_XDECREF(nbytes);
+    Py_XDECREF(device);
+    Py_XDECREF(address);
+    Py_XDECREF(stream);
+    return rows;
+}
+
+static PyObject *
+da_repr_html(gh_devicearray *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *rows = da_display_rows(self), *caption, *res = NULL;
+
+    if (rows == NULL) {
+        return NULL;
+    }
+    caption = PyUnicode_FromString("gpuhost.DeviceArray (in device memory: copy_to_host() to "
+                                   "see the values)");
+    if (caption != NULL) {
+        res = gh_html_table(caption, NULL, rows);
+        Py_DECREF(caption);
+    }
+    Py_DECREF(rows);
+    return res;
+}
+
+static PyObject *
+da_repr_pretty(gh_devicearray *self, PyObject *args)
+{
+    PyObject *printer, *rows, *res;
+    int cycle;
+
+    if (!PyArg_ParseTuple(args, "Op:_repr_pretty_", &printer, &cycle) ||
+        (rows = da_display_rows(self)) == NULL) {
+        return NULL;
+    }
+    res = gh_pretty(printer, cycle, (PyObject *)self, rows);
+    Py_DECREF(rows);
+    return res;
+}
+
 static void
 da_dealloc(gh_devicearray *self)
 {
@@ -963,6 +1033,14 @@ static PyMethodDef da_methods[] = {
     {"__array__", (PyCFunction)(void (*)(void))da_array, METH_VARARGS | METH_KEYWORDS,
      "__array__($self, /, dtype=None, copy=None)\n--\n\n"
      "Refused with TypeError: device memory is copied explicitly, with copy_to_host()."},
+    {"_repr_html_", (PyCFunction)da_repr_html, METH_NOARGS,
+     "_repr_html_($self, /)\n--\n\n"
+     "An HTML table of the array's shape, dtype, layout, size and device, for Jupyter; the "
+     "elements stay on the device (no copy)."},
+    {"_repr_pretty_", (PyCFunction)da_repr_pretty, METH_VARARGS,
+     "_repr_pretty_($self, p, cycle, /)\n--\n\n"
+     "IPython's pretty printer: the repr, then the array's layout and device one per line; "
+     "no copy from the device."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -372,6 +372,59 @@ event_repr(gh_event *self)
                                 self->context->device->id);
 }
 
+/* (label, value) rows for the displays, from what the Event knows: no driver call. */
+static PyObject *
+event_display_rows(gh_event *self)
+{
+    gh_device *dev = self->context->device;
+    PyObject *device = NULL, *handle = NULL, *rows = NULL;
+
+    if ((device = PyUnicode_FromFormat("%d (%U)", dev->id, dev->name)) != NULL &&
+        (handle = PyUnicode_FromFormat("%p", (void *)self->handle)) != NULL) {
+        rows = Py_BuildValue(
+            "[(sO)(sO)(sO)(sO)(sO)(sO)]", "device", device, "timing",
+            (self->flags & CU_EVENT_DISABLE_TIMING) ? Py_False : Py_True, "recorded",
+            self->recorded ? Py_True : Py_False, "blocking sync",
+            (self->flags & CU_EVENT_BLOCKING_SYNC) ? Py_True : Py_False, "interprocess",
+            (self->flags & CU_EVENT_INTERPROCESS) ? Py_True : Py_False, "handle", handle);
+    }
+    Py_XDECREF(device);
+    Py_XDECREF(handle);
+    return rows;
+}
+
+static PyObject *
+event_repr_html(gh_event *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *rows = event_display_rows(self), *caption, *res = NULL;
+
+    if (rows == NULL) {
+        return NULL;
+    }
+    caption = PyUnicode_FromString("CUDA event");
+    if (caption != NULL) {
+        res = gh_html_table(caption, NULL, rows);
+        Py_DECREF(caption);
+    }
+    Py_DECREF(rows);
+    return res;
+}
+
+static PyObject *
+event_repr_pretty(gh_event *self, PyObject *args)
+{
+    PyObject *printer, *rows, *res;
+    int cycle;
+
+    if (!PyArg_ParseTuple(args, "Op:_repr_pretty_", &printer, &cycle) ||
+        (rows = event_display_rows(self)) == NULL) {
+        return NULL;
+    }
+    res = gh_pretty(printer, cycle, (PyObject *)self, rows);
+    Py_DECREF(rows);
+    return res;
+}
+
 static void
 event_dealloc(gh_event *self)
 {
@@ -407,6 +460,12 @@ static PyMethodDef event_methods[] = {
      "ipc_handle($self, /)\n--\n\n"
      "A picklable IpcEventHandle another process opens with its open() method. Only for "
      "events made with event(interprocess=True, timing=False)."},
+    {"_repr_html_", (PyCFunction)event_repr_html, METH_NOARGS,
+     "_repr_html_($self, /)\n--\n\n"
+     "An HTML table of the event's device and flags, for Jupyter (no driver call)."},
+    {"_repr_pretty_", (PyCFunction)event_repr_pretty, METH_VARARGS,
+     "_repr_pretty_($self, p, cycle, /)\n--\n\n"
+     "IPython's pretty printer: the repr, then the event's device and flags one per line."},
     {NULL, NULL, 0, NULL},
 };
 

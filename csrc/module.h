@@ -400,4 +400,17 @@ int gh_raise_nvrtc(int code, const char *name, const char *call, const char *log
 
 extern PyMethodDef gh_program_methods[];
 
+/* ---- display.c: rich displays for Jupyter and IPython ---- */
+
+/* An HTML table: `caption` (or NULL/None), `header` (a sequence of column names, or
+   NULL/None: the first cell of each row is its label), `rows` (a sequence of sequences);
+   every cell is str()'d and HTML-escaped. New reference or NULL. */
+PyObject *gh_html_table(PyObject *caption, PyObject *header, PyObject *rows);
+/* IPython's _repr_pretty_: printer.text(repr(obj) + one "\n  label: value" per (label,
+   value) tuple of `rows`), repr(obj) alone when `cycle`. New reference or NULL. */
+PyObject *gh_pretty(PyObject *printer, int cycle, PyObject *obj, PyObject *rows);
+/* `n` bytes for people: "512 bytes", "1.5 MiB". New reference or NULL. */
+PyObject *gh_format_bytes(unsigned long long n);
+extern PyMethodDef gh_display_methods[];
+
 #endif /* GPUHOST_MODULE_H */

@@ -1357,6 +1357,66 @@ pool_repr(gh_pool *self)
                                 self->held_bytes, self->held_blocks);
 }
 
+/* (label, value) rows for the displays: the pool's statistics. New list or NULL. */
+static PyObject *
+pool_display_rows(gh_pool *self)
+{
+    gh_device *dev = self->context->device;
+    PyObject *used = NULL, *held = NULL, *limit = NULL, *device = NULL, *rows = NULL;
+
+    pool_sync(self);
+    if ((used = gh_format_bytes(self->used_bytes)) == NULL ||
+        (held = gh_format_bytes(self->held_bytes)) == NULL ||
+        (limit = self->limit ? gh_format_bytes(self->limit) : PyUnicode_FromString("none")) ==
+            NULL ||
+        (device = PyUnicode_FromFormat("%d (%U)", dev->id, dev->name)) == NULL) {
+        goto done;
+    }
+    rows = Py_BuildValue(
+        "[(ss)(ss)(sO)(sN)(sN)(sO)]", "kind", self->host ? "pinned" : "device", "mode",
+        mode_names[self->mode], "device", device, "in use",
+        PyUnicode_FromFormat("%U in %zd blocks", used, self->used_blocks), "held for reuse",
+        PyUnicode_FromFormat("%U in %zd blocks", held, self->held_blocks), "limit", limit);
+done:
+    Py_XDECREF(used);
+    Py_XDECREF(held);
+    Py_XDECREF(limit);
+    Py_XDECREF(device);
+    return rows;
+}
+
+static PyObject *
+pool_repr_html(gh_pool *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *rows = pool_display_rows(self), *caption, *res = NULL;
+
+    if (rows == NULL) {
+        return NULL;
+    }
+    caption = PyUnicode_FromString("gpuhost.Pool");
+    if (caption != NULL) {
+        res = gh_html_table(caption, NULL, rows);
+        Py_DECREF(caption);
+    }
+    Py_DECREF(rows);
+    return res;
+}
+
+static PyObject *
+pool_repr_pretty(gh_pool *self, PyObject *args)
+{
+    PyObject *printer, *rows, *res;
+    int cycle;
+
+    if (!PyArg_ParseTuple(args, "Op:_repr_pretty_", &printer, &cycle) ||
+        (rows = pool_display_rows(self)) == NULL) {
+        return NULL;
+    }
+    res = gh_pretty(printer, cycle, (PyObject *)self, rows);
+    Py_DECREF(rows);
+    return res;
+}
+
 static PyMethodDef pool_methods[] = {
     {"allocate", (PyCFunction)(void (*)(void))pool_allocate_meth, METH_FASTCALL | METH_KEYWORDS,
      "allocate($self, /, size, stream=None)\n--\n\n"
@@ -1376,6 +1436,11 @@ static PyMethodDef pool_methods[] = {
      "bin_number($self, size, /)\n--\n\nThe size class of `size` bytes (pycuda's name)."},
     {"alloc_size", (PyCFunction)pool_alloc_size, METH_O,
      "alloc_size($self, bin, /)\n--\n\nThe bytes a block of class `bin` has."},
+    {"_repr_html_", (PyCFunction)pool_repr_html, METH_NOARGS,
+     "_repr_html_($self, /)\n--\n\nAn HTML table of the pool's statistics, for Jupyter."},
+    {"_repr_pretty_", (PyCFunction)pool_repr_pretty, METH_VARARGS,
+     "_repr_pretty_($self, p, cycle, /)\n--\n\n"
+     "IPython's pretty printer: the repr, then the statistics one per line."},
     {NULL, NULL, 0, NULL},
 };
 

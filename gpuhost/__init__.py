@@ -53,6 +53,7 @@ from ._arrays import (
 from ._core import Allocation, DeviceArray
 from ._streamtools import IpcEventHandle, profiling
 from .devices import close, detect, gpus, list_devices, require_context
+from .devices import DeviceSummary, summary
 from .kernels import Kernel, LaunchConfig, Linker, Module, RawKernel, SourceModule, launch
 from .errors import (
     CudaAPIError,
@@ -180,4 +181,6 @@ __all__ = [
     "select_device",
     "stream",
     "synchronize",
+    "DeviceSummary",
+    "summary",
 ]

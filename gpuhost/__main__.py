@@ -1,6 +1,7 @@
 """``python -m gpuhost``: the devices found, as numba.cuda.detect() prints them, and on a
 machine with a GPU a short self-check of each device: its context and memory, then SAXPY
-compiled with NVRTC, launched on a stream and compared with NumPy."""
+compiled with NVRTC, launched on a stream and compared with NumPy. ``--bench`` times the
+key operations next to CuPy and numba-cuda; ``--help`` says so."""
 import argparse
 import sys
 
@@ -67,9 +68,31 @@ def self_check(out):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m gpuhost", description=__doc__)
-    parser.parse_args(argv)
+    """The command line: parse `argv` (sys.argv[1:] if None), print, return the exit code."""
+    parser = argparse.ArgumentParser(
+        prog="python -m gpuhost",
+        description="Show the CUDA devices gpuhost finds and, on a machine with a GPU, "
+                    "self-check each (context, memory, an NVRTC-compiled SAXPY compared "
+                    "with NumPy). Exits 1 if a check fails; a machine with no GPU is not "
+                    "a failure.",
+        epilog="Environment: GPUHOST_CUDA_DRIVER (path of libcuda), GPUHOST_NVRTC (path of "
+               "libnvrtc), GPUHOST_CACHE_DIR (the kernel cache).")
+    parser.add_argument("--bench", action="store_true",
+                        help="instead, time kernel launch, event record, a small to_device "
+                             "and 64 MiB pinned and pageable copies, next to CuPy and "
+                             "numba-cuda where they import (a few seconds; needs a GPU)")
+    parser.add_argument("--version", action="version",
+                        version="gpuhost %s" % gpuhost.__version__)
+    args = parser.parse_args(argv)
     out = sys.stdout
+    if args.bench:
+        if not gpuhost.is_available():
+            gpuhost.detect(file=out)
+            print("--bench needs a usable GPU", file=out)
+            return 1
+        from . import _bench
+
+        return _bench.run(out)
     print("gpuhost %s" % gpuhost.__version__, file=out)
     try:
         print("NVRTC %d.%d: %s" % (gpuhost.runtime.get_version() + (gpuhost._core.nvrtc_library(),)),

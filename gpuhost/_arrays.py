@@ -191,6 +191,7 @@ def pinned_array(shape, dtype=np.float64, strides=None, order="C"):
 
 
 def pinned_array_like(ary):
+    """A new, uninitialized pinned host array of `ary`'s shape, dtype and order."""
     return pinned_array(ary.shape, ary.dtype, order=_like_order(ary))
 
 
@@ -226,6 +227,8 @@ def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0, por
 
 
 def mapped_array_like(ary, stream=0, portable=False, wc=False):
+    """A new, uninitialized mapped host array of `ary`'s shape, dtype and order (numba's
+    `stream` argument is accepted and unused)."""
     return mapped_array(ary.shape, ary.dtype, order=_like_order(ary), portable=portable, wc=wc)
 
 
@@ -621,8 +624,16 @@ class IpcArrayHandle:
     handle.open()`` (closed when ``handle.close()`` is called or the array dies). The
     exporting process must keep its array alive while the other one uses it."""
 
-    __slots__ = ("handle", "offset", "size", "shape", "strides", "dtype", "device_uuid",
-                 "_opened")
+    __slots__ = {
+        "handle": "The driver's IPC memory handle of the allocation, bytes.",
+        "offset": "Bytes from the start of the allocation to the array's first element.",
+        "size": "Bytes of the allocation the handle opens.",
+        "shape": "The array's shape, a tuple.",
+        "strides": "The array's strides in bytes, a tuple.",
+        "dtype": "The array's numpy dtype.",
+        "device_uuid": "The UUID of the device the memory is on.",
+        "_opened": None,
+    }
 
     def __init__(self, handle, offset, size, shape, strides, dtype, device_uuid):
         self.handle, self.offset, self.size = bytes(handle), offset, size

@@ -36,6 +36,37 @@ class host_alloc_flags:  # noqa: N801 - pycuda.driver's name
     WRITECOMBINED = 4
 
 
+def _pool_display_rows(pool):
+    """(label, value) rows of a gpuhost Pool's statistics, for the displays."""
+    size = _core.format_bytes
+    dev = pool.context.device
+    return [
+        ("kind", pool.kind),
+        ("device", "%d (%s)" % (dev.id, dev.name)),
+        ("active", "%s in %d blocks" % (size(pool.used_bytes), pool.n_used_blocks)),
+        ("held", "%s in %d blocks" % (size(pool.free_bytes), pool.n_free_blocks)),
+        ("limit", size(pool.limit) if pool.limit else "none"),
+    ]
+
+
+def _pools_display(title, pools):
+    """(caption, header, rows) of a table with one row per device's Pool in `pools`."""
+    rows = []
+    for pool in pools:
+        dev = pool.context.device
+        rows.append(("%d (%s)" % (dev.id, dev.name), _core.format_bytes(pool.used_bytes),
+                     pool.n_used_blocks, _core.format_bytes(pool.free_bytes),
+                     pool.n_free_blocks, _core.format_bytes(pool.limit) if pool.limit else "none"))
+    return title, ("device", "in use", "blocks in use", "held", "blocks held", "limit"), rows
+
+
+def _pools_pretty_rows(pools):
+    """(label, value) rows, one per device's Pool in `pools`, for _repr_pretty_."""
+    _title, header, rows = _pools_display(None, pools)
+    return [("device " + row[0], ", ".join("%s: %s" % (h, v) for h, v in zip(header[1:], row[1:])))
+            for row in rows]
+
+
 class _PoolStatistics:
     """pycuda's statistics and controls, over a gpuhost Pool in self._pool."""
 
@@ -74,6 +105,14 @@ class _PoolStatistics:
     def alloc_size(self, bin_nr):
         """The bytes a block of class `bin_nr` has."""
         return self._pool.alloc_size(bin_nr)
+
+    def _repr_html_(self):
+        """An HTML table of the pool's statistics, for Jupyter."""
+        return _core.html_table(type(self).__name__, None, _pool_display_rows(self._pool))
+
+    def _repr_pretty_(self, p, cycle):
+        """IPython's pretty printer: the repr, then the statistics one per line."""
+        _core.pretty(p, cycle, self, _pool_display_rows(self._pool))
 
 
 class DeviceMemoryPool(_PoolStatistics):

@@ -53,7 +53,10 @@ class IpcEventHandle:
     """A picklable handle to an interprocess event: send it to another process (e.g.
     through multiprocessing) and call open() there to get an Event for the same event."""
 
-    __slots__ = ("handle", "device_uuid")
+    __slots__ = {
+        "handle": "The driver's IPC event handle, bytes.",
+        "device_uuid": "The UUID of the device the event belongs to.",
+    }
 
     def __init__(self, handle, device_uuid):
         self.handle = bytes(handle)

@@ -7,7 +7,8 @@ import threading
 from . import _core
 from .errors import CudaSupportError
 
-__all__ = ["gpus", "list_devices", "detect", "require_context", "close"]
+__all__ = ["gpus", "list_devices", "detect", "require_context", "close", "summary",
+           "DeviceSummary"]
 
 
 class _DeviceList:
@@ -47,6 +48,28 @@ class _DeviceList:
         except CudaSupportError:
             return "<gpus: no CUDA driver>"
 
+    def _repr_html_(self):
+        """An HTML table of the devices, one row each, for Jupyter."""
+        found = DeviceSummary()
+        return _core.html_table(found._caption(), _TABLE_HEADER,
+                                _device_table_rows(found.devices))
+
+    def _repr_pretty_(self, p, cycle):
+        """IPython's pretty printer: one line per device."""
+        if cycle:
+            p.text("<gpus>")
+            return
+        try:
+            devices = list(self)
+        except CudaSupportError as e:
+            p.text("<gpus: no CUDA driver: %s>" % e)
+            return
+        p.text("<gpus: %d device%s>" % (len(devices), "" if len(devices) == 1 else "s"))
+        for dev in devices:
+            p.text("\n  %d: %s, compute capability %d.%d, %s" % (
+                dev.id, dev.name, dev.compute_capability[0], dev.compute_capability[1],
+                _core.format_bytes(dev.total_memory)))
+
 
 gpus = _DeviceList()
 
@@ -77,33 +100,87 @@ def close():
     _core.close(threading.current_thread() is threading.main_thread())
 
 
+_MIN_CC = (5, 0)  # the oldest architecture gpuhost supports, as numba's detect() says
+_TABLE_HEADER = ("id", "name", "compute capability", "memory", "multiprocessors",
+                 "PCI bus id", "UUID", "supported")
+
+
+def _device_table_rows(devices):
+    return [(dev.id, dev.name, "%d.%d" % dev.compute_capability,
+             _core.format_bytes(dev.total_memory), dev.MULTIPROCESSOR_COUNT, dev.pci_bus_id,
+             dev.uuid, "yes" if dev.compute_capability >= _MIN_CC else "no") for dev in devices]
+
+
+
+class DeviceSummary:
+    """What detect() finds, as an object: ``str()`` is the text detect() prints, and in
+    Jupyter it shows as a table of the devices. ``devices`` is the list of Device (empty
+    without a usable driver, when ``error`` says why); ``supported`` counts those gpuhost
+    supports; ``bool(summary)`` is detect()'s result."""
+
+    def __init__(self):
+        try:
+            self.devices = list_devices()
+            self.error = None
+        except CudaSupportError as e:
+            self.devices = []
+            self.error = e
+        self.supported = sum(dev.compute_capability >= _MIN_CC for dev in self.devices)
+
+    def __bool__(self):
+        return self.supported > 0
+
+    def _caption(self):
+        if self.error is not None:
+            return "CUDA driver not usable: %s" % self.error
+        return "Found %d CUDA device%s, %d supported" % (
+            len(self.devices), "" if len(self.devices) == 1 else "s", self.supported)
+
+    def __str__(self):
+        if self.error is not None:
+            return self._caption()
+        n = len(self.devices)
+        lines = ["Found %d CUDA device%s" % (n, "" if n == 1 else "s")]
+        for dev in self.devices:
+            ok = dev.compute_capability >= _MIN_CC
+            lines.append("id %d    %-40r [%s]" % (dev.id, dev.name,
+                                                 "SUPPORTED" if ok else "NOT SUPPORTED"))
+            rows = [
+                ("Compute Capability", "%d.%d" % dev.compute_capability),
+                ("PCI Device ID", dev.PCI_DEVICE_ID),
+                ("PCI Bus ID", dev.PCI_BUS_ID),
+                ("UUID", dev.uuid),
+                ("Memory", "%.1f GiB" % (dev.total_memory / 2**30)),
+                ("Multiprocessors", dev.MULTIPROCESSOR_COUNT),
+                ("Watchdog", "Enabled" if dev.KERNEL_EXEC_TIMEOUT else "Disabled"),
+                ("FP32/FP64 Performance Ratio", dev.SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO),
+            ]
+            lines.extend("%40s: %s" % (label, value) for label, value in rows)
+        lines.append("Summary:\n\t%d/%d devices are supported" % (self.supported, n))
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return "<gpuhost.DeviceSummary: %s>" % self._caption()
+
+    def _repr_html_(self):
+        """An HTML table of the devices, one row each, for Jupyter."""
+        return _core.html_table(self._caption(), _TABLE_HEADER,
+                                _device_table_rows(self.devices))
+
+    def _repr_pretty_(self, p, cycle):
+        """IPython's pretty printer: the text detect() prints."""
+        p.text(repr(self) if cycle else str(self))
+
+
+def summary():
+    """A DeviceSummary of the devices found: what detect() prints, and in Jupyter a table
+    of the devices. Never raises for a missing driver (``summary().error`` says why)."""
+    return DeviceSummary()
+
+
 def detect(file=None):
     """Print the CUDA devices found, as numba.cuda.detect() does, and return True if at
     least one is supported. With no usable driver, print why and return False."""
-    out = file if file is not None else sys.stdout
-    try:
-        devices = list_devices()
-    except CudaSupportError as e:
-        print("CUDA driver not usable: %s" % e, file=out)
-        return False
-    print("Found %d CUDA device%s" % (len(devices), "" if len(devices) == 1 else "s"), file=out)
-    supported = 0
-    for dev in devices:
-        ok = dev.compute_capability >= (5, 0)
-        supported += ok
-        print("id %d    %-40r [%s]" % (dev.id, dev.name, "SUPPORTED" if ok else "NOT SUPPORTED"),
-              file=out)
-        rows = [
-            ("Compute Capability", "%d.%d" % dev.compute_capability),
-            ("PCI Device ID", dev.PCI_DEVICE_ID),
-            ("PCI Bus ID", dev.PCI_BUS_ID),
-            ("UUID", dev.uuid),
-            ("Memory", "%.1f GiB" % (dev.total_memory / 2**30)),
-            ("Multiprocessors", dev.MULTIPROCESSOR_COUNT),
-            ("Watchdog", "Enabled" if dev.KERNEL_EXEC_TIMEOUT else "Disabled"),
-            ("FP32/FP64 Performance Ratio", dev.SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO),
-        ]
-        for label, value in rows:
-            print("%40s: %s" % (label, value), file=out)
-    print("Summary:\n\t%d/%d devices are supported" % (supported, len(devices)), file=out)
-    return supported > 0
+    found = DeviceSummary()
+    print(str(found), file=file if file is not None else sys.stdout)
+    return bool(found)

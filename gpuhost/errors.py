@@ -20,10 +20,16 @@ class CudaSupportError(ImportError):
     """CUDA cannot be used here: no driver, the toolkit's stub driver, no device, or a
     driver too old. The message names what was tried and the driver's own error."""
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+
 
 class CudaDriverError(Exception):
     """A CUDA driver operation was used wrongly or cannot be done (e.g. popping a
     context that is not on top of this thread's stack)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
 
 
 class CudaAPIError(CudaDriverError):
@@ -72,3 +78,6 @@ class NvrtcSupportError(NvrtcError, ImportError):
 class NvrtcWarning(UserWarning):
     """NVRTC compiled the source but logged warnings; the message holds the log, which
     also stays on the result as ``CompiledCode.log``."""
+
+    def __init__(self, *args):
+        super().__init__(*args)

@@ -65,6 +65,7 @@ class SourceModule:
 
     @property
     def info_log(self):
+        """The JIT compiler's information log from loading the module."""
         return self.module.info_log
 
 
@@ -188,12 +189,18 @@ class Linker:
         self._add(cubin, _INPUT_CUBIN, name)
 
     def add_fatbin(self, fatbin, name="<fatbin>"):
+        """Add a fatbin (cubins and PTX for several architectures), as bytes; `name`
+        appears in the linker's errors."""
         self._add(fatbin, _INPUT_FATBIN, name)
 
     def add_object(self, data, name="<object>"):
+        """Add a relocatable object file, as bytes; `name` appears in the linker's
+        errors."""
         self._add(data, _INPUT_OBJECT, name)
 
     def add_library(self, data, name="<library>"):
+        """Add a static library of relocatable objects, as bytes; `name` appears in the
+        linker's errors."""
         self._add(data, _INPUT_LIBRARY, name)
 
     def add(self, code, name=None):

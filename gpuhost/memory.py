@@ -26,6 +26,7 @@ import warnings
 import numpy as np
 
 from . import _arrays, _core
+from ._pools import _pools_display, _pools_pretty_rows
 from .errors import CudaOutOfMemoryError
 
 __all__ = [
@@ -356,6 +357,14 @@ class MemoryPool:
         """The current device's limit in bytes (0: none)."""
         return self._pool().limit
 
+    def _repr_html_(self):
+        """An HTML table of the pool's statistics, one row per device it has used."""
+        return _core.html_table(*_pools_display(type(self).__name__, self._pools.values()))
+
+    def _repr_pretty_(self, p, cycle):
+        """IPython's pretty printer: the repr, then one line per device the pool has used."""
+        _core.pretty(p, cycle, self, _pools_pretty_rows(self._pools.values()))
+
 
 class _DefaultMemoryPool(MemoryPool):
     """The contexts' default pools: the memory of device_array() and to_device()."""
@@ -518,6 +527,14 @@ class PinnedMemoryPool:
 
     def total_bytes(self):
         return sum(p.total_bytes for p in self._pools.values())
+
+    def _repr_html_(self):
+        """An HTML table of the pool's statistics, one row per device it has used."""
+        return _core.html_table(*_pools_display(type(self).__name__, self._pools.values()))
+
+    def _repr_pretty_(self, p, cycle):
+        """IPython's pretty printer: the repr, then one line per device the pool has used."""
+        _core.pretty(p, cycle, self, _pools_pretty_rows(self._pools.values()))
 
 
 _default_pinned_pool = PinnedMemoryPool()

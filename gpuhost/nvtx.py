@@ -58,7 +58,10 @@ def range_pop():
 class range:  # noqa: A001 - NVTX's own name, as in the nvtx package
     """A range around a block (``with nvtx.range("x"):``) or a function (``@nvtx.range("x")``)."""
 
-    __slots__ = ("message", "color")
+    __slots__ = {
+        "message": "The range's message, a str.",
+        "color": "The range's ARGB color as an int, or None for none.",
+    }
 
     def __init__(self, message, color=None):
         self.message = str(message)

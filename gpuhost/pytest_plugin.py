@@ -45,6 +45,7 @@ _MIB = 2**20
 
 
 def pytest_addoption(parser):
+    """The plugin's options: --gpuhost-device and --gpuhost-leak-tolerance."""
     group = parser.getgroup("gpuhost", "gpuhost (CUDA)")
     group.addoption("--gpuhost-device", type=int, default=None, metavar="N",
                     dest="gpuhost_device",
@@ -84,6 +85,7 @@ def _usable_count():
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
+    """Register the markers and choose this process's device."""
     config.addinivalue_line("markers", "cuda: needs a usable CUDA device; skipped otherwise")
     config.addinivalue_line("markers", "gpus(n): needs at least n CUDA devices; skipped "
                                        "otherwise")
@@ -139,6 +141,7 @@ def _marker_count(marker):
 
 
 def pytest_runtest_setup(item):
+    """Skip a test whose cuda or gpus(n) marker this machine cannot satisfy."""
     # No ordering: a conftest's own gpus/cuda handling (registered later) runs first.
     if item.get_closest_marker("cuda") is not None:
         _, why = _usable_count()
