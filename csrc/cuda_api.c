@@ -170,6 +170,29 @@ choose_library(const char **how)
     return "libcuda.so.1";
 }
 
+/* Set in a child made by fork() after the driver was loaded (only the fork handler writes
+   it): the driver cannot be used there. */
+static volatile int forked_after_load;
+
+static void
+on_fork_child(void)
+{
+    if (atomic_load(&load_state) == LOAD_OK) {
+        forked_after_load = 1;
+    }
+}
+
+int
+gh_driver_forked(void)
+{
+    return forked_after_load;
+}
+
+const char gh_fork_message[] =
+    "CUDA was initialized in this process's parent before it forked, and a child made by "
+    "fork() cannot use CUDA (the driver does not support it). Start worker processes with "
+    "multiprocessing's 'spawn' or 'forkserver' method, or fork before the first CUDA call";
+
 /* Called once, under load_lock, without the GIL. */
 static int
 load_driver(void)
@@ -191,6 +214,7 @@ load_driver(void)
         /* Keep the library mapped: its functions may already be in gh_cu. */
         return -1;
     }
+    pthread_atfork(NULL, NULL, on_fork_child);
     return 0;
 }
 
@@ -198,7 +222,7 @@ int
 gh_driver_ensure(void)
 {
     if (atomic_load_explicit(&load_state, memory_order_acquire) == LOAD_OK) {
-        return 0;
+        return forked_after_load ? gh_raise("CudaDriverError", "%s", gh_fork_message) : 0;
     }
     if (atomic_load(&load_state) == LOAD_NOT_TRIED) {
         Py_BEGIN_ALLOW_THREADS

@@ -66,8 +66,10 @@ gh_devicearray_new(gh_state *st, gh_context *ctx, uint64_t generation, CUdevicep
     self->dtype = (PyArray_Descr *)Py_NewRef((PyObject *)dtype);
     self->ndim = ndim;
     self->stream = Py_XNewRef(stream == Py_None ? NULL : stream);
-    memcpy(self->shape, shape, (size_t)ndim * sizeof(npy_intp));
-    memcpy(self->strides, strides, (size_t)ndim * sizeof(npy_intp));
+    if (ndim > 0) { /* a 0-d array may come with NULL shape and strides */
+        memcpy(self->shape, shape, (size_t)ndim * sizeof(npy_intp));
+        memcpy(self->strides, strides, (size_t)ndim * sizeof(npy_intp));
+    }
     return (PyObject *)self;
 }
 

@@ -70,6 +70,9 @@ gh_raise_cuda_detail(CUresult res, gh_cu_id id, const char *detail)
         goto done;
     }
     msg = result_text(res, PyUnicode_AsUTF8(pyname));
+    if (msg != NULL && gh_driver_forked()) {
+        Py_SETREF(msg, PyUnicode_FromFormat("%U (%s)", msg, gh_fork_message));
+    }
     if (msg != NULL && detail != NULL && detail[0] != '\0') {
         Py_SETREF(msg, PyUnicode_FromFormat("%U\n%s", msg, detail));
     }
@@ -119,6 +122,9 @@ gh_warn_cleanup(CUresult res, gh_cu_id id)
     const char *name = gh_cu_result_name(res);
     PyObject *type, *value, *tb;
 
+    if (gh_driver_forked()) {
+        return; /* a forked child: what it inherited is the parent's, and fails to release */
+    }
     /* Cleanup runs in dealloc and at exit: keep any pending exception, never raise. */
     PyErr_Fetch(&type, &value, &tb);
     if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1, "gpuhost: %s failed during cleanup: %s (%d)",

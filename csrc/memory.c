@@ -144,6 +144,7 @@ gh_register(gh_state *st, gh_context *ctx, PyObject *obj, unsigned int flags)
 {
     gh_allocation *self = gh_allocation_new(st, ctx, GH_ALLOC_REGISTERED, 0);
     CUresult res = CUDA_SUCCESS;
+    gh_cu_id id;
     int pushed;
 
     if (self == NULL) {
@@ -169,18 +170,31 @@ gh_register(gh_state *st, gh_context *ctx, PyObject *obj, unsigned int flags)
         Py_DECREF(self);
         return NULL;
     }
+    id = GH_CU_MemHostRegister;
     res = gh_cu.MemHostRegister(self->host, self->size, flags);
     if (res == CUDA_SUCCESS && (flags & CU_MEMHOSTREGISTER_DEVICEMAP)) {
+        id = GH_CU_MemHostGetDevicePointer;
         res = gh_cu.MemHostGetDevicePointer(&self->dptr, self->host, 0);
         if (res != CUDA_SUCCESS) {
             gh_cu.MemHostUnregister(self->host);
         }
     }
-    gh_context_leave(ctx, pushed);
     if (res != CUDA_SUCCESS) {
         self->host = NULL; /* nothing registered: dealloc only releases the buffer */
+    }
+    if (gh_context_leave(ctx, pushed) < 0) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        Py_DECREF(self); /* dealloc unregisters a registered buffer */
+        PyErr_Restore(type, value, tb);
+        if (res != CUDA_SUCCESS) {
+            gh_raise_cuda(res, id);
+        }
+        return NULL;
+    }
+    if (res != CUDA_SUCCESS) {
         Py_DECREF(self);
-        gh_raise_cuda(res, GH_CU_MemHostRegister);
+        gh_raise_cuda(res, id);
         return NULL;
     }
     return self;

@@ -76,6 +76,10 @@ const char *gh_cu_name(gh_cu_id id);
 const char *gh_driver_path(void);
 /* The driver's CUDA version as an int (13000), after gh_driver_ensure() succeeded. */
 int gh_driver_version(void);
+/* 1 in a child made by fork() after the driver was loaded: CUDA is unusable there, and
+   gh_driver_ensure() raises CudaDriverError with gh_fork_message. */
+int gh_driver_forked(void);
+extern const char gh_fork_message[];
 
 /* ---- errors.c: the one raising path ---- */
 

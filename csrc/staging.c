@@ -279,6 +279,11 @@ gh_staged_copy(int to_host, void *host, CUdeviceptr dptr, size_t nbytes, CUstrea
     CUevent events[GH_STAGE_SLOTS] = {NULL};
     CUresult res, destroyed = CUDA_SUCCESS;
 
+    if (gh_driver_forked()) {
+        /* a forked child: the lock may be held by a thread that does not exist here */
+        *failed = to_host ? GH_CU_MemcpyDtoHAsync : GH_CU_MemcpyHtoDAsync;
+        return CUDA_ERROR_NOT_INITIALIZED;
+    }
     pthread_mutex_lock(&stage_lock);
     if (ensure_ring(failed) != CUDA_SUCCESS) {
         /* no pinned ring: the driver's own pageable copy, slower but sure */

@@ -458,7 +458,14 @@ stream_record(gh_stream *self, PyObject *args, PyObject *kwargs)
 static PyObject *
 stream_wait_event(gh_stream *self, PyObject *event)
 {
-    PyObject *res = PyObject_CallMethod(event, "wait", "O", (PyObject *)self);
+    PyObject *res;
+
+    if (!PyObject_TypeCheck(event, gh_state_of_type(Py_TYPE(self))->EventType)) {
+        PyErr_Format(PyExc_TypeError, "wait_event() takes a gpuhost Event, not %s",
+                     Py_TYPE(event)->tp_name);
+        return NULL;
+    }
+    res = PyObject_CallMethod(event, "wait", "O", (PyObject *)self);
     if (res == NULL) {
         return NULL;
     }

@@ -108,13 +108,24 @@ def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0):
     return _core.make_array(owner, ptr, shape, strides, dtype, stream)
 
 
-def _like_order(ary):
-    return "F" if (ary.flags["F_CONTIGUOUS"] and not ary.flags["C_CONTIGUOUS"]) else "C"
+def _like(ary, name):
+    """(shape, dtype, order) of `ary` for the *_like functions (its order if contiguous);
+    TypeError naming `name` for an object without .shape and .dtype."""
+    try:
+        shape, dtype = ary.shape, ary.dtype
+    except AttributeError:
+        raise TypeError("%s() takes an array (an object with .shape and .dtype), not %s"
+                        % (name, type(ary).__name__)) from None
+    flags = getattr(ary, "flags", None)
+    order = "F" if flags is not None and flags["F_CONTIGUOUS"] and not flags["C_CONTIGUOUS"] \
+        else "C"
+    return shape, dtype, order
 
 
 def device_array_like(ary, stream=0):
     """A new device array with the shape and dtype of `ary` (its order if contiguous)."""
-    return device_array(ary.shape, ary.dtype, order=_like_order(ary), stream=stream)
+    shape, dtype, order = _like(ary, "device_array_like")
+    return device_array(shape, dtype, order=order, stream=stream)
 
 
 def is_cuda_array(obj):
@@ -172,7 +183,7 @@ def to_device(obj, stream=0, copy=True, to=None):
     if src is not None:
         return src
     host = _host_array(obj)
-    dev = device_array(host.shape, host.dtype, order=_like_order(host), stream=stream)
+    dev = device_array(host.shape, host.dtype, order=_like(host, "to_device")[2], stream=stream)
     if copy:
         dev.copy_to_device(host, stream=stream)
     return dev
@@ -192,7 +203,8 @@ def pinned_array(shape, dtype=np.float64, strides=None, order="C"):
 
 def pinned_array_like(ary):
     """A new, uninitialized pinned host array of `ary`'s shape, dtype and order."""
-    return pinned_array(ary.shape, ary.dtype, order=_like_order(ary))
+    shape, dtype, order = _like(ary, "pinned_array_like")
+    return pinned_array(shape, dtype, order=order)
 
 
 class MappedArray(np.ndarray):
@@ -229,7 +241,8 @@ def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0, por
 def mapped_array_like(ary, stream=0, portable=False, wc=False):
     """A new, uninitialized mapped host array of `ary`'s shape, dtype and order (numba's
     `stream` argument is accepted and unused)."""
-    return mapped_array(ary.shape, ary.dtype, order=_like_order(ary), portable=portable, wc=wc)
+    shape, dtype, order = _like(ary, "mapped_array_like")
+    return mapped_array(shape, dtype, order=order, portable=portable, wc=wc)
 
 
 def managed_array(shape, dtype=np.float64, strides=None, order="C", stream=0,

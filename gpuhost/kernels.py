@@ -26,6 +26,9 @@ def launch(kernel, grid, block, *args, stream=None, shared=0, cooperative=False,
     grid, block and cluster are ints or tuples of 1 to 3 ints; `shared` is the bytes of
     dynamic shared memory; `cooperative` makes a cooperative launch; `cluster` groups blocks
     into thread-block clusters (compute capability 9.0+)."""
+    if not isinstance(kernel, Kernel):
+        raise TypeError("launch() takes a Kernel (Module.get_function), not %s"
+                        % type(kernel).__name__)
     kernel.configure(grid, block, stream, shared, cooperative=cooperative, cluster=cluster)(*args)
 
 

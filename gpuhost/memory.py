@@ -63,10 +63,16 @@ def _stream(stream):
 class BaseMemory:
     """Memory on a CUDA device: ``ptr``, ``size``, ``device_id``, ``device``."""
 
-    __slots__ = ("ptr", "size", "device_id", "_owner", "context")
+    __slots__ = {"ptr": "The device address of the first byte (an int; 0 for size 0).",
+                 "size": "The size in bytes.",
+                 "device_id": "The ordinal of the device the memory is on.",
+                 "_owner": "What frees the memory when it dies (an Allocation, or the "
+                           "owner UnownedMemory keeps alive).",
+                 "context": "The Context the memory belongs to."}
 
     @property
     def device(self):
+        """The Device the memory is on."""
         return _core.get_device(self.device_id)
 
     def __int__(self):
@@ -105,7 +111,8 @@ class MemoryAsync(BaseMemory):
     """Memory from the driver's stream-ordered pool (cuMemAllocAsync on `stream`), freed
     on the same stream when the object dies."""
 
-    __slots__ = ("stream",)
+    __slots__ = {"stream": "The stream the memory was allocated on and is freed on (None: "
+                           "the legacy default stream)."}
 
     def __init__(self, size, stream=None):
         ctx = _core.current_context()
@@ -142,7 +149,9 @@ class MemoryPointer:
     address inside it). Offsets add and subtract; copies and memsets act on the bytes
     from ``ptr`` on."""
 
-    __slots__ = ("mem", "ptr", "__weakref__")
+    __slots__ = {"mem": "The memory object the pointer points into, kept alive by it.",
+                 "ptr": "The device address the pointer holds (an int).",
+                 "__weakref__": None}
 
     def __init__(self, mem, offset):
         if mem.ptr == 0 and offset != 0:
@@ -157,10 +166,12 @@ class MemoryPointer:
 
     @property
     def device_id(self):
+        """The ordinal of the device the memory is on."""
         return self.mem.device_id
 
     @property
     def device(self):
+        """The Device the memory is on."""
         return _core.get_device(self.mem.device_id)
 
     def __int__(self):
@@ -205,6 +216,8 @@ class MemoryPointer:
         self.copy_from_device_async(src, size, None)
 
     def copy_from_device_async(self, src, size, stream=None):
+        """Queue a copy of `size` bytes from device memory `src` (a MemoryPointer) on
+        `stream` (None: the legacy default stream)."""
         if size > 0:
             self._bytes(size).copy_to_device(src._bytes(size), stream=_stream(stream))
 
@@ -213,6 +226,8 @@ class MemoryPointer:
         self.copy_from_host_async(mem, size, None)
 
     def copy_from_host_async(self, mem, size, stream=None):
+        """Queue a copy of `size` bytes from host address `mem` on `stream`; the host
+        memory must stay valid (and, to overlap, be pinned) until the copy has run."""
         if size > 0:
             _core.copy_2d(self._bytes(size), False, _address(mem), size, self.ptr, size, size, 1,
                           _stream(stream))
@@ -222,6 +237,7 @@ class MemoryPointer:
         self.copy_from_async(mem, size, None)
 
     def copy_from_async(self, mem, size, stream=None):
+        """copy_from_device_async for a MemoryPointer, else copy_from_host_async."""
         if isinstance(mem, MemoryPointer):
             self.copy_from_device_async(mem, size, stream)
         else:
@@ -232,6 +248,8 @@ class MemoryPointer:
         self.copy_to_host_async(mem, size, None)
 
     def copy_to_host_async(self, mem, size, stream=None):
+        """Queue a copy of `size` bytes to host address `mem` on `stream`; read the host
+        memory only after the stream has reached it."""
         if size > 0:
             _core.copy_2d(self._bytes(size), True, _address(mem), size, self.ptr, size, size, 1,
                           _stream(stream))
@@ -241,6 +259,7 @@ class MemoryPointer:
         self.memset_async(value, size, None)
 
     def memset_async(self, value, size, stream=None):
+        """Queue setting `size` bytes to the byte `value` on `stream`."""
         if size > 0:
             _core.memset(self._bytes(size), self.ptr, 1, value & 0xFF, size, 1, size,
                          _stream(stream))
@@ -428,7 +447,9 @@ def alloc(size):
 class PinnedMemory:
     """Page-locked host memory of its own (cuMemHostAlloc with `flags`)."""
 
-    __slots__ = ("ptr", "size", "_owner")
+    __slots__ = {"ptr": "The host address of the first byte (an int; 0 for size 0).",
+                 "size": "The size in bytes.",
+                 "_owner": "The Allocation that frees the memory when it dies."}
 
     def __init__(self, size, flags=0):
         self.size = size
@@ -448,7 +469,9 @@ class PinnedMemoryPointer:
     """A pointer into pinned host memory: ``mem`` and ``ptr``; ``np.asarray(p)`` is a
     uint8 view of the bytes from ``ptr`` to the end of ``mem``."""
 
-    __slots__ = ("mem", "ptr", "__weakref__")
+    __slots__ = {"mem": "The pinned memory the pointer points into, kept alive by it.",
+                 "ptr": "The host address the pointer holds (an int).",
+                 "__weakref__": None}
 
     def __init__(self, mem, offset):
         self.mem, self.ptr = mem, _host_ptr(mem) + offset
@@ -471,6 +494,7 @@ class PinnedMemoryPointer:
 
     @property
     def size(self):
+        """The bytes from ``ptr`` to the end of ``mem``."""
         return len(self)
 
     @property
@@ -517,15 +541,19 @@ class PinnedMemoryPool:
             pool.free_all_blocks()
 
     def n_free_blocks(self):
+        """The number of blocks the pool holds, free for reuse."""
         return sum(p.n_free_blocks for p in self._pools.values())
 
     def used_bytes(self):
+        """The bytes in blocks handed out and not yet returned."""
         return sum(p.used_bytes for p in self._pools.values())
 
     def free_bytes(self):
+        """The bytes in blocks the pool holds, free for reuse."""
         return sum(p.free_bytes for p in self._pools.values())
 
     def total_bytes(self):
+        """used_bytes() + free_bytes()."""
         return sum(p.total_bytes for p in self._pools.values())
 
     def _repr_html_(self):
@@ -542,6 +570,8 @@ _current_pinned_allocator = _default_pinned_pool.malloc
 
 
 def get_default_pinned_memory_pool():
+    """The PinnedMemoryPool alloc_pinned_memory() uses unless set_pinned_memory_allocator
+    changed it."""
     return _default_pinned_pool
 
 

@@ -78,9 +78,12 @@ class MemoryPointer:
 
     @property
     def owner(self):
+        """The object that owns the memory: `owner` if one was given, else this pointer."""
         return self if self._owner is None else self._owner
 
     def own(self):
+        """A new counted reference (OwnedPointer) to the memory; the memory is freed when
+        the last one dies."""
         return OwnedPointer(weakref.proxy(self))
 
     def free(self):
@@ -119,10 +122,13 @@ class MemoryPointer:
 
     @property
     def device_ctypes_pointer(self):
+        """The device address as the plugin gave it (a ctypes value, as numba passes it
+        to kernels)."""
         return self.device_pointer
 
     @property
     def device_pointer_value(self):
+        """The device address as an int (None for a null pointer)."""
         return _address(self.device_pointer)
 
 
@@ -150,6 +156,8 @@ class MappedMemory(AutoFreePointer):
         self._bufptr_ = _address(self.host_pointer)
 
     def own(self):
+        """A new counted reference (MappedOwnedPointer) to the memory; the memory is freed
+        when the last one dies."""
         return MappedOwnedPointer(weakref.proxy(self))
 
 
@@ -169,6 +177,8 @@ class PinnedMemory:
             weakref.finalize(self, finalizer)
 
     def own(self):
+        """The memory itself: pinned memory is not reference counted, it lives as long as
+        this object."""
         return self
 
 
@@ -236,6 +246,7 @@ class IpcHandle:
         return _core.make_array(mem, mem.device_pointer_value, shape, strides, dtype)
 
     def close(self):
+        """Close the memory open() opened (cuIpcCloseMemHandle); ValueError if not open."""
         if self._opened is None:
             raise ValueError("IpcHandle not opened")
         self._opened.close()
@@ -377,6 +388,8 @@ class GetIpcHandleMixin:
     and cuIpcGetMemHandle."""
 
     def get_ipc_handle(self, memory):
+        """An IpcHandle for `memory` (a MemoryPointer of this plugin's context), with the
+        memory's offset in its allocation."""
         ptr = _address(memory.device_pointer if hasattr(memory, "device_pointer")
                        else memory.ptr)
         probe = _core.make_array(memory, ptr, (memory.size,), (1,), np.uint8)

@@ -56,6 +56,8 @@ def _choose_driver():
 
 
 DRIVER, FAKE_PATH = _choose_driver()
+# Running under AddressSanitizer (.ci/run's sanitizer step preloads its runtime).
+SANITIZED = "libasan" in os.environ.get("LD_PRELOAD", "")
 os.environ["GPUHOST_TEST_DRIVER"] = DRIVER  # subprocesses started by tests inherit it
 
 
@@ -69,6 +71,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a real CUDA GPU; skipped on the fake driver")
     config.addinivalue_line("markers", "gpus(n): needs at least n devices")
     config.addinivalue_line("markers", "fake: runs only on the fake driver (fault injection)")
+    config.addinivalue_line("markers", "no_sanitizer(reason): skipped under AddressSanitizer")
 
 
 def _device_count():
@@ -82,6 +85,9 @@ def pytest_runtest_setup(item):
         pytest.skip("needs a real GPU (running on the fake driver)")
     if item.get_closest_marker("fake") and DRIVER != "fake":
         pytest.skip("needs the fake driver (fault injection)")
+    marker = item.get_closest_marker("no_sanitizer")
+    if marker is not None and SANITIZED:
+        pytest.skip("not under AddressSanitizer: %s" % marker.args[0])
     marker = item.get_closest_marker("gpus")
     if marker is not None:
         need = marker.args[0]

@@ -14,9 +14,8 @@ import gpuhost
 # Modules whose import has a side effect (pushing a context) that a walk must not cause;
 # both hold two names, context and device, and no callable.
 SIDE_EFFECT_MODULES = {"gpuhost.autoinit", "gpuhost.autoprimaryctx"}
-# Modules whose docstrings are completed where the memory pools are written; their
-# callables are still checked for signatures here.
-DOCS_ELSEWHERE = {"gpuhost.memory", "gpuhost.memory_manager"}
+# Modules whose public names need not carry docstrings (checked for signatures only).
+DOCS_ELSEWHERE = set()
 # Methods every class has from object or type, documented by Python itself.
 INHERITED = set(dir(object)) | {"__weakref__", "__dict__", "__module__", "__slotnames__"}
 # Dunders whose signatures are Python's own protocol, checked only for being readable.

@@ -1436,6 +1436,7 @@ def test_alloc_argument_errors(fake):
     assert fake.live("allocations") == 0
 
 
+@pytest.mark.no_sanitizer("it limits the address space, which ASan's shadow memory fills")
 def test_host_memory_running_out_is_out_of_memory(built_lib):
     code = (
         "import ctypes, resource, sys\n"

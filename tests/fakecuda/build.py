@@ -2,7 +2,8 @@
 
 build() is what tests/conftest.py calls; `python3 tests/fakecuda/build.py [OUT_DIR]` builds
 and prints the library's path.  The C compiler is $CC (default cc); $FAKECUDA_CFLAGS adds
-flags (sanitizers).  The library is rebuilt when a source (tests/fakecuda/*.c, *.h,
+flags (sanitizers); $FAKECUDA_BUILD_DIR moves the default output folder (a sanitizer
+build beside the plain one).  The library is rebuilt when a source (tests/fakecuda/*.c, *.h,
 csrc/cuda_api.h, csrc/cuda_errors.h) is newer than it or the compile command changed; it is
 written under a temporary name and renamed into place, so concurrent test processes never
 load a half-written file.
@@ -97,9 +98,11 @@ def _write_atomically(path, text):
 
 
 def build(out_dir=None):
-    """Compile the library into out_dir (default tests/fakecuda/build/) unless it is up to
-    date; return its absolute path.  Raises BuildError if it cannot be built."""
-    out_dir = os.path.abspath(out_dir or os.path.join(HERE, "build"))
+    """Compile the library into out_dir (default $FAKECUDA_BUILD_DIR, else
+    tests/fakecuda/build/) unless it is up to date; return its absolute path.  Raises
+    BuildError if it cannot be built."""
+    out_dir = os.path.abspath(out_dir or os.environ.get("FAKECUDA_BUILD_DIR")
+                              or os.path.join(HERE, "build"))
     lib = os.path.join(out_dir, LIB_NAME)
     stamp = lib + ".cmd"  # the command the library was built with
     command = shlex.join(compile_command(lib))

@@ -59,6 +59,25 @@ static fk_fault fk_faults[GH_CU__COUNT];
 static int fk_initialized;
 static void *fk_fault_site; /* where the last injected fault was returned to, or NULL */
 
+/* As the real driver: in a child made by fork() after cuInit, every call but the few that
+   work before cuInit fails with CUDA_ERROR_NOT_INITIALIZED.  Set by the fork handler alone. */
+static volatile int fk_forked_after_init;
+static pthread_once_t fk_fork_once = PTHREAD_ONCE_INIT;
+
+static void
+fork_child(void)
+{
+    if (fk_initialized) {
+        fk_forked_after_init = 1;
+    }
+}
+
+static void
+register_fork_child(void)
+{
+    pthread_atfork(NULL, NULL, fork_child);
+}
+
 static struct {
     int loaded;
     int bad; /* some variable was malformed: cuInit fails */
@@ -129,6 +148,10 @@ fk_enter(gh_cu_id id, fk_when when)
                 fault->remaining--;
             }
         }
+    }
+    if (res == CUDA_SUCCESS && fk_forked_after_init &&
+        (when == FK_AFTER_INIT || id == GH_CU_Init)) {
+        res = CUDA_ERROR_NOT_INITIALIZED;
     }
     if (res == CUDA_SUCCESS && when == FK_AFTER_INIT && !fk_initialized) {
         res = CUDA_ERROR_NOT_INITIALIZED;
@@ -291,6 +314,7 @@ fk_Init(unsigned int Flags)
     else if (!fk_initialized) {
         fk_devices_init(fk_config.devices);
         fk_initialized = 1;
+        pthread_once(&fk_fork_once, register_fork_child);
     }
     fk_unlock();
     return res;
