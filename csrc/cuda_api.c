@@ -174,10 +174,32 @@ choose_library(const char **how)
    it): the driver cannot be used there. */
 static volatile int forked_after_load;
 
+/* What every driver entry point becomes in a forked child.  The child's copy of the
+   driver's state belongs to the parent: calling into it can crash or, worse, appear to work
+   (an idle stream "synchronizes"), and freeing what the child inherited at exit can crash
+   it.  So the child never enters the driver: each call fails, and the error carries
+   gh_fork_message.  Every entry returns CUresult and this one ignores its arguments,
+   which the platform ABIs gpuhost builds for allow through a cast pointer. */
+static CUresult
+forked_child_call(void)
+{
+    return CUDA_ERROR_NOT_INITIALIZED;
+}
+
 static void
 on_fork_child(void)
 {
     if (atomic_load(&load_state) == LOAD_OK) {
+        /* Only stores: a fork handler may run with other threads' locks held. */
+        PFN_cuGetErrorString_v6000 error_string = gh_cu.GetErrorString;
+        PFN_cuGetErrorName_v6000 error_name = gh_cu.GetErrorName;
+#define GH_CU_STUB(name, version)                                                                  \
+    gh_cu.name = (PFN_cu##name##_v##version)(void (*)(void))forked_child_call;
+        GH_CUDA_API_LIST(GH_CU_STUB)
+#undef GH_CU_STUB
+        /* Pure table lookups in the library: error messages still name the code. */
+        gh_cu.GetErrorString = error_string;
+        gh_cu.GetErrorName = error_name;
         forked_after_load = 1;
     }
 }

@@ -48,6 +48,30 @@ result_text(CUresult res, const char *name)
     return PyUnicode_FromFormat("%s", name);
 }
 
+/* Errors a faulting kernel leaves behind: the driver documents that the process's CUDA
+   state is then unusable and every later call fails the same way. */
+static int
+is_sticky(CUresult res)
+{
+    switch (res) {
+        case CUDA_ERROR_ILLEGAL_ADDRESS:
+        case CUDA_ERROR_ASSERT:
+        case CUDA_ERROR_HARDWARE_STACK_ERROR:
+        case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+        case CUDA_ERROR_MISALIGNED_ADDRESS:
+        case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+        case CUDA_ERROR_INVALID_PC:
+        case CUDA_ERROR_LAUNCH_FAILED:
+            return 1;
+        default:
+            return 0;
+    }
+}
+
+static const char sticky_message[] =
+    "a kernel faulted: this error is sticky, the process's CUDA state is unusable and every "
+    "later CUDA call fails the same way; only a new process can use the GPU again";
+
 int
 gh_raise_cuda(CUresult res, gh_cu_id id)
 {
@@ -72,6 +96,9 @@ gh_raise_cuda_detail(CUresult res, gh_cu_id id, const char *detail)
     msg = result_text(res, PyUnicode_AsUTF8(pyname));
     if (msg != NULL && gh_driver_forked()) {
         Py_SETREF(msg, PyUnicode_FromFormat("%U (%s)", msg, gh_fork_message));
+    }
+    else if (msg != NULL && is_sticky(res)) {
+        Py_SETREF(msg, PyUnicode_FromFormat("%U (%s)", msg, sticky_message));
     }
     if (msg != NULL && detail != NULL && detail[0] != '\0') {
         Py_SETREF(msg, PyUnicode_FromFormat("%U\n%s", msg, detail));
@@ -122,8 +149,10 @@ gh_warn_cleanup(CUresult res, gh_cu_id id)
     const char *name = gh_cu_result_name(res);
     PyObject *type, *value, *tb;
 
-    if (gh_driver_forked()) {
-        return; /* a forked child: what it inherited is the parent's, and fails to release */
+    if (gh_driver_forked() || is_sticky(res)) {
+        /* a forked child: what it inherited is the parent's, and fails to release; after a
+           sticky error nothing can be released, and the user has had the error already */
+        return;
     }
     /* Cleanup runs in dealloc and at exit: keep any pending exception, never raise. */
     PyErr_Fetch(&type, &value, &tb);

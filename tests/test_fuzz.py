@@ -114,6 +114,13 @@ ALLOWED = (TypeError, ValueError, IndexError, OverflowError, KeyError, BufferErr
            MemoryError, NotImplementedError, OSError, CudaDriverError, NvrtcError, Nasty)
 
 
+def plausible_stream_handle(v):
+    """Whether __dlpack__ must take int v as a stream handle on trust (an aligned address in
+    user space): the driver would follow a bogus one, so the fuzzer never passes them."""
+    return (isinstance(v, int) and not isinstance(v, bool) and 65536 <= v < 2**56
+            and v % 8 == 0)
+
+
 def attempt(fn, *args, **kwargs):
     """fn(*args, **kwargs): (True, result) or (False, exception) for an allowed exception
     with a message; anything else propagates and fails the example."""
@@ -380,7 +387,8 @@ def test_fuzz_interop(args):
     ok, answer = attempt(gpuhost.is_cuda_array, other)
     assert not ok or answer in (True, False)
     attempt(gpuhost.from_dlpack, other)
-    ok, cap = attempt(d.__dlpack__, stream=other)
+    if not plausible_stream_handle(other):
+        ok, cap = attempt(d.__dlpack__, stream=other)
     attempt(d.__dlpack__, max_version=other)
     attempt(d.__dlpack__, dl_device=other)
     attempt(d.__dlpack__, copy=other)
@@ -482,6 +490,8 @@ def test_fuzz_source_strings_compile_or_raise_nvrtc_errors():
         ok, out = attempt(gpuhost.compile_ptx, src)
         if ok:
             assert isinstance(out, bytes)
+        elif "\0" in src:
+            assert isinstance(out, ValueError) and "NUL character" in str(out), out
         else:
             assert isinstance(out, NvrtcError), out
     run()

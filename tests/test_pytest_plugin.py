@@ -296,8 +296,8 @@ def test_leak_check_fails_the_test_whose_work_raised_asynchronously(inner):
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
         "gpuhost_leak_check: an asynchronous CUDA error surfaced when the test's work was "
-        "synchronized at its end: cuCtxSynchronize failed: [700] CUDA_ERROR_ILLEGAL_ADDRESS: "
-        "an illegal memory access was encountered",
+        "synchronized at its end: cuCtxSynchronize failed: [[]700] CUDA_ERROR_ILLEGAL_ADDRESS: "
+        "an illegal memory access was encountered (a kernel faulted: this error is sticky*",
         "FAILED test_async.py::test_poisons*"])
 
 

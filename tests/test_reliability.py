@@ -25,7 +25,7 @@ SCALE = r"""
 extern "C" __global__ void scale(const float *x, float *y, float a, float b, int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) y[i] = a * x[i] + b;
+    if (i < n) y[i] = __fadd_rn(__fmul_rn(a, x[i]), b);  /* no FMA: as numpy rounds */
 }
 """
 
@@ -96,44 +96,58 @@ for what, call in later.items():
         raise AssertionError("%%s worked in a context with a sticky error" %% what)
     print("sticky:", what)
 
-%(recover)s     # gives the dead context up; the next call makes a fresh one
-
-# Objects of the dead context raise when used ...
-for what, call in (("copy_to_host", d.copy_to_host), ("stream", s.synchronize),
-                   ("event", lambda: e.record(s)),
-                   ("launch", lambda: good((1,), (256,), (d, d, np.float32(1),
-                                                          np.float32(0), np.int32(256))))):
+# The driver documents that nothing brings the process back: a reset or close() gives the
+# dead context up, and what follows either fails with the same sticky error (today's
+# drivers) or, should a driver ever recover, must give exact results.
+def fails_sticky(what, call):
     try:
         call()
     except CudaAPIError as exc:
-        assert exc.name == "CUDA_ERROR_CONTEXT_IS_DESTROYED", (what, exc)
-    else:
-        raise AssertionError("%%s worked after the reset" %% what)
-# ... and free quietly (warnings are errors here).
+        assert exc.name in ("CUDA_ERROR_ILLEGAL_ADDRESS",
+                            "CUDA_ERROR_CONTEXT_IS_DESTROYED"), (what, exc)
+        if exc.code == 700:
+            assert "only a new process can use the GPU again" in str(exc), (what, exc)
+        return True
+    return False
+
+fails_sticky("recover", lambda: %(recover)s)
+stuck = [what for what, call in (
+    ("copy_to_host", d.copy_to_host), ("stream", s.synchronize),
+    ("event", lambda: e.record(s)),
+    ("launch", lambda: good((1,), (256,), (d, d, np.float32(1), np.float32(0),
+                                           np.int32(256)))))
+    if fails_sticky(what, call)]
+# ... what the dead context made frees quietly (warnings are errors here) ...
 del d, s, e, good, wild
 gc.collect()
 
-# New arrays and launches work.
+# ... and new work either fails the same way or is exact.
 h = np.random.default_rng().standard_normal(4096).astype(np.float32)
-a = gpuhost.to_device(h)
-out = gpuhost.device_array_like(a)
-scale = gpuhost.RawKernel(SCALE, "scale")
-stream = gpuhost.stream()
-scale((16,), (256,), (a, out, np.float32(3), np.float32(-1), np.int32(4096)), stream=stream)
-got = out.copy_to_host(stream=stream)
-stream.synchronize()
-assert np.array_equal(got, np.float32(3) * h + np.float32(-1)), "wrong result after recovery"
-gpuhost.synchronize()
-print("recovered")
+def new_work():
+    a = gpuhost.to_device(h)
+    out = gpuhost.device_array_like(a)
+    scale = gpuhost.RawKernel(SCALE, "scale")
+    stream = gpuhost.stream()
+    scale((16,), (256,), (a, out, np.float32(3), np.float32(-1), np.int32(4096)),
+          stream=stream)
+    got = out.copy_to_host(stream=stream)
+    stream.synchronize()
+    assert np.array_equal(got, np.float32(3) * h + np.float32(-1)), "wrong result"
+assert len(stuck) == 4, stuck   # nothing of the dead context works
+if fails_sticky("new work", new_work):
+    print("still sticky")
+else:
+    print("recovered")
 """
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("recover", ["gpuhost.gpus[0].reset()", "gpuhost.close()"])
-def test_an_illegal_address_is_sticky_until_the_device_is_reset(recover):
+def test_an_illegal_address_is_sticky_and_every_later_call_fails_cleanly(recover):
     proc = run_python(STICKY % {"scale": SCALE, "recover": recover}, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.count("sticky:") == 6 and proc.stdout.endswith("recovered\n"), proc.stdout
+    assert proc.stdout.count("sticky:") == 6, proc.stdout
+    assert proc.stdout.endswith(("still sticky\n", "recovered\n")), proc.stdout
     assert "Warning" not in proc.stderr, proc.stderr
 
 
@@ -309,8 +323,10 @@ def test_the_interpreter_exits_cleanly_with_live_objects_and_pending_callbacks(g
 # ---- fork ----
 
 FORK = r"""
-import os, sys, time
+import os, sys, time, warnings
 import numpy as np
+# the driver's own threads make Python 3.12 warn at fork(): what this test is about
+warnings.filterwarnings("ignore", "This process .* is multi-threaded", DeprecationWarning)
 import gpuhost
 from gpuhost import CudaDriverError
 
