@@ -66,6 +66,7 @@ gh_devicearray_new(gh_state *st, gh_context *ctx, uint64_t generation, CUdevicep
     self->dtype = (PyArray_Descr *)Py_NewRef((PyObject *)dtype);
     self->ndim = ndim;
     self->stream = Py_XNewRef(stream == Py_None ? NULL : stream);
+    self->weakreflist = NULL;
     if (ndim > 0) { /* a 0-d array may come with NULL shape and strides */
         memcpy(self->shape, shape, (size_t)ndim * sizeof(npy_intp));
         memcpy(self->strides, strides, (size_t)ndim * sizeof(npy_intp));
@@ -983,6 +984,9 @@ static void
 da_dealloc(gh_devicearray *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
+    if (self->weakreflist != NULL) {
+        PyObject_ClearWeakRefs((PyObject *)self);
+    }
     Py_XDECREF(self->owner);
     Py_XDECREF(self->stream);
     Py_DECREF(self->dtype);
@@ -1069,7 +1073,14 @@ static PyGetSetDef da_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+/* Weak references, as to numba's and CuPy's arrays (caches keyed by array, IPC exports). */
+static PyMemberDef da_members[] = {
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(gh_devicearray, weakreflist), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
 static PyType_Slot da_slots[] = {
+    {Py_tp_members, da_members},
     {Py_tp_doc, "An array in device memory. Make one with to_device(), device_array() and "
                 "friends; not made directly."},
     {Py_tp_methods, da_methods},

@@ -15,6 +15,7 @@ typedef struct {
     uint64_t generation;
     unsigned int flags;
     int recorded;
+    PyObject *weakreflist;
 } gh_event;
 
 /* ---- reusing handles ----
@@ -98,6 +99,7 @@ gh_event_new(gh_state *st, gh_context *ctx, unsigned int flags, int ctx_is_curre
     self->generation = ctx->generation;
     self->flags = flags;
     self->recorded = 0;
+    self->weakreflist = NULL;
     return (PyObject *)self;
 }
 
@@ -334,9 +336,9 @@ event_ipc_handle(gh_event *self, PyObject *Py_UNUSED(ignored))
         gh_check(gh_cu.IpcGetEventHandle(&handle, self->handle), GH_CU_IpcGetEventHandle) < 0) {
         return NULL;
     }
-    args = Py_BuildValue("(y#O)", handle.reserved, (Py_ssize_t)sizeof(handle.reserved),
-                         self->context->device->uuid);
-    res = args ? gh_call_python("gpuhost._streamtools", "IpcEventHandle", args, NULL) : NULL;
+    args = Py_BuildValue("(Oy#O)", (PyObject *)self, handle.reserved,
+                         (Py_ssize_t)sizeof(handle.reserved), self->context->device->uuid);
+    res = args ? gh_call_python("gpuhost._streamtools", "_export_event", args, NULL) : NULL;
     Py_XDECREF(args);
     return res;
 }
@@ -430,6 +432,9 @@ event_dealloc(gh_event *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     gh_context *ctx = self->context;
+    if (self->weakreflist != NULL) {
+        PyObject_ClearWeakRefs((PyObject *)self);
+    }
     if (cache_put(gh_state_of_type(tp), self) < 0) {
         gh_release(ctx, self->generation, GH_CU_EventDestroy, self->handle);
     }
@@ -477,7 +482,14 @@ static PyGetSetDef event_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+/* Weak references: IPC handles remember the event they came from (gpuhost._streamtools). */
+static PyMemberDef event_members[] = {
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(gh_event, weakreflist), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
 static PyType_Slot event_slots[] = {
+    {Py_tp_members, event_members},
     {Py_tp_doc, "A CUDA event. Make one with gpuhost.event(); not made directly."},
     {Py_tp_methods, event_methods},
     {Py_tp_getset, event_getset},
@@ -585,6 +597,7 @@ mod_open_ipc_event(PyObject *module, PyObject *arg)
             self->generation = ctx->generation;
             self->flags = CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING;
             self->recorded = 1; /* the exporting process records it */
+            self->weakreflist = NULL;
         }
     }
     Py_DECREF(ctx);

@@ -325,6 +325,7 @@ typedef struct {
     PyObject *owner;  /* keeps the memory alive (an Allocation or a foreign object); or NULL */
     void *dtype;      /* PyArray_Descr *, strong */
     PyObject *stream; /* the bound stream, or NULL */
+    PyObject *weakreflist;
     int ndim;
     Py_ssize_t shape[GH_MAXDIMS];
     Py_ssize_t strides[GH_MAXDIMS];

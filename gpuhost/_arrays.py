@@ -6,6 +6,8 @@ come here and become 2D copies (cuMemcpy2D), each moving only the array's own el
 import contextlib
 import operator
 import os as _os
+import _thread
+import weakref
 
 import numpy as np
 
@@ -662,7 +664,9 @@ class IpcArrayHandle:
         """A DeviceArray over the exported memory, opened on the device it is on (found by
         UUID), or in `device`'s context (a Device or id): another device then reaches the
         memory through peer access, which must be possible (Device.can_access_peer); the
-        memory stays where it is and writes from either process are seen by both."""
+        memory stays where it is and writes from either process are seen by both. In the
+        process that exported it (where the driver refuses to open it) this is a view of
+        the exported memory, which it keeps alive until close()."""
         home = _device_of_uuid(self.device_uuid, "array")
         target = home if device is None else _device_arg(device)
         if target != home and not target.can_access_peer(home):
@@ -673,10 +677,10 @@ class IpcArrayHandle:
                                   "False); open it on device %d and copy"
                                   % (home.id, target.id, target.id, home.id, home.id))
         with target:
-            alloc = _core.ipc_open(self.handle, self.size)
+            alloc, array = _ipc_open(self.handle, self.size, self.offset, self.shape,
+                                     self.strides, self.dtype)
             self._opened = alloc
-            return _core.make_array(alloc, alloc.ptr + self.offset, self.shape, self.strides,
-                                    self.dtype)
+            return array
 
     def close(self):
         """Close what open() opened; arrays from it must not be used afterwards."""
@@ -717,8 +721,49 @@ def _device_arg(device):
     return _core.get_device(device)
 
 
+# The driver will not open an IPC handle in the process that exported it
+# (cuIpcOpenMemHandle: CUDA_ERROR_INVALID_CONTEXT), yet a handle often reaches a worker
+# that turns out to be this process (a test, a pool with one worker).  Each exported handle
+# remembers, weakly, an array in its allocation; opened here, it gives a view of that.
+_exported = {}  # handle bytes -> (weakref to an array in the allocation, allocation base)
+_exports_lock = _thread.allocate_lock()
+
+
+class _LocalOpening:
+    """An IPC handle opened in the process that exported it: keeps the exported array (and
+    so its allocation) alive until close(), as the driver's opening would."""
+
+    __slots__ = ("array", "ptr")
+
+    def __init__(self, array, ptr):
+        self.array, self.ptr = array, ptr
+
+    def close(self):
+        self.array = None
+
+
+def _ipc_open(handle, size, offset, shape, strides, dtype):
+    """(what to close, DeviceArray) for IPC handle bytes opened in the current context."""
+    try:
+        alloc = _core.ipc_open(handle, size)
+    except CudaDriverError as exc:
+        with _exports_lock:
+            entry = _exported.get(handle)
+        source = entry[0]() if entry is not None else None
+        if getattr(exc, "name", None) != "CUDA_ERROR_INVALID_CONTEXT" or source is None:
+            raise
+        local = _LocalOpening(source, entry[1])  # exported by this very process
+        return local, _core.make_array(local, local.ptr + offset, shape, strides, dtype,
+                                       base=source)
+    return alloc, _core.make_array(alloc, alloc.ptr + offset, shape, strides, dtype)
+
+
 def get_ipc_handle(dev):
     handle, offset, size = _core.ipc_get_handle(dev)
+    with _exports_lock:
+        for key in [k for k, (r, _) in _exported.items() if r() is None]:
+            del _exported[key]
+        _exported[handle] = (weakref.ref(dev), dev.ptr - offset)
     return IpcArrayHandle(handle, offset, size, dev.shape, dev.strides, dev.dtype,
                           dev.device.uuid)
 
@@ -730,8 +775,7 @@ def open_ipc_array(handle, shape, dtype, strides=None, offset=0):
     if isinstance(handle, IpcArrayHandle):
         handle = handle.handle
     shape, dtype, strides, nbytes = _layout(shape, dtype, strides, "C")
-    alloc = _core.ipc_open(bytes(handle), offset + nbytes)
-    return _IpcBlock(alloc, _core.make_array(alloc, alloc.ptr + offset, shape, strides, dtype))
+    return _IpcBlock(*_ipc_open(bytes(handle), offset + nbytes, offset, shape, strides, dtype))
 
 
 class _IpcBlock:

@@ -2,8 +2,11 @@
 profiler's context manager.  Kept out of gpuhost's import: asyncio and contextlib load
 only when first used."""
 import contextlib
+import _thread
+import weakref
 
 from . import _core
+from .errors import CudaAPIError
 
 __all__ = ["auto_synchronize", "async_done", "IpcEventHandle", "profiling"]
 
@@ -66,16 +69,43 @@ class IpcEventHandle:
         return (IpcEventHandle, (self.handle, self.device_uuid))
 
     def open(self):
-        """The Event, opened in the context of the device it was made on (found by UUID)."""
+        """The Event, opened in the context of the device it was made on (found by UUID).
+        In the process that exported it (where the driver refuses to open it) this is the
+        exported Event itself, while it lives."""
         for i in range(_core.device_count()):
             dev = _core.get_device(i)
             if dev.uuid == self.device_uuid:
                 with dev:
-                    return _core.open_ipc_event(self.handle)
+                    try:
+                        return _core.open_ipc_event(self.handle)
+                    except CudaAPIError as exc:
+                        with _exports_lock:
+                            ref = _exported_events.get(self.handle)
+                        event = ref() if ref is not None else None
+                        if exc.name != "CUDA_ERROR_INVALID_CONTEXT" or event is None:
+                            raise
+                        return event  # exported by this very process
         raise _invalid_device(self.device_uuid)
 
     def __repr__(self):
         return "<IpcEventHandle of an event on %s>" % self.device_uuid
+
+
+# The driver will not open an IPC handle in the process that exported it
+# (CUDA_ERROR_INVALID_CONTEXT), yet a handle often reaches a worker that turns out to be
+# this process (a test, a pool with one worker): exported events are remembered, weakly.
+_exported_events = {}  # handle bytes -> weakref to the Event
+_exports_lock = _thread.allocate_lock()
+
+
+def _export_event(event, handle, device_uuid):
+    """Event.ipc_handle()'s result (called from C): remember the event, make the handle."""
+    handle = bytes(handle)
+    with _exports_lock:
+        for key in [k for k, r in _exported_events.items() if r() is None]:
+            del _exported_events[key]
+        _exported_events[handle] = weakref.ref(event)
+    return IpcEventHandle(handle, device_uuid)
 
 
 def _invalid_device(uuid):

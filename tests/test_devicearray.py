@@ -562,6 +562,9 @@ def test_dlpack_export_errors():
         dev.__dlpack__(stream=0)
     with pytest.raises(TypeError, match="stream must be an int or None"):
         dev.__dlpack__(stream="s")
+    for bogus in (3, 300, 65535, -2, -2**63, 2**16 + 4, 2**56, 2**63 - 1, 2**64, 2**100):
+        with pytest.raises(ValueError, match="is not a CUDA stream handle"):
+            dev.__dlpack__(stream=bogus)
     with pytest.raises(BufferError, match="has no DLPack equivalent"):
         gpuhost.to_device(random_array((2,), DTYPES[-1])).__dlpack__()
     odd = strided_view(dev, (2,), (12,))  # float64 elements 12 bytes apart
@@ -645,6 +648,64 @@ def test_ipc_handle_round_trip_in_process_on_the_fake(fake):
     with gpuhost.open_ipc_array(handle.handle, shape=(4, 5), dtype=np.int32) as raw:
         assert raw.copy_to_host()[1, 0] == 99
     assert fake.live("ipc_mappings") == before
+
+
+REFUSED_IN_PROCESS = 201  # CUDA_ERROR_INVALID_CONTEXT: what the real driver says
+
+
+def test_ipc_handle_opens_in_the_exporting_process_as_a_view_of_the_array(fake):
+    """The driver refuses a handle in the process that exported it: gpuhost then gives a
+    view of the exported memory, kept alive until closed, and writes are shared."""
+    import pickle
+
+    host = random_array((6, 4), np.float32)
+    base = gpuhost.to_device(host)
+    view = base[2:]
+    handle = pickle.loads(pickle.dumps(view.get_ipc_handle()))
+    fake.fail("cuIpcOpenMemHandle", REFUSED_IN_PROCESS, times=-1)
+    try:
+        before = fake.live("ipc_mappings")
+        with handle as opened:
+            assert fake.live("ipc_mappings") == before  # no driver mapping
+            assert opened.ptr == view.ptr and opened.shape == (4, 4)
+            assert same(opened.copy_to_host(), host[2:])
+            opened[0] = -1
+            assert (base.copy_to_host()[2] == -1).all()
+            with gpuhost.open_ipc_array(handle.handle, (4, 4), np.float32,
+                                        offset=handle.offset) as raw:
+                assert raw.ptr == opened.ptr and (raw.copy_to_host()[0] == -1).all()
+            del base, view
+            gc.collect()
+            assert same(opened.copy_to_host()[1:], host[3:])  # still alive: the view holds it
+        del opened, raw
+        gc.collect()
+        # the exported array is gone: nothing to view, and the driver's refusal stands
+        with pytest.raises(gpuhost.CudaAPIError, match="CUDA_ERROR_INVALID_CONTEXT"):
+            handle.open()
+        ev = gpuhost.event(interprocess=True, timing=False)
+        ev_handle = pickle.loads(pickle.dumps(ev.ipc_handle()))
+        fake.fail("cuIpcOpenEventHandle", REFUSED_IN_PROCESS, times=-1)
+        assert ev_handle.open() is ev
+        del ev
+        gc.collect()
+        with pytest.raises(gpuhost.CudaAPIError, match="CUDA_ERROR_INVALID_CONTEXT"):
+            ev_handle.open()
+    finally:
+        fake.clear_faults()
+
+
+def test_device_arrays_and_events_take_weak_references():
+    import weakref
+
+    dev = gpuhost.to_device(random_array((8,), np.int16))
+    ev = gpuhost.event()
+    refs = [weakref.ref(dev), weakref.ref(ev), weakref.ref(dev[2:])]
+    assert refs[0]() is dev and refs[1]() is ev
+    gc.collect()
+    assert refs[2]() is None
+    del dev, ev
+    gc.collect()
+    assert refs[0]() is None and refs[1]() is None
 
 
 def test_ipc_errors():
