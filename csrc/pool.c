@@ -716,6 +716,11 @@ obtain(gh_pool *p, block *b, size_t requested)
             return raise_oom(p, requested, id, 1);
         }
     }
+    if (!p->host && p->backing == NULL && b->size > p->context->device->total_memory) {
+        /* More than the device has: the driver would take long to refuse it, and giving
+           cached memory back and collecting garbage (slow in a big process) cannot help. */
+        return raise_oom(p, requested, id, 0);
+    }
     p->used_bytes += b->size; /* counted now: other threads run while the GIL is let go */
     p->used_blocks++;
     got = obtain_once(p, b, &id);

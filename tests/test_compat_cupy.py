@@ -340,17 +340,16 @@ def test_library_search_order(monkeypatch, tmp_path):
 
 @pytest.mark.fake
 @pytest.mark.gpus(2)
-def test_handles_are_destroyed_at_exit(fake_libs):
+def test_handles_are_left_to_the_process_at_exit(fake_libs):
+    """Destroying cuBLAS handles at exit crashed a process whose CUDA runtime or context
+    was gone already: they are left for the driver to reclaim, and the exit is clean."""
     code = ("from gpuhost.compat import cupy as cuda\n"
             "print('made', hex(cuda.Device(0).cublas_handle), hex(cuda.Device(1).cublas_handle),"
             " hex(cuda.Device(1).cusolver_handle), flush=True)\n")
     res = run_python(code, env={"GPUHOST_CUBLAS_LIBRARY": fake_libs["cublas"],
                                 "GPUHOST_CUSOLVER_LIBRARY": fake_libs["cusolver"]})
     assert res.returncode == 0, res.stderr
-    lines = res.stdout.splitlines()
-    assert lines[0] == "made 0x1001 0x1002 0x2001"
-    assert lines[1] == "destroyed cusolver 0x2001"  # cuSOLVER's first
-    assert sorted(lines[2:]) == ["destroyed cublas 0x1001", "destroyed cublas 0x1002"]
+    assert res.stdout.splitlines() == ["made 0x1001 0x1002 0x2001"]  # nothing destroyed
     assert "Warning" not in res.stderr and "Traceback" not in res.stderr
 
 

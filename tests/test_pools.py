@@ -452,6 +452,23 @@ def test_out_of_memory_of_a_pinned_pool_names_pinned_memory(fake):
     assert info.value.call == "cuMemHostAlloc" and pool.active_blocks == 0
 
 
+def test_a_request_larger_than_the_device_is_not_retried(fake):
+    """Giving held blocks back and collecting garbage cannot make room for more than the
+    device has: no driver call, the cache kept, no gc pass."""
+    pool = _core.Pool("device", "cache")
+    pool.allocate(5000)  # freed at once: a held block
+    assert pool.n_free_blocks == 1
+    calls = fake.calls("cuMemAlloc")
+    collections = gc.get_stats()[2]["collections"]
+    too_big = gpuhost.gpus[0].total_memory + 4096
+    with pytest.raises(CudaOutOfMemoryError) as info:
+        pool.allocate(too_big)
+    assert info.value.requested == too_big
+    assert fake.calls("cuMemAlloc") == calls
+    assert gc.get_stats()[2]["collections"] == collections
+    assert pool.n_free_blocks == 1
+
+
 def test_a_request_past_any_device_raises_out_of_memory_at_once(fake):
     calls = fake.calls("cuMemAlloc")
     with pytest.raises(CudaOutOfMemoryError) as info:

@@ -5,9 +5,10 @@ order: GPUHOST_CUBLAS_LIBRARY / GPUHOST_CUSOLVER_LIBRARY (a file path; when set,
 one tried), then CUDA_HOME and CUDA_PATH, /usr/local/cuda, the pip wheels on sys.path
 (nvidia/cublas/lib, nvidia/cusolver/lib, nvidia/cu13/lib), then the system loader.
 One handle per device and library, made with the device's primary context current and
-destroyed at exit (atexit, which runs before gpuhost gives up its contexts).
+kept for the life of the process: destroying it at exit crashed the process where the CUDA
+runtime those libraries use, or the context, was already gone (the driver reclaims it with
+the process anyway).  destroy_handles() destroys them on request.
 """
-import atexit
 import ctypes
 import os
 import sys
@@ -116,7 +117,6 @@ class _Library:
             if status != 0:
                 raise self.error(status, self.create_name)
             self.handles[device_id] = (handle.value, dev)
-            _register_exit()
             return handle.value
 
     def destroy_all(self):
@@ -135,7 +135,6 @@ class _Library:
 
 
 _lock = threading.RLock()
-_registered = False
 
 CUBLAS = _Library("cuBLAS", "libcublas", "GPUHOST_CUBLAS_LIBRARY", (13, 12, 11),
                   ("cublas", "cu13"), "cublasCreate_v2", "cublasDestroy_v2", CUBLASError)
@@ -143,15 +142,9 @@ CUSOLVER = _Library("cuSOLVER", "libcusolver", "GPUHOST_CUSOLVER_LIBRARY", (12, 
                     ("cusolver", "cu13"), "cusolverDnCreate", "cusolverDnDestroy", CUSOLVERError)
 
 
-def _register_exit():
-    global _registered
-    if not _registered:
-        _registered = True
-        atexit.register(destroy_handles)
-
-
 def destroy_handles():
-    """Destroy the cuBLAS and cuSOLVER handles of every device (done at exit)."""
+    """Destroy the cuBLAS and cuSOLVER handles of every device; the next use makes new
+    ones.  Not done at exit (see the module's docstring)."""
     with _lock:
         CUSOLVER.destroy_all()  # cuSOLVER's may use cuBLAS: it goes first
         CUBLAS.destroy_all()
