@@ -52,5 +52,7 @@ def test_numba_and_gpuhost_print_the_same_lines():
     assert ours.returncode == 0, ours.stdout + ours.stderr
     a, b = theirs.stdout.splitlines(), ours.stdout.splitlines()
     for i, (x, y) in enumerate(zip(a, b)):
+        if " NUMBA-BUG " in x:  # numba failed where gpuhost works: the labels must agree
+            x, y = x[:44], y[:44]
         assert x == y, "line %d differs:\n numba:   %s\n gpuhost: %s" % (i + 1, x, y)
     assert len(a) == len(b) and a[-1].split() == ["done", "True"]

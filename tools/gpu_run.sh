@@ -2,27 +2,41 @@
 # Everything the GPU machine is for, in one call: build, the whole suite on the real GPU,
 # the same suite over the fake driver, python -m gpuhost, benchmarks.  Logs go to $OUT.
 #   tools/gpu_run.sh [pytest args...]
+# GPUHOST_NO_TESTS, GPUHOST_NO_FAKE, GPUHOST_NO_BENCH (set to 1) leave parts out.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpuhost-out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
+export PYTHONFAULTHANDLER=1  # a crash, even at exit, prints where it happened
 status=0
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
 python3 --version
 
+# The GPU machine has no internet: test dependencies it lacks (hypothesis) come as wheels
+# carried in .wheels/ (pip download hypothesis -d .wheels --python-version 3.12
+# --only-binary=:all:).
+if [ -d .wheels ] && ! python3 -c "import hypothesis" 2>/dev/null; then
+    python3 -m pip install -q --no-index --find-links .wheels hypothesis
+fi
+
 echo "=== build"
 python3 setup.py build_ext --inplace >"$OUT/build.log" 2>&1 || { cat "$OUT/build.log"; exit 1; }
 grep -i "warning" "$OUT/build.log" || echo "no compiler warnings"
 
+if [ -z "${GPUHOST_NO_TESTS:-}" ]; then
 echo "=== pytest, real GPU"
-GPUHOST_TEST_DRIVER=real python3 -m pytest -q -rs -p no:cacheprovider "$@" 2>&1 | tee "$OUT/pytest_real.log" | tail -n 5
+GPUHOST_TEST_DRIVER=real python3 -m pytest -v -rsfE --durations=40 -p no:cacheprovider "$@" 2>&1 \
+    | tee "$OUT/pytest_real.log" | grep -E "^(FAILED|ERROR)|passed|failed|Fatal" | tail -n 40
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 
+if [ -z "${GPUHOST_NO_FAKE:-}" ]; then
 echo "=== pytest, fake driver"
 GPUHOST_TEST_DRIVER=fake python3 -m pytest -q -p no:cacheprovider "$@" 2>&1 | tee "$OUT/pytest_fake.log" | tail -n 3
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
+fi
+fi
 
 echo "=== python -m gpuhost"
 python3 -m gpuhost 2>&1

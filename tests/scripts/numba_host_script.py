@@ -30,6 +30,19 @@ def show(label, value):
     print("%-44s %s" % (label, value))
 
 
+def show_unless_numba_bug(label, fn):
+    """show(label, fn()); under numba an AttributeError raised inside numba-cuda (its own
+    bug, not a difference to match) shows a NUMBA-BUG line, which the comparing test
+    checks by label only."""
+    try:
+        value = fn()
+    except AttributeError as e:
+        if sys.argv[1:] != ["numba"]:
+            raise
+        value = "NUMBA-BUG %s" % e
+    show(label, value)
+
+
 rng = np.random.default_rng(20261122)
 
 # devices and contexts
@@ -84,7 +97,7 @@ show("reshape(10, 10) shape", v.reshape(10, 10).shape)
 show("reshape(10, 10)[3]", v.reshape(10, 10)[3].copy_to_host().tolist())
 show("ravel shape", d2.ravel().shape)
 show("view(int32) shape", v.view(np.int32).shape)
-parts = v.split(30)
+parts = list(v.split(30))  # a list in older numba, a generator in newer
 show("split(30) sizes", [p.size for p in parts])
 show("split(30)[3]", parts[3].copy_to_host().tolist())
 
@@ -110,9 +123,16 @@ with s.auto_synchronize():
     back2 = ds2.copy_to_host(stream=s)
 show("auto_synchronize round trip", digest(back2) == digest(hs * 2))
 calls = []
-s.add_callback(lambda stream, status, arg: calls.append(arg), "done")
-s.synchronize()
-show("add_callback arg", calls)
+
+
+def callback_args():
+    s.add_callback(lambda stream, status, arg: calls.append(arg), "done")
+    s.synchronize()
+    return calls
+
+
+# numba-cuda over cuda.bindings reads a .value its CUstream lacks
+show_unless_numba_bug("add_callback arg", callback_args)
 show("default_stream() usable", cuda.to_device(hs, stream=cuda.default_stream()).size)
 
 # events
@@ -142,8 +162,9 @@ show("pinned round trip", digest(q) == digest(p))
 m = cuda.mapped_array(256, np.int32)
 m[:] = np.arange(256, dtype=np.int32) * 5
 dm = cuda.device_array(256, np.int32)
-dm.copy_to_device(m)
-show("mapped_array copied", dm.copy_to_host()[250:].tolist())
+# numba-cuda's MappedNDArray lacks the _dummy its copy_to_device check uses
+show_unless_numba_bug("mapped_array copied",
+                      lambda: (dm.copy_to_device(m), dm.copy_to_host()[250:].tolist())[1])
 plain = rng.standard_normal(10000)
 with cuda.pinned(plain):
     dpl = cuda.to_device(plain, stream=s)
