@@ -216,6 +216,11 @@ int gh_context_check_alive(gh_context *ctx, uint64_t generation, gh_cu_id id);
 
 /* ---- stream.c ---- */
 
+/* 0 if `h` can be a stream handle (0, 1, 2, or an aligned user-space address past the
+   first 64 KiB); else -1 with ValueError naming `what`.  The driver follows a handle
+   unchecked, so an impossible one must never reach it; a stale one cannot be detected. */
+int gh_stream_handle_check(uintptr_t h, const char *what);
+
 typedef enum {
     GH_STREAM_OWNED,      /* made by gpuhost, destroyed with its object */
     GH_STREAM_DEFAULT,    /* handle 0: the current context's default stream */

@@ -11,6 +11,19 @@
 
 /* ---- resolving stream= arguments ---- */
 
+int
+gh_stream_handle_check(uintptr_t h, const char *what)
+{
+    if (h <= 2 || (h >= 65536 && (h & 7) == 0 && (uint64_t)h < ((uint64_t)1 << 56))) {
+        return 0;
+    }
+    PyErr_Format(PyExc_ValueError,
+                 "%s %p is not a CUDA stream handle (the address of a live stream in this "
+                 "process)",
+                 what, (void *)h);
+    return -1;
+}
+
 /* The stream handle in obj.__cuda_stream__() (cuda.core's protocol: (version, handle)). */
 static int
 handle_from_protocol(PyObject *obj, CUstream *out)
@@ -29,7 +42,8 @@ handle_from_protocol(PyObject *obj, CUstream *out)
     }
     ptr = PyLong_AsVoidPtr(PyTuple_GET_ITEM(res, 1));
     Py_DECREF(res);
-    if (ptr == NULL && PyErr_Occurred()) {
+    if ((ptr == NULL && PyErr_Occurred()) ||
+        gh_stream_handle_check((uintptr_t)ptr, "the __cuda_stream__() handle") < 0) {
         return -1;
     }
     *out = (CUstream)ptr;
@@ -50,7 +64,7 @@ handle_from_attr(PyObject *obj, const char *name, CUstream *out)
         PyErr_Format(PyExc_TypeError, "%s.%s is not an int", Py_TYPE(obj)->tp_name, name);
     }
     Py_DECREF(value);
-    if (PyErr_Occurred()) {
+    if (PyErr_Occurred() || gh_stream_handle_check((uintptr_t)ptr, "the stream's handle") < 0) {
         return -1;
     }
     *out = (CUstream)ptr;
@@ -242,7 +256,8 @@ mod_external_stream(PyObject *module, PyObject *arg)
     }
     PyErr_Clear(); /* a value past long long is checked by PyLong_AsVoidPtr below */
     ptr = PyLong_AsVoidPtr(arg);
-    if (ptr == NULL && PyErr_Occurred()) {
+    if ((ptr == NULL && PyErr_Occurred()) ||
+        gh_stream_handle_check((uintptr_t)ptr, "external_stream():") < 0) {
         return NULL;
     }
     if (ptr == NULL) {

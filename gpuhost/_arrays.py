@@ -25,7 +25,10 @@ _MAX_BYTES = 2**62
 
 
 def _dtype(dtype):
-    dt = np.dtype(dtype)
+    try:
+        dt = np.dtype(dtype)
+    except SyntaxError as e:  # numpy parses some strings (',', '2,') as Python
+        raise TypeError("data type %r not understood" % (dtype,)) from e
     if dt.hasobject:
         raise TypeError("dtype %s holds Python objects, which cannot live in device memory" % dt)
     return dt

@@ -708,6 +708,15 @@ def test_device_arrays_and_events_take_weak_references():
     assert refs[0]() is None and refs[1]() is None
 
 
+def test_a_dtype_string_numpy_chokes_on_is_a_type_error():
+    dev = gpuhost.to_device(np.zeros(4, np.float32))
+    for bad in (",", ",,", "2,"):
+        with pytest.raises(TypeError, match="data type .* not understood"):
+            dev.view(bad)
+        with pytest.raises(TypeError, match="data type .* not understood"):
+            gpuhost.device_array(3, bad)
+
+
 def test_ipc_errors():
     with pytest.raises(ValueError, match="an IPC memory handle has 64 bytes, not 3"):
         gpuhost._core.ipc_open(b"abc", 8)

@@ -115,8 +115,9 @@ ALLOWED = (TypeError, ValueError, IndexError, OverflowError, KeyError, BufferErr
 
 
 def plausible_stream_handle(v):
-    """Whether __dlpack__ must take int v as a stream handle on trust (an aligned address in
-    user space): the driver would follow a bogus one, so the fuzzer never passes them."""
+    """Whether gpuhost must take int v as a stream handle on trust (an aligned address in
+    user space; __dlpack__, the CUDA array interface's stream, external_stream): the driver
+    would follow a bogus one, so the fuzzer never passes them."""
     return (isinstance(v, int) and not isinstance(v, bool) and 65536 <= v < 2**56
             and v % 8 == 0)
 
@@ -338,7 +339,8 @@ def test_fuzz_streams_and_events(args):
         attempt(gpuhost.event_elapsed_time, a, other)
         attempt(gpuhost.event_elapsed_time, e, a)
     elif which == 3:
-        attempt(gpuhost.external_stream, a)
+        if not plausible_stream_handle(a):
+            attempt(gpuhost.external_stream, a)
         attempt(gpuhost.to_device, np.arange(3), stream=a)
     elif which == 4:
         attempt(s.record, a)
@@ -362,6 +364,8 @@ def interfaces(draw):
         # a bad data field, never a readable stranger's pointer
         value = draw(st.one_of(junk, st.tuples(st.just(0), st.booleans()),
                                st.tuples(ints, st.just(True)).filter(lambda t: t[0] < 0)))
+    if key == "stream":
+        value = draw(junk.filter(lambda v: not plausible_stream_handle(v)))
     if draw(st.booleans()):
         cai[key] = value
     else:

@@ -5,6 +5,7 @@ import gc
 import sys
 import threading
 
+import numpy as np
 import pytest
 
 import gpuhost
@@ -65,6 +66,22 @@ def test_bad_stream_arguments():
         gpuhost.external_stream(-1)
     with pytest.raises(OverflowError):
         gpuhost.external_stream(2**70)
+    for bogus in (3, 0x10, 65535, 65536 + 4, 1 << 56, 2**64 - 8):
+        with pytest.raises(ValueError, match="0x%x is not a CUDA stream handle" % bogus):
+            gpuhost.external_stream(bogus)
+
+    class Protocol:
+        def __cuda_stream__(self):
+            return (0, 12345)
+
+    class Attr:
+        ptr = 7
+
+    with pytest.raises(ValueError, match="__cuda_stream__.. handle 0x3039 is not a CUDA stream"):
+        gpuhost.to_device(np.arange(3), stream=Protocol())
+    cupy_like = type("Stream", (), {"ptr": 7, "__module__": "cupy.cuda.stream"})()
+    with pytest.raises(ValueError, match="stream's handle 0x7 is not a CUDA stream handle"):
+        gpuhost.to_device(np.arange(3), stream=cupy_like)
     with pytest.raises(TypeError):
         gpuhost.Stream()
 
