@@ -15,6 +15,7 @@ typedef struct {
     uint64_t generation;
     unsigned int flags;
     int recorded;
+    int imported; /* opened from another process's IPC handle */
     PyObject *weakreflist;
 } gh_event;
 
@@ -99,6 +100,7 @@ gh_event_new(gh_state *st, gh_context *ctx, unsigned int flags, int ctx_is_curre
     self->generation = ctx->generation;
     self->flags = flags;
     self->recorded = 0;
+    self->imported = 0;
     self->weakreflist = NULL;
     return (PyObject *)self;
 }
@@ -163,6 +165,16 @@ event_on_stream(gh_event *self, PyObject *stream, int record)
     }
     if (!record && !self->recorded) {
         Py_RETURN_NONE; /* waiting for a fresh event waits for nothing, as in the driver */
+    }
+    if (!record && self->imported && ref.context != NULL &&
+        ref.context->device != self->context->device) {
+        /* Another process's event, waited for by another device's stream: the driver
+           crashed in that cuStreamWaitEvent (H200 pair, CUDA 13), so the host waits for
+           the event instead, which orders everything later on the stream after it too. */
+        Py_BEGIN_ALLOW_THREADS
+        res = gh_cu.EventSynchronize(self->handle);
+        Py_END_ALLOW_THREADS
+        return gh_check(res, GH_CU_EventSynchronize) < 0 ? NULL : Py_NewRef(Py_None);
     }
     /* A default stream's handle means "the current context's": make its context current
        (the event's, for 0 or None).  Other handles name their context. */
@@ -451,7 +463,8 @@ static PyMethodDef event_methods[] = {
     {"wait", (PyCFunction)(void (*)(void))event_wait, METH_FASTCALL | METH_KEYWORDS,
      "wait($self, /, stream=0)\n--\n\n"
      "Make later work on `stream` wait until this event has completed. The stream may be "
-     "another device's: the wait then synchronizes the two devices."},
+     "another device's: the wait then synchronizes the two devices (for an event opened "
+     "from another process's IPC handle, the host waits for it)."},
     {"query", (PyCFunction)event_query, METH_NOARGS,
      "query($self, /)\n--\n\n"
      "True if the work before the last record() has finished (or it was never recorded)."},
@@ -597,6 +610,7 @@ mod_open_ipc_event(PyObject *module, PyObject *arg)
             self->generation = ctx->generation;
             self->flags = CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING;
             self->recorded = 1; /* the exporting process records it */
+            self->imported = 1;
             self->weakreflist = NULL;
         }
     }

@@ -374,6 +374,27 @@ def test_threads_copy_between_devices_concurrently():
 
 # ---- IPC on another device ----
 
+def test_an_imported_event_waited_on_by_another_devices_stream_is_waited_for_on_the_host(fake):
+    """The driver crashed in cuStreamWaitEvent for an IPC-imported event and another
+    device's stream: gpuhost synchronizes the event on the host instead; a same-device
+    stream still gets a device-side wait."""
+    ev = gpuhost.event(interprocess=True, timing=False)
+    ev.record()
+    imported = pickle.loads(pickle.dumps(ev.ipc_handle())).open()  # the fake opens it
+    assert imported is not ev and imported.device is gpuhost.gpus[0]
+    s1 = on(1, gpuhost.stream)
+    s0 = gpuhost.stream()
+    waits, syncs = fake.calls("cuStreamWaitEvent"), fake.calls("cuEventSynchronize")
+    imported.wait(s1)
+    assert fake.calls("cuStreamWaitEvent") == waits
+    assert fake.calls("cuEventSynchronize") == syncs + 1 and imported.query()
+    imported.wait(s0)
+    assert fake.calls("cuStreamWaitEvent") == waits + 1
+    ev.wait(s1)  # gpuhost's own event: a device-side wait across devices
+    assert fake.calls("cuStreamWaitEvent") == waits + 2
+    s1.synchronize()
+
+
 def test_ipc_handle_opens_on_another_device_in_process(fake):
     host = rand((6, 5), np.int32)
     base = gpuhost.to_device(host)
