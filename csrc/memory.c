@@ -323,7 +323,8 @@ allocation_release(gh_allocation *self)
                        (void *)(uintptr_t)self->dptr);
         }
     }
-    else if (self->host != NULL) {
+    else if (self->host != NULL && (self->size > 0 || self->kind != GH_ALLOC_REGISTERED)) {
+        /* an empty buffer was never registered (gh_register) */
         gh_release(ctx, self->generation,
                    self->kind == GH_ALLOC_REGISTERED ? GH_CU_MemHostUnregister : GH_CU_MemFreeHost,
                    self->host);

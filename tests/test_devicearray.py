@@ -717,6 +717,21 @@ def test_a_dtype_string_numpy_chokes_on_is_a_type_error():
             gpuhost.device_array(3, bad)
 
 
+def test_registering_an_empty_array_registers_and_unregisters_nothing(fake):
+    import warnings
+
+    calls = (fake.calls("cuMemHostRegister"), fake.calls("cuMemHostUnregister"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no cleanup warning for a range never registered
+        with gpuhost.pinned(np.zeros(0), np.zeros((3, 0), np.float32)):
+            pass
+        with gpuhost.mapped(np.zeros(0)) as dev:
+            assert dev.size == 0
+        del dev
+        gc.collect()
+    assert (fake.calls("cuMemHostRegister"), fake.calls("cuMemHostUnregister")) == calls
+
+
 def test_ipc_errors():
     with pytest.raises(ValueError, match="an IPC memory handle has 64 bytes, not 3"):
         gpuhost._core.ipc_open(b"abc", 8)
