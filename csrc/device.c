@@ -410,33 +410,14 @@ done:
 static PyObject *
 device_repr_html(gh_device *self, PyObject *Py_UNUSED(ignored))
 {
-    PyObject *rows = device_display_rows(self), *caption, *res = NULL;
-
-    if (rows == NULL) {
-        return NULL;
-    }
-    caption = PyUnicode_FromFormat("CUDA device %d", self->id);
-    if (caption != NULL) {
-        res = gh_html_table(caption, NULL, rows);
-        Py_DECREF(caption);
-    }
-    Py_DECREF(rows);
-    return res;
+    PyObject *rows = device_display_rows(self);
+    return rows ? gh_repr_html(rows, PyUnicode_FromFormat("CUDA device %d", self->id)) : NULL;
 }
 
 static PyObject *
 device_repr_pretty(gh_device *self, PyObject *args)
 {
-    PyObject *printer, *rows, *res;
-    int cycle;
-
-    if (!PyArg_ParseTuple(args, "Op:_repr_pretty_", &printer, &cycle) ||
-        (rows = device_display_rows(self)) == NULL) {
-        return NULL;
-    }
-    res = gh_pretty(printer, cycle, (PyObject *)self, rows);
-    Py_DECREF(rows);
-    return res;
+    return gh_repr_pretty((PyObject *)self, args, device_display_rows(self));
 }
 
 static Py_hash_t

@@ -950,34 +950,17 @@ done:
 static PyObject *
 da_repr_html(gh_devicearray *self, PyObject *Py_UNUSED(ignored))
 {
-    PyObject *rows = da_display_rows(self), *caption, *res = NULL;
-
-    if (rows == NULL) {
-        return NULL;
-    }
-    caption = PyUnicode_FromString("gpuhost.DeviceArray (in device memory: copy_to_host() to "
-                                   "see the values)");
-    if (caption != NULL) {
-        res = gh_html_table(caption, NULL, rows);
-        Py_DECREF(caption);
-    }
-    Py_DECREF(rows);
-    return res;
+    PyObject *rows = da_display_rows(self);
+    return rows ? gh_repr_html(rows, PyUnicode_FromString(
+                                         "gpuhost.DeviceArray (in device memory: copy_to_host() to "
+                                         "see the values)"))
+                : NULL;
 }
 
 static PyObject *
 da_repr_pretty(gh_devicearray *self, PyObject *args)
 {
-    PyObject *printer, *rows, *res;
-    int cycle;
-
-    if (!PyArg_ParseTuple(args, "Op:_repr_pretty_", &printer, &cycle) ||
-        (rows = da_display_rows(self)) == NULL) {
-        return NULL;
-    }
-    res = gh_pretty(printer, cycle, (PyObject *)self, rows);
-    Py_DECREF(rows);
-    return res;
+    return gh_repr_pretty((PyObject *)self, args, da_display_rows(self));
 }
 
 static void

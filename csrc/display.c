@@ -153,6 +153,28 @@ done:
 }
 
 PyObject *
+gh_repr_html(PyObject *rows, PyObject *caption)
+{
+    PyObject *res = caption != NULL ? gh_html_table(caption, NULL, rows) : NULL;
+    Py_DECREF(rows);
+    Py_XDECREF(caption);
+    return res;
+}
+
+PyObject *
+gh_repr_pretty(PyObject *obj, PyObject *args, PyObject *rows)
+{
+    PyObject *printer, *res = NULL;
+    int cycle;
+
+    if (rows != NULL && PyArg_ParseTuple(args, "Op:_repr_pretty_", &printer, &cycle)) {
+        res = gh_pretty(printer, cycle, obj, rows);
+    }
+    Py_XDECREF(rows);
+    return res;
+}
+
+PyObject *
 gh_format_bytes(unsigned long long n)
 {
     static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};

@@ -410,33 +410,14 @@ event_display_rows(gh_event *self)
 static PyObject *
 event_repr_html(gh_event *self, PyObject *Py_UNUSED(ignored))
 {
-    PyObject *rows = event_display_rows(self), *caption, *res = NULL;
-
-    if (rows == NULL) {
-        return NULL;
-    }
-    caption = PyUnicode_FromString("CUDA event");
-    if (caption != NULL) {
-        res = gh_html_table(caption, NULL, rows);
-        Py_DECREF(caption);
-    }
-    Py_DECREF(rows);
-    return res;
+    PyObject *rows = event_display_rows(self);
+    return rows ? gh_repr_html(rows, PyUnicode_FromString("CUDA event")) : NULL;
 }
 
 static PyObject *
 event_repr_pretty(gh_event *self, PyObject *args)
 {
-    PyObject *printer, *rows, *res;
-    int cycle;
-
-    if (!PyArg_ParseTuple(args, "Op:_repr_pretty_", &printer, &cycle) ||
-        (rows = event_display_rows(self)) == NULL) {
-        return NULL;
-    }
-    res = gh_pretty(printer, cycle, (PyObject *)self, rows);
-    Py_DECREF(rows);
-    return res;
+    return gh_repr_pretty((PyObject *)self, args, event_display_rows(self));
 }
 
 static void

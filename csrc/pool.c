@@ -1393,33 +1393,14 @@ done:
 static PyObject *
 pool_repr_html(gh_pool *self, PyObject *Py_UNUSED(ignored))
 {
-    PyObject *rows = pool_display_rows(self), *caption, *res = NULL;
-
-    if (rows == NULL) {
-        return NULL;
-    }
-    caption = PyUnicode_FromString("gpuhost.Pool");
-    if (caption != NULL) {
-        res = gh_html_table(caption, NULL, rows);
-        Py_DECREF(caption);
-    }
-    Py_DECREF(rows);
-    return res;
+    PyObject *rows = pool_display_rows(self);
+    return rows ? gh_repr_html(rows, PyUnicode_FromString("gpuhost.Pool")) : NULL;
 }
 
 static PyObject *
 pool_repr_pretty(gh_pool *self, PyObject *args)
 {
-    PyObject *printer, *rows, *res;
-    int cycle;
-
-    if (!PyArg_ParseTuple(args, "Op:_repr_pretty_", &printer, &cycle) ||
-        (rows = pool_display_rows(self)) == NULL) {
-        return NULL;
-    }
-    res = gh_pretty(printer, cycle, (PyObject *)self, rows);
-    Py_DECREF(rows);
-    return res;
+    return gh_repr_pretty((PyObject *)self, args, pool_display_rows(self));
 }
 
 static PyMethodDef pool_methods[] = {
