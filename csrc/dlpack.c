@@ -142,16 +142,8 @@ consumer_stream(PyObject *stream, CUstream *out, int *no_sync)
                         "(legacy default), 2 (per-thread default) or a stream handle");
         return -1;
     }
-    /* A stream handle is a host pointer: the driver would follow anything else. Reject
-     * what cannot be one (negative, the first 64 KiB, misaligned, beyond the user address
-     * space) rather than crash; a plausible but stale handle can't be detected. */
-    if (v != 1 && v != 2 &&
-        (v < 0 || v < 65536 || (v & 7) != 0 || (unsigned long long)v >= (1ULL << 56))) {
-        PyErr_Format(PyExc_ValueError,
-                     "__dlpack__ stream %S is not a CUDA stream handle: use -1 (no "
-                     "synchronization), 1 (legacy default), 2 (per-thread default) or the "
-                     "integer handle of a live stream",
-                     stream);
+    /* a negative value becomes an address past user space, which the check refuses */
+    if (gh_stream_handle_check((uintptr_t)v, "__dlpack__ stream") < 0) {
         return -1;
     }
     *out = (CUstream)(uintptr_t)v;
