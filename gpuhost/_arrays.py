@@ -6,7 +6,6 @@ come here and become 2D copies (cuMemcpy2D), each moving only the array's own el
 import contextlib
 import operator
 import os as _os
-import _thread
 import weakref
 
 import numpy as np
@@ -669,7 +668,7 @@ class IpcArrayHandle:
         memory through peer access, which must be possible (Device.can_access_peer); the
         memory stays where it is and writes from either process are seen by both. In the
         process that exported it (where the driver refuses to open it) this is a view of
-        the exported memory, which it keeps alive until close()."""
+        the exported array, which it keeps alive."""
         home = _device_of_uuid(self.device_uuid, "array")
         target = home if device is None else _device_arg(device)
         if target != home and not target.can_access_peer(home):
@@ -727,22 +726,18 @@ def _device_arg(device):
 # The driver will not open an IPC handle in the process that exported it
 # (cuIpcOpenMemHandle: CUDA_ERROR_INVALID_CONTEXT), yet a handle often reaches a worker
 # that turns out to be this process (a test, a pool with one worker).  Each exported handle
-# remembers, weakly, an array in its allocation; opened here, it gives a view of that.
-_exported = {}  # handle bytes -> (weakref to an array in the allocation, allocation base)
-_exports_lock = _thread.allocate_lock()
+# remembers, weakly, the array it was made from; opened here, it gives a view of that.
+_exported = weakref.WeakValueDictionary()  # handle bytes -> the exported DeviceArray
 
 
 class _LocalOpening:
-    """An IPC handle opened in the process that exported it: keeps the exported array (and
-    so its allocation) alive until close(), as the driver's opening would."""
+    """An IPC handle opened in the process that exported it: the view holds the exported
+    array (and so its memory) itself, so closing has nothing to give back."""
 
-    __slots__ = ("array", "ptr")
-
-    def __init__(self, array, ptr):
-        self.array, self.ptr = array, ptr
+    __slots__ = ()
 
     def close(self):
-        self.array = None
+        pass
 
 
 def _ipc_open(handle, size, offset, shape, strides, dtype):
@@ -750,23 +745,18 @@ def _ipc_open(handle, size, offset, shape, strides, dtype):
     try:
         alloc = _core.ipc_open(handle, size)
     except CudaDriverError as exc:
-        with _exports_lock:
-            entry = _exported.get(handle)
-        source = entry[0]() if entry is not None else None
+        source = _exported.get(handle)
         if getattr(exc, "name", None) != "CUDA_ERROR_INVALID_CONTEXT" or source is None:
             raise
-        local = _LocalOpening(source, entry[1])  # exported by this very process
-        return local, _core.make_array(local, local.ptr + offset, shape, strides, dtype,
-                                       base=source)
+        base = source.ptr - _core.ipc_get_handle(source)[1]  # exported by this very process
+        return _LocalOpening(), _core.make_array(source, base + offset, shape, strides,
+                                                       dtype, base=source)
     return alloc, _core.make_array(alloc, alloc.ptr + offset, shape, strides, dtype)
 
 
 def get_ipc_handle(dev):
     handle, offset, size = _core.ipc_get_handle(dev)
-    with _exports_lock:
-        for key in [k for k, (r, _) in _exported.items() if r() is None]:
-            del _exported[key]
-        _exported[handle] = (weakref.ref(dev), dev.ptr - offset)
+    _exported[handle] = dev
     return IpcArrayHandle(handle, offset, size, dev.shape, dev.strides, dev.dtype,
                           dev.device.uuid)
 

@@ -2,7 +2,6 @@
 profiler's context manager.  Kept out of gpuhost's import: asyncio and contextlib load
 only when first used."""
 import contextlib
-import _thread
 import weakref
 
 from . import _core
@@ -79,9 +78,7 @@ class IpcEventHandle:
                     try:
                         return _core.open_ipc_event(self.handle)
                     except CudaAPIError as exc:
-                        with _exports_lock:
-                            ref = _exported_events.get(self.handle)
-                        event = ref() if ref is not None else None
+                        event = _exported_events.get(self.handle)
                         if exc.name != "CUDA_ERROR_INVALID_CONTEXT" or event is None:
                             raise
                         return event  # exported by this very process
@@ -94,17 +91,13 @@ class IpcEventHandle:
 # The driver will not open an IPC handle in the process that exported it
 # (CUDA_ERROR_INVALID_CONTEXT), yet a handle often reaches a worker that turns out to be
 # this process (a test, a pool with one worker): exported events are remembered, weakly.
-_exported_events = {}  # handle bytes -> weakref to the Event
-_exports_lock = _thread.allocate_lock()
+_exported_events = weakref.WeakValueDictionary()  # handle bytes -> the Event
 
 
 def _export_event(event, handle, device_uuid):
     """Event.ipc_handle()'s result (called from C): remember the event, make the handle."""
     handle = bytes(handle)
-    with _exports_lock:
-        for key in [k for k, r in _exported_events.items() if r() is None]:
-            del _exported_events[key]
-        _exported_events[handle] = weakref.ref(event)
+    _exported_events[handle] = event
     return IpcEventHandle(handle, device_uuid)
 
 

@@ -655,7 +655,7 @@ REFUSED_IN_PROCESS = 201  # CUDA_ERROR_INVALID_CONTEXT: what the real driver say
 
 def test_ipc_handle_opens_in_the_exporting_process_as_a_view_of_the_array(fake):
     """The driver refuses a handle in the process that exported it: gpuhost then gives a
-    view of the exported memory, kept alive until closed, and writes are shared."""
+    view of the exported array, which keeps it alive, and writes are shared."""
     import pickle
 
     host = random_array((6, 4), np.float32)
