@@ -708,6 +708,16 @@ def test_device_arrays_and_events_take_weak_references():
     assert refs[0]() is None and refs[1]() is None
 
 
+def test_a_cuda_array_interface_stream_that_cannot_be_a_handle_is_refused():
+    dev = gpuhost.to_device(np.arange(4, dtype=np.float32))
+    desc = dict(dev.__cuda_array_interface__, version=3)
+    for bogus in (12345, 2**40 + 3, 2**60):
+        with pytest.raises(ValueError, match="%#x is not a CUDA stream handle" % bogus):
+            gpuhost.from_cuda_array_interface(dict(desc, stream=bogus), owner=dev)
+    view = gpuhost.from_cuda_array_interface(dict(desc, stream=1), owner=dev)
+    assert same(view.copy_to_host(), np.arange(4, dtype=np.float32))
+
+
 def test_a_dtype_string_numpy_chokes_on_is_a_type_error():
     dev = gpuhost.to_device(np.zeros(4, np.float32))
     for bad in (",", ",,", "2,"):
