@@ -551,6 +551,9 @@ kernel_launch(gh_kernel *k, const launch_dims *d, PyObject *const *args, Py_ssiz
                                                         : GH_CU_LaunchKernel) < 0) {
         goto done;
     }
+    if (d->stream != NULL && Py_IS_TYPE(d->stream, st->StreamType)) {
+        ((gh_stream *)d->stream)->launched = 1;
+    }
     result = Py_NewRef(Py_None);
 done:
     if (buf != small.bytes) {

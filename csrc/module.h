@@ -235,6 +235,10 @@ typedef struct {
     CUstream handle;
     uint64_t generation;
     gh_stream_kind kind;
+    /* A kernel was launched on it since its last synchronize(), which then waits at once
+       instead of first asking whether the stream is idle.  A hint only (races are
+       harmless): either way the wait is the driver's. */
+    int launched;
 } gh_stream;
 
 /* A stream argument resolved: the handle to pass to the driver, the gpuhost Context it

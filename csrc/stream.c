@@ -157,6 +157,7 @@ stream_wrap(gh_state *st, gh_context *ctx, CUstream handle, gh_stream_kind kind)
     self->handle = handle;
     self->generation = ctx->generation;
     self->kind = kind;
+    self->launched = 0;
     return self;
 }
 
@@ -316,7 +317,10 @@ stream_synchronize(gh_stream *self, PyObject *Py_UNUSED(ignored))
     if (stream_enter(self, GH_CU_StreamSynchronize, &pushed) < 0) {
         return NULL;
     }
-    res = gh_cu.StreamQuery(self->handle); /* idle: no need to give up the GIL */
+    /* An idle stream is answered without giving up the GIL; right after a launch the
+       stream is busy, and asking first would only add a driver call. */
+    res = self->launched ? CUDA_ERROR_NOT_READY : gh_cu.StreamQuery(self->handle);
+    self->launched = 0;
     if (res == CUDA_ERROR_NOT_READY) {
         id = GH_CU_StreamSynchronize;
         Py_BEGIN_ALLOW_THREADS

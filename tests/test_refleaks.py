@@ -1,8 +1,8 @@
 """Reference and memory leaks: each operation, repeated many times, leaves object counts
 where they were.
 
-After a warm-up (caches, free lists, the pools' size classes), an operation runs three
-windows of N times.  Nothing may grow by anything like N in both later windows: the
+After a warm-up (caches, free lists, the pools' size classes), an operation runs four
+windows of N times.  Nothing may grow by anything like N in all three later windows: the
 objects the cycle collector tracks (len(gc.get_objects())), the Python memory tracemalloc
 traces, and the references held to the operation's long-lived arguments and to every
 gpuhost type (each instance of a heap type holds one to its type, so a leaked DeviceArray,
@@ -42,27 +42,30 @@ def snapshot(keep):
 
 
 def assert_no_growth(op, keep=(), n=N, warm=60):
-    """Run op warm + 3n times; fail if both later windows of n runs grew what snapshot()
-    counts (a leak grows every window; the allocator's and caches' churn does not)."""
+    """Run op warm + 4n times; fail if all three later windows of n runs grew what
+    snapshot() counts (a leak grows every window; the allocator's, numpy's and the caches'
+    churn settles)."""
     keep = list(keep)
     for _ in range(warm):
         op()
     tracemalloc.start()
     try:
         shots = []
-        for _ in range(3):
+        for _ in range(4):
             for _ in range(n):
                 op()
             shots.append(snapshot(keep))
     finally:
         tracemalloc.stop()
-    first, second, third = shots
-    objects = min(second[0] - first[0], third[0] - second[0])
-    memory = min(second[1] - first[1], third[1] - second[1])
-    refs = [(repr(o)[:60], b - a) for o, a, b in zip(keep, first[2], third[2]) if b != a]
-    types = [(t.__name__, b - a) for t, a, b in zip(TYPES, first[3], third[3]) if b != a]
+    objects = min(b[0] - a[0] for a, b in zip(shots, shots[1:]))
+    grown = [b[1] - a[1] for a, b in zip(shots, shots[1:])]
+    memory = min(grown)
+    first, last = shots[1], shots[-1]
+    refs = [(repr(o)[:60], b - a) for o, a, b in zip(keep, first[2], last[2]) if b != a]
+    types = [(t.__name__, b - a) for t, a, b in zip(TYPES, first[3], last[3]) if b != a]
     assert objects < n // 8, "%d more gc-tracked objects per %d runs" % (objects, n)
-    assert memory < n * 24, "%d more bytes traced per %d runs" % (memory, n)
+    assert memory < n * 24, "%d more bytes traced per %d runs (windows: %s)" % (
+        memory, n, grown)
     assert not refs, "references grew: %s" % refs
     assert not types, "instances of gpuhost types grew: %s" % types
 
