@@ -27,7 +27,7 @@ grep -i "warning" "$OUT/build.log" || echo "no compiler warnings"
 
 if [ -z "${GPUHOST_NO_TESTS:-}" ]; then
 echo "=== pytest, real GPU"
-GPUHOST_TEST_DRIVER=real python3 -m pytest -v -rsfE --durations=40 -p no:cacheprovider "$@" 2>&1 \
+GPUHOST_TEST_DRIVER=real python3 -m pytest -v -rsfEP --durations=40 -p no:cacheprovider "$@" 2>&1 \
     | tee "$OUT/pytest_real.log" | grep -E "^(FAILED|ERROR)|passed|failed|Fatal" | tail -n 40
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 
