@@ -358,13 +358,74 @@ pack_bytes(gh_kernel *k, Py_ssize_t i, PyObject *arg, char *dst)
     return 0;
 }
 
+/* A pointer argument in memory of device `ordinal` (-1: ask the driver) for kernel k,
+   whose device may differ: another device's memory is reached through peer access, which
+   is turned on here (once on, the driver answers at once); where the two devices have no
+   peer path this is a ValueError, not the illegal-address fault that would leave the
+   process unable to use the GPU.  Managed and host memory reach every device. */
+static int
+reach_arg(gh_state *st, gh_kernel *k, Py_ssize_t i, CUdeviceptr ptr, int ordinal)
+{
+    gh_context *ctx = k->module->context, *peer;
+    gh_device *home = ctx->device, *dev;
+    unsigned long long managed = 0;
+    unsigned int memtype = 0;
+    int pushed, can = 0, judged = 1;
+    CUresult res;
+
+    if (ordinal == home->id || ptr == 0) {
+        return 0;
+    }
+    if (gh_context_enter(ctx, &pushed) < 0) {
+        return -1;
+    }
+    /* memory the driver cannot place (already freed, not its own) is not judged here */
+    if (ordinal < 0 &&
+        gh_cu.PointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr) != 0) {
+        judged = 0;
+    }
+    if (judged && ordinal != home->id &&
+        (gh_cu.PointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, ptr) != 0 ||
+         gh_cu.PointerGetAttribute(&memtype, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr) != 0 ||
+         managed != 0 || memtype != CU_MEMORYTYPE_DEVICE)) {
+        judged = 0;
+    }
+    if (judged && ordinal != home->id) {
+        if ((dev = gh_device_get(st, ordinal)) == NULL ||
+            gh_device_can_access_peer(home, dev, &can) < 0) {
+            goto fail;
+        }
+        if (!can) {
+            PyErr_Format(PyExc_ValueError,
+                         "%U(): parameter %zd is memory of device %d, which device %d cannot "
+                         "reach (Device.can_access_peer() is False); copy it to device %d first",
+                         k->name, i, ordinal, home->id, home->id);
+            goto fail;
+        }
+        if ((peer = gh_context_of(st, dev)) == NULL || gh_context_activate(peer) < 0) {
+            goto fail;
+        }
+        res = gh_cu.CtxEnablePeerAccess(peer->handle, 0);
+        if (res != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED &&
+            gh_check(res, GH_CU_CtxEnablePeerAccess) < 0) {
+            goto fail;
+        }
+    }
+    return gh_context_leave(ctx, pushed);
+fail:
+    gh_context_leave(ctx, pushed); /* keeps the first error */
+    return -1;
+}
+
 /* An object exporting the CUDA array interface or DLPack: its device pointer, with the
    launch stream made to wait for the exporter's stream (gpuhost/_kernels.py). */
 static int
-pack_foreign(gh_kernel *k, Py_ssize_t i, PyObject *arg, PyObject *stream, char *dst)
+pack_foreign(gh_state *st, gh_kernel *k, Py_ssize_t i, PyObject *arg, PyObject *stream,
+             char *dst)
 {
     PyObject *argt = PyTuple_Pack(2, arg, stream ? stream : Py_None), *res;
     unsigned long long ptr;
+    int ordinal;
     res = argt ? gh_call_python("gpuhost._modules", "foreign_pointer", argt, NULL) : NULL;
     Py_XDECREF(argt);
     if (res == NULL) {
@@ -374,12 +435,15 @@ pack_foreign(gh_kernel *k, Py_ssize_t i, PyObject *arg, PyObject *stream, char *
         Py_DECREF(res);
         return arg_error(k, i, PyExc_TypeError, "cannot take", arg);
     }
-    ptr = PyLong_AsUnsignedLongLong(res);
-    Py_DECREF(res);
-    if (ptr == (unsigned long long)-1 && PyErr_Occurred()) {
+    if (!PyArg_ParseTuple(res, "Ki:foreign_pointer", &ptr, &ordinal)) {
+        Py_DECREF(res);
         return -1;
     }
-    return pack_pointer(k, i, arg, (CUdeviceptr)ptr, dst);
+    Py_DECREF(res);
+    if (pack_pointer(k, i, arg, (CUdeviceptr)ptr, dst) < 0) {
+        return -1;
+    }
+    return reach_arg(st, k, i, (CUdeviceptr)ptr, ordinal);
 }
 
 static int
@@ -392,6 +456,10 @@ pack_arg(gh_state *st, gh_kernel *k, Py_ssize_t i, PyObject *arg, PyObject *stre
         gh_devicearray *a = (gh_devicearray *)arg;
         if ((a->generation != a->context->generation || a->context->handle == NULL) &&
             gh_context_check_alive(a->context, a->generation, GH_CU_LaunchKernel) < 0) {
+            return -1;
+        }
+        if (a->context != k->module->context &&
+            reach_arg(st, k, i, a->ptr, a->context->device->id) < 0) {
             return -1;
         }
         return pack_pointer(k, i, arg, a->ptr, dst);
@@ -423,6 +491,9 @@ pack_arg(gh_state *st, gh_kernel *k, Py_ssize_t i, PyObject *arg, PyObject *stre
         return pack_pointer(k, i, arg, 0, dst);
     }
     if (PyArray_Check(arg)) {
+        if (!PyArray_CheckExact(arg) && PyObject_HasAttrString(arg, "__cuda_array_interface__")) {
+            return pack_foreign(st, k, i, arg, stream, dst); /* mapped or managed memory */
+        }
         return arg_error(k, i, PyExc_TypeError,
                          "cannot take a host array; copy it to the device (gpuhost.to_device) "
                          "and pass the device array, not a",
@@ -438,7 +509,7 @@ pack_arg(gh_state *st, gh_kernel *k, Py_ssize_t i, PyObject *arg, PyObject *stre
     if (PyComplex_Check(arg)) {
         return pack_complex(k, i, arg, dst);
     }
-    return pack_foreign(k, i, arg, stream, dst);
+    return pack_foreign(st, k, i, arg, stream, dst);
 }
 
 /* ---- launch ---- */

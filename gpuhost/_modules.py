@@ -148,17 +148,18 @@ def _order_after(producer, stream):
 
 
 def foreign_pointer(obj, stream):
-    """The device pointer of a kernel argument that exports the CUDA array interface or
-    DLPack, with the launch stream ordered after the exporter's stream; None when `obj`
-    exports neither."""
+    """(device pointer, device id or -1 where unknown) of a kernel argument that exports the
+    CUDA array interface or DLPack, with the launch stream ordered after the exporter's
+    stream; None when `obj` exports neither."""
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is not None:
         ptr = cai["data"][0]
         producer = cai.get("stream") if cai.get("version", 0) >= 3 else None
         if producer is not None:
             _order_after(producer, stream)
-        return ptr or 0
+        return ptr or 0, -1
     if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
         from ._arrays import from_dlpack
-        return from_dlpack(obj).ptr
+        arr = from_dlpack(obj)
+        return arr.ptr, arr.device.id
     return None

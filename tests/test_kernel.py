@@ -178,6 +178,26 @@ def test_saxpy_with_python_numbers_and_pycuda_call_style():
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("make", ["mapped_array", "managed_array"])
+def test_mapped_and_managed_arrays_go_to_kernels_as_they_are(make):
+    """As in numba: a kernel reads and writes mapped and managed memory directly; a plain
+    numpy array is still refused."""
+    saxpy = gpuhost.SourceModule(SAXPY, no_extern_c=True,
+                                 options=("-fmad=false",)).get_function("saxpy")
+    n = int(rng.integers(1000, 5000))
+    x = getattr(gpuhost, make)(n, np.float32)
+    out = getattr(gpuhost, make)(n, np.float32)
+    x[:] = rng.standard_normal(n, dtype=np.float32)
+    out[:] = 7
+    y = gpuhost.to_device(rng.standard_normal(n, dtype=np.float32))
+    saxpy[(n + 127) // 128, 128](2.5, x, y, out, n)
+    gpuhost.synchronize()
+    np.testing.assert_array_equal(out, np.float32(2.5) * x + y.copy_to_host())
+    with pytest.raises(TypeError, match="parameter 1 .* cannot take a host array"):
+        saxpy[1, 1](2.5, np.asarray(x).copy(), y, out, n)
+
+
+@pytest.mark.gpu
 def test_every_python_number_reaches_the_kernel_with_its_exact_bits(echo):
     for _ in range(5):
         args = random_echo_args()

@@ -281,6 +281,55 @@ def test_cross_device_pipeline_ordered_by_events():
     assert same(out, host)
 
 
+# ---- kernels given another device's memory ----
+
+ADD_INTO = r"""
+extern "C" __global__ void add_into(const long long *x, long long *y, long long k, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        y[i] += k * x[i];
+    }
+}
+"""
+
+
+@pytest.mark.gpu
+def test_a_kernel_given_another_devices_arrays_reaches_them_through_peer_access():
+    """Without peer access a kernel that touches another device's memory faults, and the
+    fault ends the process's use of the GPU; the launch turns peer access on instead (and
+    where there is no peer path it refuses with ValueError before launching)."""
+    if not gpuhost.gpus[0].can_access_peer(1):
+        pytest.skip("devices 0 and 1 have no peer path")
+    n = 3000
+    x, y, z = (rng.integers(-10**9, 10**9, n) for _ in range(3))
+    ctx0 = gpuhost.gpus[0].get_primary_context()
+    ctx0.disable_peer_access(1)  # whatever earlier tests did: the launch must turn it on
+    with gpuhost.gpus[0]:
+        add_into = gpuhost.Module(gpuhost.compile(ADD_INTO)).get_function("add_into")
+        s0 = gpuhost.stream()
+        y0 = gpuhost.to_device(y)
+    with gpuhost.gpus[1]:
+        x1, z1 = gpuhost.to_device(x), gpuhost.to_device(z)
+        m1 = gpuhost.managed_array(n, np.int64)
+        m1[:] = y
+    grid = ((n + 255) // 256, 1)
+    add_into[grid, 256, s0](x1, y0, 3, n)    # reads device 1's memory
+    add_into[grid, 256, s0](y0, z1, -2, n)   # writes device 1's memory
+    add_into[grid, 256, s0](x1, m1, 5, n)    # managed memory of device 1: reachable anyway
+    s0.synchronize()
+    assert same(y0.copy_to_host(), y + 3 * x)
+    assert same(z1.copy_to_host(), z - 2 * (y + 3 * x))
+    assert same(np.asarray(m1), y + 5 * x)
+    cupy = pytest.importorskip("cupy")
+    with cupy.cuda.Device(1):
+        c1 = cupy.asarray(z)                  # a foreign array (CUDA array interface)
+        cupy.cuda.Device(1).synchronize()
+    add_into[grid, 256, s0](x1, c1, 7, n)
+    s0.synchronize()
+    assert same(cupy.asnumpy(c1), z + 7 * x)
+
+
 # ---- threads: each with its own current device ----
 
 def run_threads(targets):
