@@ -46,8 +46,17 @@ def _shape(shape):
 
 
 def _layout(shape, dtype, strides, order):
-    """(shape, dtype, strides, bytes to allocate) for a new array, validated."""
+    """(shape, dtype, strides, bytes to allocate) for a new array, validated.  A subarray
+    dtype (('f4', 2)) adds its dimensions to the shape, as numpy does."""
     shape, dtype = _shape(shape), _dtype(dtype)
+    inner = ()
+    if dtype.shape:
+        sub, dtype = dtype.shape, dtype.base
+        acc, inner = dtype.itemsize, []
+        for n in reversed(sub):
+            inner.insert(0, acc)
+            acc *= n
+        shape, inner = shape + sub, tuple(inner)
     size = 1
     for n in shape:
         size *= n
@@ -62,7 +71,7 @@ def _layout(shape, dtype, strides, order):
             strides[i] = acc
             acc *= shape[i]
         return shape, dtype, tuple(strides), size * dtype.itemsize
-    strides = tuple(operator.index(s) for s in strides)
+    strides = tuple(operator.index(s) for s in strides) + inner
     if len(strides) != len(shape):
         raise ValueError("strides %r do not match shape %r" % (strides, shape))
     if any(s < 0 for s in strides):

@@ -129,6 +129,22 @@ def test_device_array_and_like():
     assert same(dev.copy_to_host(), host)
 
 
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("make", ["device_array", "pinned_array", "mapped_array",
+                                  "managed_array"])
+def test_a_subarray_dtype_adds_its_dimensions_as_in_numpy(make, order):
+    dt = np.dtype(("<i4", (2, 5)))
+    arr = getattr(gpuhost, make)((3, 4), dt, order=order)
+    ref = np.empty((3, 4), dt, order=order)
+    assert (arr.shape, arr.strides, arr.dtype) == ((3, 4, 2, 5), ref.strides, np.int32)
+    host = random_array(ref.shape, np.int32)
+    if make == "device_array":
+        arr.copy_to_device(host)
+        assert same(arr.copy_to_host(), host)
+    given = getattr(gpuhost, make)((3,), ("f4", 2), strides=(16,))
+    assert given.shape == (3, 2) and given.strides == (16, 4)
+
+
 def test_to_device_into_an_existing_array():
     dev = gpuhost.device_array((10,), np.uint16)
     host = random_array((10,), np.uint16)
