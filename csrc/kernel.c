@@ -550,6 +550,16 @@ launch_ex(gh_kernel *k, const launch_dims *d, CUstream stream, void **params)
     return gh_cu.LaunchKernelEx(&cfg, k->handle, params, NULL);
 }
 
+static CUresult
+launch_any(gh_kernel *k, const launch_dims *d, CUstream stream, void **params)
+{
+    if (d->cooperative || d->cluster[0] != 0) {
+        return launch_ex(k, d, stream, params);
+    }
+    return gh_cu.LaunchKernel(k->handle, d->grid[0], d->grid[1], d->grid[2], d->block[0],
+                              d->block[1], d->block[2], d->shared, stream, params, NULL);
+}
+
 #define GH_SMALL_ARGS   32
 #define GH_SMALL_ARGBUF 512
 
@@ -607,19 +617,25 @@ kernel_launch(gh_kernel *k, const launch_dims *d, PyObject *const *args, Py_ssiz
             goto done;
         }
     }
-    if (gh_context_enter(m->context, &pushed) < 0) {
-        goto done;
+    /* A stream names its context, and the driver launches there whatever context is
+       current (CUDA 13 does), so the common case spares asking which one is; a driver
+       that refuses it (INVALID_CONTEXT / INVALID_HANDLE, nothing launched) gets the
+       module's context made current, as the default streams always do. */
+    res = CUDA_ERROR_INVALID_CONTEXT;
+    if (ref.context == m->context && !ref.is_default) {
+        res = launch_any(k, d, ref.handle, ptrs);
     }
-    if (d->cooperative || d->cluster[0] != 0) {
-        res = launch_ex(k, d, ref.handle, ptrs);
+    if (res == CUDA_ERROR_INVALID_CONTEXT || res == CUDA_ERROR_INVALID_HANDLE) {
+        if (gh_context_enter(m->context, &pushed) < 0) {
+            goto done;
+        }
+        res = launch_any(k, d, ref.handle, ptrs);
+        if (gh_context_leave(m->context, pushed) < 0) {
+            goto done;
+        }
     }
-    else {
-        res = gh_cu.LaunchKernel(k->handle, d->grid[0], d->grid[1], d->grid[2], d->block[0],
-                                 d->block[1], d->block[2], d->shared, ref.handle, ptrs, NULL);
-    }
-    if (gh_context_leave(m->context, pushed) < 0 ||
-        gh_check(res, (d->cooperative || d->cluster[0]) ? GH_CU_LaunchKernelEx
-                                                        : GH_CU_LaunchKernel) < 0) {
+    if (gh_check(res, (d->cooperative || d->cluster[0]) ? GH_CU_LaunchKernelEx
+                                                       : GH_CU_LaunchKernel) < 0) {
         goto done;
     }
     if (d->stream != NULL && Py_IS_TYPE(d->stream, st->StreamType)) {

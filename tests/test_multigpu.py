@@ -321,6 +321,12 @@ def test_a_kernel_given_another_devices_arrays_reaches_them_through_peer_access(
     assert same(y0.copy_to_host(), y + 3 * x)
     assert same(z1.copy_to_host(), z - 2 * (y + 3 * x))
     assert same(np.asarray(m1), y + 5 * x)
+    with gpuhost.gpus[1]:  # another context current: the kernel still runs in its own
+        add_into[grid, 256, s0](x1, y0, 1, n)
+        add_into[grid, 256](x1, y0, 1, n)    # its device's default stream, not device 1's
+        gpuhost.gpus[0].get_primary_context().synchronize()
+    s0.synchronize()
+    assert same(y0.copy_to_host(), y + 5 * x)
     cupy = pytest.importorskip("cupy")
     with cupy.cuda.Device(1):
         c1 = cupy.asarray(z)                  # a foreign array (CUDA array interface)
