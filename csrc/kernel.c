@@ -420,8 +420,7 @@ fail:
 /* An object exporting the CUDA array interface or DLPack: its device pointer, with the
    launch stream made to wait for the exporter's stream (gpuhost/_kernels.py). */
 static int
-pack_foreign(gh_state *st, gh_kernel *k, Py_ssize_t i, PyObject *arg, PyObject *stream,
-             char *dst)
+pack_foreign(gh_state *st, gh_kernel *k, Py_ssize_t i, PyObject *arg, PyObject *stream, char *dst)
 {
     PyObject *argt = PyTuple_Pack(2, arg, stream ? stream : Py_None), *res;
     unsigned long long ptr;
@@ -635,7 +634,7 @@ kernel_launch(gh_kernel *k, const launch_dims *d, PyObject *const *args, Py_ssiz
         }
     }
     if (gh_check(res, (d->cooperative || d->cluster[0]) ? GH_CU_LaunchKernelEx
-                                                       : GH_CU_LaunchKernel) < 0) {
+                                                        : GH_CU_LaunchKernel) < 0) {
         goto done;
     }
     if (d->stream != NULL && Py_IS_TYPE(d->stream, st->StreamType)) {
