@@ -20,6 +20,9 @@ LIBS = ["raw C", "gpuhost", "cuda.core", "CuPy", "numba-cuda"]
 PEERS = ["cuda.core", "CuPy", "numba-cuda"]
 
 
+FAILED = []  # the areas whose script failed: the run then exits 1, after what it has
+
+
 def higher_is_better(op):
     return "GB/s" in op
 
@@ -34,6 +37,7 @@ def run_area(name, out_dir):
     sys.stdout.write(proc.stdout)
     if proc.returncode != 0 or not os.path.exists(path):
         print("%s failed (exit %d):\n%s" % (name, proc.returncode, proc.stderr[-3000:]))
+        FAILED.append(name)
         return {}
     with open(path) as f:
         return json.load(f)
@@ -47,6 +51,7 @@ def import_row(out_dir):
     sys.stdout.write(proc.stdout)
     if proc.returncode != 0 or not os.path.exists(path):
         print("import_time failed:\n%s" % proc.stderr[-2000:])
+        FAILED.append("import_time")
         return {}
     with open(path) as f:
         data = json.load(f)
@@ -165,6 +170,9 @@ def main():
             chart(rows, args.png, "gpuhost and peers, %s, %s" % (machine, when))
         except ImportError as e:
             print("no chart: %s" % e)
+    if FAILED:
+        print("\nfailed, so missing from the table: %s" % ", ".join(FAILED))
+        sys.exit(1)
 
 
 if __name__ == "__main__":

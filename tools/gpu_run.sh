@@ -45,6 +45,7 @@ if [ -z "${GPUHOST_NO_BENCH:-}" ]; then
     echo "=== benchmarks"
     python3 benchmarks/all.py --json "$OUT/bench.json" --png "$OUT/bench.png" \
         --markdown "$OUT/bench.md" 2>&1 | tee "$OUT/bench.log" | grep -v "^\s*warn"
+    [ "${PIPESTATUS[0]}" = 0 ] || status=1
     python3 benchmarks/peer.py --json "$OUT/peer.json" 2>&1 | tee "$OUT/peer.log"
 fi
 exit $status
