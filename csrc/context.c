@@ -452,18 +452,45 @@ context_can_access_peer(gh_context *self, PyObject *peer_device)
     return PyBool_FromLong(can);
 }
 
-/* cuCtxEnablePeerAccess (enable) or cuCtxDisablePeerAccess from this context to `arg`'s
-   device's primary context.  Both directions are idempotent. */
-static PyObject *
-context_peer_access(gh_context *self, PyObject *arg, int enable)
+int
+gh_context_peer_access(gh_context *self, gh_device *peer_dev, int enable)
 {
     gh_state *st = gh_state_of_type(Py_TYPE(self));
     gh_cu_id id = enable ? GH_CU_CtxEnablePeerAccess : GH_CU_CtxDisablePeerAccess;
-    gh_device *peer_dev = gh_device_from_object(st, arg, "the peer");
-    gh_context *peer;
+    gh_context *peer = gh_context_of(st, peer_dev);
     char detail[200];
     CUresult res;
     int pushed;
+
+    if (peer == NULL || gh_context_activate(peer) < 0 || gh_context_enter(self, &pushed) < 0) {
+        return -1;
+    }
+    res = enable ? gh_cu.CtxEnablePeerAccess(peer->handle, 0)
+                 : gh_cu.CtxDisablePeerAccess(peer->handle);
+    if (gh_context_leave(self, pushed) < 0) {
+        return -1;
+    }
+    if (res == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED ||
+        res == CUDA_ERROR_PEER_ACCESS_NOT_ENABLED) {
+        return 0; /* already as asked */
+    }
+    if (res == CUDA_ERROR_PEER_ACCESS_UNSUPPORTED) {
+        snprintf(detail, sizeof(detail),
+                 "device %d cannot access device %d's memory directly (Device.can_access_peer() "
+                 "is False); copies between them still work, staged by the driver",
+                 self->device->id, peer_dev->id);
+        gh_raise_cuda_detail(res, id, detail);
+        return -1;
+    }
+    return gh_check(res, id);
+}
+
+/* Context.enable_peer_access / disable_peer_access(peer): `arg` is a Device, Context or
+   device id, another device's; both directions are idempotent. */
+static PyObject *
+context_peer_access(gh_context *self, PyObject *arg, int enable)
+{
+    gh_device *peer_dev = gh_device_from_object(gh_state_of_type(Py_TYPE(self)), arg, "the peer");
 
     if (peer_dev == NULL) {
         return NULL;
@@ -475,28 +502,7 @@ context_peer_access(gh_context *self, PyObject *arg, int enable)
                      self->device->id);
         return NULL;
     }
-    peer = gh_context_of(st, peer_dev);
-    if (peer == NULL || gh_context_activate(peer) < 0 || gh_context_enter(self, &pushed) < 0) {
-        return NULL;
-    }
-    res = enable ? gh_cu.CtxEnablePeerAccess(peer->handle, 0)
-                 : gh_cu.CtxDisablePeerAccess(peer->handle);
-    if (gh_context_leave(self, pushed) < 0) {
-        return NULL;
-    }
-    if (res == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED ||
-        res == CUDA_ERROR_PEER_ACCESS_NOT_ENABLED) {
-        Py_RETURN_NONE; /* already as asked */
-    }
-    if (res == CUDA_ERROR_PEER_ACCESS_UNSUPPORTED) {
-        snprintf(detail, sizeof(detail),
-                 "device %d cannot access device %d's memory directly (Device.can_access_peer() "
-                 "is False); copies between them still work, staged by the driver",
-                 self->device->id, peer_dev->id);
-        gh_raise_cuda_detail(res, id, detail);
-        return NULL;
-    }
-    if (gh_check(res, id) < 0) {
+    if (gh_context_peer_access(self, peer_dev, enable) < 0) {
         return NULL;
     }
     Py_RETURN_NONE;

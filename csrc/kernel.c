@@ -362,16 +362,16 @@ pack_bytes(gh_kernel *k, Py_ssize_t i, PyObject *arg, char *dst)
    whose device may differ: another device's memory is reached through peer access, which
    is turned on here (once on, the driver answers at once); where the two devices have no
    peer path this is a ValueError, not the illegal-address fault that would leave the
-   process unable to use the GPU.  Managed and host memory reach every device. */
+   process unable to use the GPU.  Managed and host memory reach every device, and memory
+   the driver cannot place (freed, not its own) is not judged here. */
 static int
 reach_arg(gh_state *st, gh_kernel *k, Py_ssize_t i, CUdeviceptr ptr, int ordinal)
 {
-    gh_context *ctx = k->module->context, *peer;
+    gh_context *ctx = k->module->context;
     gh_device *home = ctx->device, *dev;
-    unsigned long long managed = 0;
+    unsigned long long managed = 1;
     unsigned int memtype = 0;
-    int pushed, can = 0, judged = 1;
-    CUresult res;
+    int pushed, can = 0;
 
     if (ordinal == home->id || ptr == 0) {
         return 0;
@@ -379,42 +379,34 @@ reach_arg(gh_state *st, gh_kernel *k, Py_ssize_t i, CUdeviceptr ptr, int ordinal
     if (gh_context_enter(ctx, &pushed) < 0) {
         return -1;
     }
-    /* memory the driver cannot place (already freed, not its own) is not judged here */
     if (ordinal < 0 &&
         gh_cu.PointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr) != 0) {
-        judged = 0;
+        ordinal = home->id;
     }
-    if (judged && ordinal != home->id &&
+    if (ordinal != home->id &&
         (gh_cu.PointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, ptr) != 0 ||
          gh_cu.PointerGetAttribute(&memtype, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr) != 0 ||
          managed != 0 || memtype != CU_MEMORYTYPE_DEVICE)) {
-        judged = 0;
+        ordinal = home->id;
     }
-    if (judged && ordinal != home->id) {
-        if ((dev = gh_device_get(st, ordinal)) == NULL ||
-            gh_device_can_access_peer(home, dev, &can) < 0) {
-            goto fail;
-        }
-        if (!can) {
-            PyErr_Format(PyExc_ValueError,
-                         "%U(): parameter %zd is memory of device %d, which device %d cannot "
-                         "reach (Device.can_access_peer() is False); copy it to device %d first",
-                         k->name, i, ordinal, home->id, home->id);
-            goto fail;
-        }
-        if ((peer = gh_context_of(st, dev)) == NULL || gh_context_activate(peer) < 0) {
-            goto fail;
-        }
-        res = gh_cu.CtxEnablePeerAccess(peer->handle, 0);
-        if (res != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED &&
-            gh_check(res, GH_CU_CtxEnablePeerAccess) < 0) {
-            goto fail;
-        }
+    if (gh_context_leave(ctx, pushed) < 0) {
+        return -1;
     }
-    return gh_context_leave(ctx, pushed);
-fail:
-    gh_context_leave(ctx, pushed); /* keeps the first error */
-    return -1;
+    if (ordinal == home->id) {
+        return 0;
+    }
+    if ((dev = gh_device_get(st, ordinal)) == NULL ||
+        gh_device_can_access_peer(home, dev, &can) < 0) {
+        return -1;
+    }
+    if (!can) {
+        PyErr_Format(PyExc_ValueError,
+                     "%U(): parameter %zd is memory of device %d, which device %d cannot "
+                     "reach (Device.can_access_peer() is False); copy it to device %d first",
+                     k->name, i, ordinal, home->id, home->id);
+        return -1;
+    }
+    return gh_context_peer_access(ctx, dev, 1);
 }
 
 /* An object exporting the CUDA array interface or DLPack: its device pointer, with the

@@ -202,6 +202,10 @@ int gh_context_pop(gh_context *ctx);
 int gh_context_enter(gh_context *ctx, int *pushed);
 /* Undo gh_context_enter; 0, or -1 with an exception if the pop failed. */
 int gh_context_leave(gh_context *ctx, int pushed);
+/* cuCtxEnablePeerAccess (enable) or cuCtxDisablePeerAccess from `ctx` to `peer`'s primary
+   context (another device); already as asked counts as done.  0 or -1 (a device without a
+   peer path: CudaAPIError PEER_ACCESS_UNSUPPORTED, saying so). */
+int gh_context_peer_access(gh_context *ctx, gh_device *peer, int enable);
 /* cuDevicePrimaryCtxReset for the context's device: everything in it is destroyed, its
    generation moves on; if it was current in this thread, a fresh one is.  0 or -1. */
 int gh_context_reset(gh_context *ctx);
