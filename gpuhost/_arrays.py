@@ -45,18 +45,23 @@ def _shape(shape):
     return shape
 
 
+def _contiguous_strides(shape, itemsize, order="C"):
+    strides, acc = [0] * len(shape), itemsize
+    for i in (reversed(range(len(shape))) if order == "C" else range(len(shape))):
+        strides[i] = acc
+        acc *= shape[i]
+    return tuple(strides)
+
+
 def _layout(shape, dtype, strides, order):
     """(shape, dtype, strides, bytes to allocate) for a new array, validated.  A subarray
-    dtype (('f4', 2)) adds its dimensions to the shape, as numpy does."""
+    dtype (('f4', 2)) adds its dimensions to the shape, as numpy does (given strides are
+    the outer ones; the subarray's own are contiguous)."""
     shape, dtype = _shape(shape), _dtype(dtype)
     inner = ()
     if dtype.shape:
-        sub, dtype = dtype.shape, dtype.base
-        acc, inner = dtype.itemsize, []
-        for n in reversed(sub):
-            inner.insert(0, acc)
-            acc *= n
-        shape, inner = shape + sub, tuple(inner)
+        inner = _contiguous_strides(dtype.shape, dtype.base.itemsize)
+        shape, dtype = shape + dtype.shape, dtype.base
     size = 1
     for n in shape:
         size *= n
@@ -66,14 +71,13 @@ def _layout(shape, dtype, strides, order):
     if strides is None:
         if order not in ("C", "F"):
             raise ValueError("order must be 'C' or 'F', not %r" % (order,))
-        strides, acc = [0] * len(shape), dtype.itemsize
-        for i in (reversed(range(len(shape))) if order == "C" else range(len(shape))):
-            strides[i] = acc
-            acc *= shape[i]
-        return shape, dtype, tuple(strides), size * dtype.itemsize
-    strides = tuple(operator.index(s) for s in strides) + inner
-    if len(strides) != len(shape):
-        raise ValueError("strides %r do not match shape %r" % (strides, shape))
+        return shape, dtype, _contiguous_strides(shape, dtype.itemsize, order), \
+            size * dtype.itemsize
+    strides = tuple(operator.index(s) for s in strides)
+    if len(strides) + len(inner) != len(shape):
+        raise ValueError("strides %r do not match shape %r"
+                         % (strides, shape[:len(shape) - len(inner)]))
+    strides += inner
     if any(s < 0 for s in strides):
         raise ValueError("a new array cannot have negative strides %r" % (strides,))
     extent = 0 if size == 0 else dtype.itemsize + sum((n - 1) * s for n, s in zip(shape, strides))

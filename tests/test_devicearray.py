@@ -143,6 +143,8 @@ def test_a_subarray_dtype_adds_its_dimensions_as_in_numpy(make, order):
         assert same(arr.copy_to_host(), host)
     given = getattr(gpuhost, make)((3,), ("f4", 2), strides=(16,))
     assert given.shape == (3, 2) and given.strides == (16, 4)
+    with pytest.raises(ValueError, match=r"strides \(16, 4\) do not match shape \(3,\)"):
+        getattr(gpuhost, make)((3,), ("f4", 2), strides=(16, 4))  # the outer strides only
 
 
 def test_to_device_into_an_existing_array():
