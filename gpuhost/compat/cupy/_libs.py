@@ -21,24 +21,6 @@ from ...errors import CudaSupportError
 __all__ = ["CUBLASError", "CUSOLVERError", "cublas_handle", "cusolver_handle"]
 
 
-class CUBLASError(RuntimeError):
-    """A cuBLAS call failed; ``status`` is its cublasStatus_t."""
-
-    def __init__(self, status, call=""):
-        self.status = status
-        name = _CUBLAS_STATUS.get(status, "CUBLAS_STATUS_UNKNOWN")
-        super().__init__("%s%s (%d)" % ("%s failed: " % call if call else "", name, status))
-
-
-class CUSOLVERError(RuntimeError):
-    """A cuSOLVER call failed; ``status`` is its cusolverStatus_t."""
-
-    def __init__(self, status, call=""):
-        self.status = status
-        name = _CUSOLVER_STATUS.get(status, "CUSOLVER_STATUS_UNKNOWN")
-        super().__init__("%s%s (%d)" % ("%s failed: " % call if call else "", name, status))
-
-
 _CUBLAS_STATUS = {
     1: "CUBLAS_STATUS_NOT_INITIALIZED", 3: "CUBLAS_STATUS_ALLOC_FAILED",
     7: "CUBLAS_STATUS_INVALID_VALUE", 8: "CUBLAS_STATUS_ARCH_MISMATCH",
@@ -53,6 +35,29 @@ _CUSOLVER_STATUS = {
     7: "CUSOLVER_STATUS_INTERNAL_ERROR", 8: "CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED",
     9: "CUSOLVER_STATUS_NOT_SUPPORTED",
 }
+
+
+class _StatusError(RuntimeError):
+    """A library call failed with status `status` (named from the class's table)."""
+
+    _names, _unknown = {}, ""
+
+    def __init__(self, status, call=""):
+        self.status = status
+        name = self._names.get(status, self._unknown)
+        super().__init__("%s%s (%d)" % ("%s failed: " % call if call else "", name, status))
+
+
+class CUBLASError(_StatusError):
+    """A cuBLAS call failed; ``status`` is its cublasStatus_t."""
+
+    _names, _unknown = _CUBLAS_STATUS, "CUBLAS_STATUS_UNKNOWN"
+
+
+class CUSOLVERError(_StatusError):
+    """A cuSOLVER call failed; ``status`` is its cusolverStatus_t."""
+
+    _names, _unknown = _CUSOLVER_STATUS, "CUSOLVER_STATUS_UNKNOWN"
 
 
 class _Library:
