@@ -6,6 +6,8 @@
  */
 #include "module.h"
 
+static PyObject *plugin_call(gh_context *ctx, const char *name);
+
 gh_context *
 gh_context_of(gh_state *st, gh_device *dev)
 {
@@ -271,6 +273,7 @@ gh_context_leave(gh_context *Py_UNUSED(ctx), int pushed)
 int
 gh_context_reset(gh_context *ctx)
 {
+    PyObject *res_obj;
     CUcontext cur = NULL;
     CUresult res;
     int was_current;
@@ -281,6 +284,11 @@ gh_context_reset(gh_context *ctx)
     /* A handle gpuhost gave up may still be current here (a reset or close that failed
        half-way, another thread's reset): the device's new context takes its place too. */
     was_current = cur != NULL && (cur == ctx->handle || cur == ctx->stale);
+    res_obj = plugin_call(ctx, "_context_reset"); /* a memory manager's reset(), as numba's */
+    if (res_obj == NULL) {
+        return -1;
+    }
+    Py_DECREF(res_obj);
     gh_pool_context_ending(gh_state_of_type(Py_TYPE(ctx)), ctx); /* before its memory goes */
     context_release(ctx);
     Py_BEGIN_ALLOW_THREADS
@@ -367,6 +375,84 @@ gh_context_close_all(gh_state *st, int release_all)
 
 /* ---- Python methods ---- */
 
+/* ---- numba's Context methods, written in Python (gpuhost/_context_api.py) ---- */
+
+static PyObject *
+forward(const char *name, PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    return gh_call_python_method("gpuhost._context_api", name, self, args, kwargs);
+}
+
+#define GH_FORWARD(pyname)                                                                         \
+    static PyObject *context_##pyname(PyObject *self, PyObject *args, PyObject *kwargs)            \
+    {                                                                                              \
+        return forward(#pyname, self, args, kwargs);                                               \
+    }
+GH_FORWARD(memalloc)
+GH_FORWARD(memallocmanaged)
+GH_FORWARD(memhostalloc)
+GH_FORWARD(mempin)
+GH_FORWARD(get_ipc_handle)
+GH_FORWARD(open_ipc_handle)
+GH_FORWARD(create_stream)
+GH_FORWARD(create_external_stream)
+GH_FORWARD(create_event)
+GH_FORWARD(get_default_stream)
+GH_FORWARD(get_legacy_default_stream)
+GH_FORWARD(get_per_thread_default_stream)
+GH_FORWARD(prepare_for_use)
+GH_FORWARD(defer_cleanup)
+#undef GH_FORWARD
+
+static PyObject *
+context_get_memory_manager(PyObject *self, void *Py_UNUSED(c))
+{
+    return forward("get_memory_manager", self, NULL, NULL);
+}
+
+static int
+context_set_memory_manager(PyObject *self, PyObject *value, void *Py_UNUSED(c))
+{
+    PyObject *args, *res;
+    if (value == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "memory_manager cannot be deleted");
+        return -1;
+    }
+    args = PyTuple_Pack(1, value);
+    res = args ? forward("set_memory_manager", self, args, NULL) : NULL;
+    Py_XDECREF(args);
+    Py_XDECREF(res);
+    return res != NULL ? 0 : -1;
+}
+
+static PyObject *
+context_get_deallocations(PyObject *self, void *Py_UNUSED(c))
+{
+    return forward("get_deallocations", self, NULL, NULL);
+}
+
+/* An EMM plugin's answer for `ctx`, when gpuhost.memory_manager is in use and a plugin
+   manages `ctx`: a new reference, Py_None (none does), or NULL with an exception. */
+static PyObject *
+plugin_call(gh_context *ctx, const char *name)
+{
+    PyObject *modname = PyUnicode_FromString("gpuhost.memory_manager"), *mod, *res;
+    if (modname == NULL) {
+        return NULL;
+    }
+    mod = PyImport_GetModule(modname);
+    Py_DECREF(modname);
+    if (mod == NULL) {
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+        Py_RETURN_NONE; /* never imported: no plugin can be in use */
+    }
+    res = PyObject_CallMethod(mod, name, "O", (PyObject *)ctx);
+    Py_DECREF(mod);
+    return res;
+}
+
 static PyObject *
 context_get_memory_info(gh_context *self, PyObject *Py_UNUSED(ignored))
 {
@@ -374,7 +460,12 @@ context_get_memory_info(gh_context *self, PyObject *Py_UNUSED(ignored))
     size_t free_bytes = 0, total_bytes = 0;
     int pushed;
     CUresult res;
-    PyObject *info;
+    PyObject *info = plugin_call(self, "_plugin_memory_info");
+
+    if (info != Py_None) {
+        return info; /* the plugin's MemoryInfo, or its error */
+    }
+    Py_DECREF(info);
 
     if (gh_context_enter(self, &pushed) < 0) {
         return NULL;
@@ -589,7 +680,62 @@ static PyMethodDef context_methods[] = {
      "not on top."},
     {"reset", (PyCFunction)context_reset, METH_NOARGS,
      "reset($self, /)\n--\n\n"
-     "Destroy everything in this context, as Device.reset() does (numba's Device.reset)."},
+     "Destroy everything in this context, as Device.reset() does (numba's Device.reset); "
+     "the memory manager's reset() runs first."},
+    {"memalloc", (PyCFunction)(void (*)(void))context_memalloc, METH_VARARGS | METH_KEYWORDS,
+     "memalloc($self, bytesize, /)\n--\n\n"
+     "`bytesize` bytes of device memory from the context's memory manager, as numba's: a "
+     "MemoryPointer (device_pointer, device_ctypes_pointer, view(), memset(), free()), "
+     "freed when the last reference dies."},
+    {"memallocmanaged", (PyCFunction)(void (*)(void))context_memallocmanaged,
+     METH_VARARGS | METH_KEYWORDS,
+     "memallocmanaged($self, bytesize, attach_global=True)\n--\n\n"
+     "`bytesize` bytes of managed memory (cuMemAllocManaged), as numba's."},
+    {"memhostalloc", (PyCFunction)(void (*)(void))context_memhostalloc,
+     METH_VARARGS | METH_KEYWORDS,
+     "memhostalloc($self, bytesize, mapped=False, portable=False, wc=False)\n--\n\n"
+     "Page-locked host memory (cuMemHostAlloc): a MappedMemory if `mapped`, else a "
+     "PinnedMemory; both expose the buffer protocol's address as numba's do."},
+    {"mempin", (PyCFunction)(void (*)(void))context_mempin, METH_VARARGS | METH_KEYWORDS,
+     "mempin($self, owner, pointer, size, mapped=False)\n--\n\n"
+     "Page-lock `size` bytes at host address `pointer`, owned by `owner` (cuMemHostRegister). "
+     "CudaDriverError if `mapped` and the device cannot map host memory."},
+    {"get_ipc_handle", (PyCFunction)(void (*)(void))context_get_ipc_handle,
+     METH_VARARGS | METH_KEYWORDS,
+     "get_ipc_handle($self, memory, /)\n--\n\n"
+     "A picklable IpcHandle of `memory` (a MemoryPointer, or a device array's gpu_data) for "
+     "another process; OSError where the OS has no CUDA IPC."},
+    {"open_ipc_handle", (PyCFunction)(void (*)(void))context_open_ipc_handle,
+     METH_VARARGS | METH_KEYWORDS,
+     "open_ipc_handle($self, handle, size, /)\n--\n\n"
+     "Open another process's IPC memory handle (64 bytes) of `size` bytes: a MemoryPointer."},
+    {"create_stream", (PyCFunction)(void (*)(void))context_create_stream,
+     METH_VARARGS | METH_KEYWORDS, "create_stream($self, /)\n--\n\nA new Stream in this context."},
+    {"create_external_stream", (PyCFunction)(void (*)(void))context_create_external_stream,
+     METH_VARARGS | METH_KEYWORDS,
+     "create_external_stream($self, ptr, /)\n--\n\n"
+     "A Stream over a CUstream made elsewhere (`ptr`, an int; TypeError otherwise)."},
+    {"create_event", (PyCFunction)(void (*)(void))context_create_event,
+     METH_VARARGS | METH_KEYWORDS,
+     "create_event($self, timing=True)\n--\n\nA new Event in this context."},
+    {"get_default_stream", (PyCFunction)(void (*)(void))context_get_default_stream,
+     METH_VARARGS | METH_KEYWORDS,
+     "get_default_stream($self, /)\n--\n\nThe default stream (numba's name)."},
+    {"get_legacy_default_stream", (PyCFunction)(void (*)(void))context_get_legacy_default_stream,
+     METH_VARARGS | METH_KEYWORDS,
+     "get_legacy_default_stream($self, /)\n--\n\nThe legacy default stream."},
+    {"get_per_thread_default_stream",
+     (PyCFunction)(void (*)(void))context_get_per_thread_default_stream,
+     METH_VARARGS | METH_KEYWORDS,
+     "get_per_thread_default_stream($self, /)\n--\n\nThe per-thread default stream."},
+    {"prepare_for_use", (PyCFunction)(void (*)(void))context_prepare_for_use,
+     METH_VARARGS | METH_KEYWORDS,
+     "prepare_for_use($self, /)\n--\n\n"
+     "Initialize the context's memory manager (numba calls it on every push)."},
+    {"defer_cleanup", (PyCFunction)(void (*)(void))context_defer_cleanup,
+     METH_VARARGS | METH_KEYWORDS,
+     "defer_cleanup($self, /)\n--\n\n"
+     "A context manager holding releases of memory until it ends (the memory manager's)."},
     {"can_access_peer", (PyCFunction)context_can_access_peer, METH_O,
      "can_access_peer($self, peer_device, /)\n--\n\n"
      "numba's name: whether this context's device can access `peer_device`'s memory "
@@ -612,6 +758,15 @@ static PyGetSetDef context_getset[] = {
     {"device", (getter)context_get_device, NULL, "The Device this context belongs to.", NULL},
     {"handle", (getter)context_get_handle, NULL,
      "The CUcontext as an int, or None while gpuhost holds no retain on it.", NULL},
+    {"memory_manager", (getter)context_get_memory_manager, (setter)context_set_memory_manager,
+     "The context's memory manager (numba's EMM interface): an EMM plugin's instance, or "
+     "gpuhost's DefaultMemoryManager. Assigning a plugin instance makes this context's device "
+     "arrays allocate through it.",
+     NULL},
+    {"deallocations", (getter)context_get_deallocations, NULL,
+     "numba's pending-deallocation queue: the freed blocks the default pool holds (len(), "
+     "clear()).",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -42,6 +42,21 @@ array_size(const gh_devicearray *a)
     return n;
 }
 
+/* -1 with ValueError if `self` is read-only memory (a CUDA array interface export whose
+   data[1] is True): nothing may write into it.  0 otherwise. */
+static int
+check_writable(gh_devicearray *self, const char *what)
+{
+    if (self->readonly) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s: the device array is read-only (its exporter's __cuda_array_interface__ "
+                     "says data=(ptr, True))",
+                     what);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- construction ---- */
 
 PyObject *
@@ -65,8 +80,14 @@ gh_devicearray_new(gh_state *st, gh_context *ctx, uint64_t generation, CUdevicep
     self->owner = Py_XNewRef(owner);
     self->dtype = (PyArray_Descr *)Py_NewRef((PyObject *)dtype);
     self->ndim = ndim;
-    self->stream = Py_XNewRef(stream == Py_None ? NULL : stream);
+    /* None and 0 (numba's "no stream") both mean none is bound */
+    if (stream == Py_None ||
+        (stream != NULL && PyLong_CheckExact(stream) && !PyObject_IsTrue(stream))) {
+        stream = NULL;
+    }
+    self->stream = Py_XNewRef(stream);
     self->weakreflist = NULL;
+    self->readonly = 0;
     if (ndim > 0) { /* a 0-d array may come with NULL shape and strides */
         memcpy(self->shape, shape, (size_t)ndim * sizeof(npy_intp));
         memcpy(self->strides, strides, (size_t)ndim * sizeof(npy_intp));
@@ -78,20 +99,21 @@ gh_devicearray_new(gh_state *st, gh_context *ctx, uint64_t generation, CUdevicep
 static PyObject *
 mod_make_array(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"owner",  "ptr",     "shape", "strides", "dtype",
-                             "stream", "context", "base",  NULL};
+    static char *kwlist[] = {"owner",  "ptr",     "shape", "strides",  "dtype",
+                             "stream", "context", "base",  "readonly", NULL};
     gh_state *st = gh_state_of_module(module);
     PyObject *owner, *shape_obj, *strides_obj, *dtype_obj, *stream = Py_None, *ctx_obj = Py_None;
     PyObject *base = Py_None;
+    int readonly = 0;
     unsigned long long ptr;
     PyArray_Descr *dtype = NULL;
     PyArray_Dims shape = {NULL, 0}, strides = {NULL, 0};
     gh_context *ctx = NULL;
     PyObject *res = NULL;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OKOOO|OOO:make_array", kwlist, &owner, &ptr,
-                                     &shape_obj, &strides_obj, &dtype_obj, &stream, &ctx_obj,
-                                     &base) ||
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OKOOO|OOOp:make_array", kwlist, &owner, &ptr,
+                                     &shape_obj, &strides_obj, &dtype_obj, &stream, &ctx_obj, &base,
+                                     &readonly) ||
         !PyArray_DescrConverter(dtype_obj, &dtype) || !PyArray_IntpConverter(shape_obj, &shape) ||
         !PyArray_IntpConverter(strides_obj, &strides)) {
         goto done;
@@ -116,6 +138,9 @@ mod_make_array(PyObject *module, PyObject *args, PyObject *kwargs)
         }
         res = gh_devicearray_new(st, b->context, b->generation, ptr, owner, dtype, shape.len,
                                  shape.ptr, strides.ptr, stream);
+        if (res != NULL) {
+            ((gh_devicearray *)res)->readonly = b->readonly || readonly;
+        }
         goto done;
     }
     if (ctx_obj == Py_None) {
@@ -137,6 +162,9 @@ mod_make_array(PyObject *module, PyObject *args, PyObject *kwargs)
     else {
         res = gh_devicearray_new(st, ctx, ctx->generation, ptr, owner, dtype, shape.len, shape.ptr,
                                  strides.ptr, stream);
+    }
+    if (res != NULL) {
+        ((gh_devicearray *)res)->readonly = readonly;
     }
 done:
     Py_XDECREF(ctx);
@@ -349,6 +377,10 @@ devicearray_copy_to_device(gh_devicearray *self, PyObject *args, PyObject *kwarg
     gh_stream_ref ref;
     int fortran;
 
+    if (check_writable(self, "copy_to_device()") < 0) {
+        return NULL;
+    }
+
     if (!parse_copy_args(args, kwargs, "O|O:copy_to_device", &ary, &stream)) {
         return NULL;
     }
@@ -460,17 +492,20 @@ mod_copy_2d(PyObject *module, PyObject *args)
 static PyObject *
 delegate(const char *name, PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    Py_ssize_t n = args ? PyTuple_GET_SIZE(args) : 0;
-    PyObject *full = PyTuple_New(n + 1), *res;
-    if (full == NULL) {
-        return NULL;
+    return gh_call_python_method("gpuhost._arrays", name, self, args, kwargs);
+}
+
+/* A view of `self`'s memory at `ptr` with another layout or stream; read-only if it is. */
+static PyObject *
+view_of(gh_devicearray *self, CUdeviceptr ptr, int ndim, const npy_intp *shape,
+        const npy_intp *strides, PyObject *stream)
+{
+    PyObject *res =
+        gh_devicearray_new(gh_state_of_type(Py_TYPE(self)), self->context, self->generation, ptr,
+                           self->owner, self->dtype, ndim, shape, strides, stream);
+    if (res != NULL) {
+        ((gh_devicearray *)res)->readonly = self->readonly;
     }
-    PyTuple_SET_ITEM(full, 0, Py_NewRef(self));
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyTuple_SET_ITEM(full, i + 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
-    }
-    res = gh_call_python("gpuhost._arrays", name, full, kwargs);
-    Py_DECREF(full);
     return res;
 }
 
@@ -531,9 +566,7 @@ fast_view(gh_devicearray *self, PyObject *key)
         shape[out] = self->shape[i];
         strides[out] = self->strides[i];
     }
-    return gh_devicearray_new(gh_state_of_type(Py_TYPE(self)), self->context, self->generation,
-                              self->ptr + (CUdeviceptr)offset, self->owner, self->dtype, out, shape,
-                              strides, self->stream);
+    return view_of(self, self->ptr + (CUdeviceptr)offset, out, shape, strides, self->stream);
 }
 
 static PyObject *
@@ -559,6 +592,9 @@ da_setitem(PyObject *self, PyObject *key, PyObject *value)
     PyObject *args, *res;
     if (value == NULL) {
         PyErr_SetString(PyExc_TypeError, "device array elements cannot be deleted");
+        return -1;
+    }
+    if (check_writable((gh_devicearray *)self, "assignment") < 0) {
         return -1;
     }
     args = PyTuple_Pack(2, key, value);
@@ -753,6 +789,39 @@ da_ptr(gh_devicearray *self, void *Py_UNUSED(c))
 }
 
 static PyObject *
+da_gpu_data(PyObject *self, void *Py_UNUSED(c))
+{
+    return delegate("gpu_data", self, NULL, NULL);
+}
+
+/* numba's device_ctypes_pointer: the address as a ctypes.c_void_p (None inside when 0). */
+static PyObject *
+da_ctypes_pointer(gh_devicearray *self, void *Py_UNUSED(c))
+{
+    PyObject *res = NULL, *ctypes = PyImport_ImportModule("ctypes");
+    if (ctypes != NULL) {
+        res = PyObject_CallMethod(ctypes, "c_void_p", "K", (unsigned long long)self->ptr);
+        Py_DECREF(ctypes);
+    }
+    return res;
+}
+
+/* numba's alloc_size: the bytes the elements span, from the lowest to the highest. */
+static PyObject *
+da_alloc_size(gh_devicearray *self, void *Py_UNUSED(c))
+{
+    npy_intp span = PyDataType_ELSIZE(self->dtype);
+    if (array_size(self) == 0) {
+        return PyLong_FromLong(0);
+    }
+    for (int i = 0; i < self->ndim; i++) {
+        npy_intp stride = self->strides[i] < 0 ? -self->strides[i] : self->strides[i];
+        span += (self->shape[i] - 1) * stride;
+    }
+    return PyLong_FromSsize_t(span);
+}
+
+static PyObject *
 da_device(gh_devicearray *self, void *Py_UNUSED(c))
 {
     return Py_NewRef(self->context->device);
@@ -767,7 +836,10 @@ da_context(gh_devicearray *self, void *Py_UNUSED(c))
 static PyObject *
 da_stream(gh_devicearray *self, void *Py_UNUSED(c))
 {
-    return Py_NewRef(self->stream ? self->stream : Py_None);
+    if (self->stream == NULL) {
+        return PyLong_FromLong(0); /* numba's value for "no stream bound" */
+    }
+    return Py_NewRef(self->stream);
 }
 
 static PyObject *
@@ -779,8 +851,9 @@ da_owner(gh_devicearray *self, void *Py_UNUSED(c))
 static PyObject *
 da_flags(gh_devicearray *self, void *Py_UNUSED(c))
 {
-    return Py_BuildValue("{sOsO}", "C_CONTIGUOUS", is_contiguous(self, 0) ? Py_True : Py_False,
-                         "F_CONTIGUOUS", is_contiguous(self, 1) ? Py_True : Py_False);
+    return Py_BuildValue("{sOsOsO}", "C_CONTIGUOUS", is_contiguous(self, 0) ? Py_True : Py_False,
+                         "F_CONTIGUOUS", is_contiguous(self, 1) ? Py_True : Py_False, "WRITEABLE",
+                         self->readonly ? Py_False : Py_True);
 }
 
 static PyObject *
@@ -816,7 +889,7 @@ da_cai(gh_devicearray *self, void *Py_UNUSED(c))
         strides = intp_tuple(self->strides, self->ndim);
     }
     if (self->stream == NULL) {
-        stream = PyLong_FromLong(1); /* the legacy default stream; never 0 (the spec forbids it) */
+        stream = Py_NewRef(Py_None); /* no stream bound: nothing to synchronize, as numba says */
     }
     else {
         stream = PyObject_GetAttrString(self->stream, "handle");
@@ -851,12 +924,9 @@ da_dlpack_device(gh_devicearray *self, PyObject *Py_UNUSED(ignored))
 }
 
 static PyObject *
-da_array(gh_devicearray *Py_UNUSED(self), PyObject *Py_UNUSED(args), PyObject *Py_UNUSED(kw))
+da_array(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-    PyErr_SetString(PyExc_TypeError,
-                    "a DeviceArray lives in device memory and is never copied implicitly: call "
-                    ".copy_to_host() to get a numpy array");
-    return NULL;
+    return delegate("host_array", self, args, kwargs);
 }
 
 static PyObject *
@@ -882,8 +952,7 @@ da_bind(gh_devicearray *self, PyObject *args, PyObject *kwargs)
                  self->context->device->id, ref.context->device->id);
         return NULL;
     }
-    return gh_devicearray_new(st, self->context, self->generation, self->ptr, self->owner,
-                              self->dtype, self->ndim, self->shape, self->strides, stream);
+    return view_of(self, self->ptr, self->ndim, self->shape, self->strides, stream);
 }
 
 static Py_ssize_t
@@ -1001,7 +1070,10 @@ static PyMethodDef da_methods[] = {
      "A view with a new shape (one dimension may be -1). The array must be contiguous in "
      "`order`, else NotImplementedError (a reshape that would need a copy)."},
     {"ravel", (PyCFunction)(void (*)(void))da_ravel, METH_VARARGS | METH_KEYWORDS,
-     "ravel($self, /, order='C')\n--\n\nA 1-d view of a contiguous array."},
+     "ravel($self, /, order='C', stream=0)\n--\n\n"
+     "A 1-d view of an array contiguous in `order` ('C', 'F', or 'A': whichever it is); "
+     "NotImplementedError if it is not (a ravel that would need a copy), ValueError for "
+     "another order."},
     {"view", (PyCFunction)(void (*)(void))da_view, METH_VARARGS | METH_KEYWORDS,
      "view($self, /, dtype)\n--\n\nThe same memory seen as another dtype (numpy's rules)."},
     {"transpose", (PyCFunction)(void (*)(void))da_transpose, METH_VARARGS | METH_KEYWORDS,
@@ -1021,7 +1093,8 @@ static PyMethodDef da_methods[] = {
      "__dlpack_device__($self, /)\n--\n\n(2, device id): CUDA device memory."},
     {"__array__", (PyCFunction)(void (*)(void))da_array, METH_VARARGS | METH_KEYWORDS,
      "__array__($self, /, dtype=None, copy=None)\n--\n\n"
-     "Refused with TypeError: device memory is copied explicitly, with copy_to_host()."},
+     "A copy on the host (np.array(d), np.asarray(d)), as numba's: `dtype` converts it; "
+     "copy=False raises ValueError, since a device array cannot be seen without a copy."},
     {"_repr_html_", (PyCFunction)da_repr_html, METH_NOARGS,
      "_repr_html_($self, /)\n--\n\n"
      "An HTML table of the array's shape, dtype, layout, size and device, for Jupyter; the "
@@ -1042,16 +1115,26 @@ static PyGetSetDef da_getset[] = {
     {"nbytes", (getter)da_nbytes, NULL, "Bytes of the elements (size * itemsize).", NULL},
     {"dtype", (getter)da_dtype, NULL, "The numpy dtype.", NULL},
     {"ptr", (getter)da_ptr, NULL, "The device address of the first element, an int.", NULL},
+    {"device_ctypes_pointer", (getter)da_ctypes_pointer, NULL,
+     "The device address of the first element as a ctypes.c_void_p (numba's name).", NULL},
+    {"alloc_size", (getter)da_alloc_size, NULL,
+     "The bytes the elements span in memory, first to last (numba's name).", NULL},
     {"device", (getter)da_device, NULL, "The Device the memory is on.", NULL},
     {"context", (getter)da_context, NULL, "The Context the memory belongs to.", NULL},
-    {"stream", (getter)da_stream, NULL, "The stream copies default to (bind()), or None.", NULL},
-    {"gpu_data", (getter)da_owner, NULL,
+    {"stream", (getter)da_stream, NULL,
+     "The stream copies default to (bind()), or 0 when none is bound (numba's value).", NULL},
+    {"owner", (getter)da_owner, NULL,
      "The object keeping the memory alive (an Allocation, or a foreign owner).", NULL},
+    {"gpu_data", (getter)da_gpu_data, NULL,
+     "numba's gpu_data: a MemoryPointer over the bytes the array spans (device_pointer, "
+     "size, view(), memset(), owner), keeping the memory alive; the owner's other "
+     "attributes (an Allocation's pool, kind, ...) read through it.",
+     NULL},
     {"flags", (getter)da_flags, NULL, "{'C_CONTIGUOUS': bool, 'F_CONTIGUOUS': bool}", NULL},
     {"T", (getter)da_T, NULL, "The transposed view.", NULL},
     {"__cuda_array_interface__", (getter)da_cai, NULL,
-     "The CUDA array interface, version 3 (with the bound stream, or 1 for the legacy "
-     "default stream).",
+     "The CUDA array interface, version 3: the bound stream's handle (1 for the default "
+     "stream), or None when no stream is bound, as numba reports it.",
      NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };

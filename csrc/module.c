@@ -27,6 +27,24 @@ gh_call_python(const char *module, const char *name, PyObject *args, PyObject *k
     return res;
 }
 
+PyObject *
+gh_call_python_method(const char *module, const char *name, PyObject *self, PyObject *args,
+                      PyObject *kwargs)
+{
+    Py_ssize_t n = args ? PyTuple_GET_SIZE(args) : 0;
+    PyObject *full = PyTuple_New(n + 1), *res;
+    if (full == NULL) {
+        return NULL;
+    }
+    PyTuple_SET_ITEM(full, 0, Py_NewRef(self));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyTuple_SET_ITEM(full, i + 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
+    }
+    res = gh_call_python(module, name, full, kwargs);
+    Py_DECREF(full);
+    return res;
+}
+
 /* Release `handle` with the destroy call `id`; the driver's result. */
 static CUresult
 release_now(gh_cu_id id, void *handle)
@@ -110,7 +128,10 @@ gh_release(gh_context *ctx, uint64_t generation, gh_cu_id id, void *handle)
     gh_pending_release r = {id, handle, ctx, generation};
     gh_pending_release *later;
 
-    if (st != NULL && st->defer_depth > 0 && hold_release(st, &r) == 0) {
+    /* A registration is undone at once even inside defer_cleanup(), as numba does, so that
+       `with pinned(a):` can be entered again for the same memory in the same block. */
+    if (st != NULL && st->defer_depth > 0 && id != GH_CU_MemHostUnregister &&
+        hold_release(st, &r) == 0) {
         return;
     }
     if (!gh_on_driver_thread) {
@@ -145,6 +166,12 @@ mod_defer_cleanup_enter(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
     gh_state_of_module(module)->defer_depth++;
     Py_RETURN_NONE;
+}
+
+static PyObject *
+mod_defer_cleanup_depth(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromLong(gh_state_of_module(module)->defer_depth);
 }
 
 static PyObject *
@@ -355,6 +382,8 @@ static PyMethodDef module_methods[] = {
      "nvrtc_library()\n--\n\nThe path of the libnvrtc that was loaded."},
     {"_defer_cleanup_enter", mod_defer_cleanup_enter, METH_NOARGS,
      "_defer_cleanup_enter()\n--\n\nHold releases of memory, streams and events."},
+    {"_defer_cleanup_depth", mod_defer_cleanup_depth, METH_NOARGS,
+     "_defer_cleanup_depth()\n--\n\nHow many defer_cleanup() blocks are open."},
     {"_defer_cleanup_exit", mod_defer_cleanup_exit, METH_NOARGS,
      "_defer_cleanup_exit()\n--\n\nEnd one hold; at the outermost, release what was held."},
     {NULL, NULL, 0, NULL},

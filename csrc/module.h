@@ -106,6 +106,9 @@ void gh_warn_cleanup(CUresult res, gh_cu_id id);
 /* Call <module>.<name>(*args, **kwargs) (args may be NULL: no arguments), for the parts of
    gpuhost written in Python; new reference or NULL. */
 PyObject *gh_call_python(const char *module, const char *name, PyObject *args, PyObject *kwargs);
+/* module.name(self, *args, **kwargs): a C method written in Python. */
+PyObject *gh_call_python_method(const char *module, const char *name, PyObject *self,
+                                PyObject *args, PyObject *kwargs);
 
 /* Set while a driver thread runs a host callback: CUDA calls are not allowed there. */
 extern _Thread_local int gh_on_driver_thread;
@@ -340,6 +343,7 @@ typedef struct {
     PyObject *stream; /* the bound stream, or NULL */
     PyObject *weakreflist;
     int ndim;
+    int readonly; /* memory its exporter declared read-only (CUDA array interface data[1]) */
     Py_ssize_t shape[GH_MAXDIMS];
     Py_ssize_t strides[GH_MAXDIMS];
 } gh_devicearray;

@@ -508,6 +508,12 @@ stream_get_priority(gh_stream *self, void *Py_UNUSED(closure))
 }
 
 static PyObject *
+stream_get_external(gh_stream *self, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(self->kind == GH_STREAM_EXTERNAL);
+}
+
+static PyObject *
 stream_get_non_blocking(gh_stream *self, void *Py_UNUSED(closure))
 {
     unsigned int flags = 0;
@@ -635,6 +641,10 @@ static PyGetSetDef stream_getset[] = {
     {"non_blocking", (getter)stream_get_non_blocking, NULL,
      "Whether the stream does not synchronize with the legacy default stream.", NULL},
     {"context", (getter)stream_get_context, NULL, "The Context the stream belongs to.", NULL},
+    {"external", (getter)stream_get_external, NULL,
+     "True for a stream gpuhost refers to but did not make (external_stream(), a stream an "
+     "imported array reported), which it never destroys.",
+     NULL},
     {"device", (getter)stream_get_device, NULL, "The Device the stream belongs to.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };

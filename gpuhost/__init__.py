@@ -54,6 +54,7 @@ from ._core import Allocation, DeviceArray
 from ._streamtools import IpcEventHandle, profiling
 from .devices import close, detect, gpus, list_devices, require_context
 from .devices import DeviceSummary, summary
+from .devices import cuda_error, is_supported_version
 from .kernels import Kernel, LaunchConfig, Linker, Module, RawKernel, SourceModule, launch
 from .errors import (
     CudaAPIError,
@@ -161,6 +162,8 @@ __all__ = [
     "current_context",
     "default_stream",
     "detect",
+    "cuda_error",
+    "is_supported_version",
     "driver_version",
     "errors",
     "event",

@@ -4,6 +4,7 @@ The C DeviceArray copies contiguous data itself; layouts with gaps or negative s
 come here and become 2D copies (cuMemcpy2D), each moving only the array's own elements.
 """
 import contextlib
+import math
 import operator
 import os as _os
 import weakref
@@ -226,7 +227,13 @@ def pinned_array_like(ary):
 
 class MappedArray(np.ndarray):
     """A numpy array whose memory the device reads and writes directly (mapped or
-    managed memory); it also exports __cuda_array_interface__."""
+    managed memory); it also exports __cuda_array_interface__, with the stream it was made
+    on (`stream`, 0 for none), as numba's mapped and managed arrays do."""
+
+    stream = 0
+
+    def __array_finalize__(self, obj):
+        self.stream = getattr(obj, "stream", 0)
 
     @property
     def __cuda_array_interface__(self):
@@ -237,29 +244,42 @@ class MappedArray(np.ndarray):
         return {"shape": self.shape, "typestr": self.dtype.str, "descr": self.dtype.descr,
                 "strides": None if self.flags["C_CONTIGUOUS"] else self.strides,
                 "data": (alloc.ptr + offset if self.size else 0, False), "version": 3,
-                "stream": 1}
+                "stream": _cai_stream(self.stream)}
 
 
-def _mapped_view(alloc, shape, dtype, strides):
+def _cai_stream(stream):
+    """The CUDA array interface's stream for an array bound to `stream`: None for none,
+    else its handle (1, the legacy default stream, for the default stream's 0)."""
+    if stream is None or (type(stream) is int and stream == 0):
+        return None
+    handle = stream.handle if hasattr(stream, "handle") else int(stream)
+    return int(handle) or 1
+
+
+def _mapped_view(alloc, shape, dtype, strides, stream=0):
     if alloc.size == 0:
-        return np.ndarray(shape, dtype, strides=strides).view(MappedArray)
-    return MappedArray(shape, dtype, buffer=alloc, strides=strides)
+        view = np.ndarray(shape, dtype, strides=strides).view(MappedArray)
+    else:
+        view = MappedArray(shape, dtype, buffer=alloc, strides=strides)
+    view.stream = stream if stream is not None else 0
+    return view
 
 
 def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0, portable=False,
                  wc=False):
     """A host array mapped into the device's address space. `portable`: usable from every
-    context; `wc`: write-combined (fast for the device to read, slow for the host)."""
+    context; `wc`: write-combined (fast for the device to read, slow for the host).
+    `stream` is the one its __cuda_array_interface__ reports (numba's)."""
     alloc, shape, dtype, strides = _host_alloc("mapped", shape, dtype, strides, order,
                                                portable=portable, wc=wc)
-    return _mapped_view(alloc, shape, dtype, strides)
+    return _mapped_view(alloc, shape, dtype, strides, stream)
 
 
 def mapped_array_like(ary, stream=0, portable=False, wc=False):
-    """A new, uninitialized mapped host array of `ary`'s shape, dtype and order (numba's
-    `stream` argument is accepted and unused)."""
+    """A new, uninitialized mapped host array of `ary`'s shape, dtype and order, bound to
+    `stream` like mapped_array()."""
     shape, dtype, order = _like(ary, "mapped_array_like")
-    return mapped_array(shape, dtype, order=order, portable=portable, wc=wc)
+    return mapped_array(shape, dtype, order=order, stream=stream, portable=portable, wc=wc)
 
 
 def managed_array(shape, dtype=np.float64, strides=None, order="C", stream=0,
@@ -267,7 +287,7 @@ def managed_array(shape, dtype=np.float64, strides=None, order="C", stream=0,
     """An array in managed (unified) memory, readable from the host and the device."""
     alloc, shape, dtype, strides = _host_alloc("managed", shape, dtype, strides, order,
                                                attach_global=attach_global)
-    return _mapped_view(alloc, shape, dtype, strides)
+    return _mapped_view(alloc, shape, dtype, strides, stream)
 
 
 @contextlib.contextmanager
@@ -304,11 +324,30 @@ def mapped(*arrays, stream=0, portable=False, wc=False):
             reg.close()  # unregistered now, as numba does, even if the arrays live on
 
 
+_CAI_VERSIONS = (0, 1, 2, 3)  # the CUDA array interface versions gpuhost reads
+
+
+def _cai_bound_stream(handle):
+    """The stream an imported array is bound to, from its interface's `stream`."""
+    if handle == 1:
+        return _core.legacy_default_stream()
+    if handle == 2:
+        return _core.per_thread_default_stream()
+    return _core.external_stream(handle)
+
+
 def from_cuda_array_interface(desc, owner=None, sync=True):
     """A DeviceArray over the memory `desc` (a __cuda_array_interface__ dict) describes;
-    `owner` is kept alive with it. With `sync`, the exporter's stream is synchronized."""
+    `owner` is kept alive with it. The exporter's stream becomes the array's stream (as an
+    external stream); with `sync` it is synchronized first. Memory exported read-only
+    (data=(ptr, True)) gives a read-only array. ValueError for a version gpuhost does not
+    know, stream 0, or a null pointer with elements; NotImplementedError for a mask."""
+    version = desc.get("version")
+    if version not in _CAI_VERSIONS:
+        raise ValueError("__cuda_array_interface__ version %r is not one gpuhost knows "
+                         "(%s)" % (version, ", ".join(map(str, _CAI_VERSIONS))))
     if desc.get("mask") is not None:
-        raise NotImplementedError("masked CUDA arrays are not supported")
+        raise NotImplementedError("Masked arrays are not supported")
     shape = _shape(desc["shape"])
     dtype = _dtype(desc.get("typestr"))
     if "descr" in desc and dtype.kind == "V":
@@ -316,14 +355,19 @@ def from_cuda_array_interface(desc, owner=None, sync=True):
     strides = desc.get("strides")
     if strides is None:
         strides = _layout(shape, dtype, None, "C")[2]
-    ptr = desc["data"][0]
-    stream = desc.get("stream")
-    if sync and stream is not None and desc.get("version", 0) >= 3:
-        if stream == 0:
+    ptr, readonly = desc["data"]
+    if not ptr and math.prod(shape) != 0:
+        raise ValueError("__cuda_array_interface__ data pointer is null for an array of shape "
+                         "%s: no memory to use" % (tuple(shape),))
+    handle = desc.get("stream") if version >= 3 else None
+    stream = None
+    if handle is not None:
+        if handle == 0:
             raise ValueError("__cuda_array_interface__ stream 0 is forbidden by the protocol")
-        if stream not in (1, 2):
-            _core.external_stream(stream).synchronize()
-    return _core.make_array(owner, ptr, shape, strides, dtype)
+        stream = _cai_bound_stream(handle)
+        if sync and handle not in (1, 2):
+            stream.synchronize()
+    return _core.make_array(owner, ptr, shape, strides, dtype, stream, readonly=bool(readonly))
 
 
 def from_dlpack(obj):
@@ -491,7 +535,7 @@ def _probe(dev):
 
 def _from_probe(dev, view, base_addr, stream=0):
     offset = view.__array_interface__["data"][0] - base_addr
-    return _core.make_array(dev.gpu_data, dev.ptr + offset, view.shape, view.strides, view.dtype,
+    return _core.make_array(dev.owner, dev.ptr + offset, view.shape, view.strides, view.dtype,
                             dev.stream if stream == 0 else _stream_or_none(stream),
                             base=dev)
 
@@ -530,13 +574,32 @@ def _element_offset(dev, key):
     return offset
 
 
+def _field_view(dev, name):
+    """The device view of field `name` of a structured array (numba's DeviceRecord)."""
+    fields = dev.dtype.fields
+    if fields is None:
+        raise TypeError("only basic indexing (ints, slices, ..., None) is supported on a "
+                        "device array, and field names on structured ones, not str")
+    if name not in fields:
+        raise KeyError("no field of name %s" % name)
+    probe, base = _probe(dev)
+    return _from_probe(dev, probe[name], base)
+
+
 def getitem(dev, key):
+    if isinstance(key, str):
+        view = _field_view(dev, key)
+        if view.ndim == 0 and view.dtype.names is None:
+            return view.copy_to_host()[()]  # a scalar field of a record: its value, as numba
+        return view
     _check_basic(key)
     items = _index_tuple(key)
     if len(items) == dev.ndim and all(_is_int(k) for k in items):
         offset = _element_offset(dev, items)
-        cell = _core.make_array(dev.gpu_data, dev.ptr + offset, (), (), dev.dtype,
+        cell = _core.make_array(dev.owner, dev.ptr + offset, (), (), dev.dtype,
                                 dev.stream, base=dev)
+        if dev.dtype.names is not None:
+            return cell  # a record stays on the device (numba's DeviceRecord)
         return cell.copy_to_host()[()]  # a numpy scalar
     probe, base = _probe(dev)
     view = probe[key]
@@ -544,7 +607,10 @@ def getitem(dev, key):
 
 
 def setitem(dev, key, value):
-    target = _element_view(dev, key) if _is_int_tuple(dev, key) else getitem(dev, key)
+    if isinstance(key, str):
+        target = _field_view(dev, key)
+    else:
+        target = _element_view(dev, key) if _is_int_tuple(dev, key) else getitem(dev, key)
     src = _device_source(value)
     if src is not None:
         if src.shape == target.shape and src.dtype == target.dtype:
@@ -562,8 +628,7 @@ def setitem(dev, key, value):
     try:
         _copykernel.broadcast_strides(host.shape, host.strides, target.shape)
     except ValueError:
-        raise ValueError("could not broadcast input of shape %s into shape %s"
-                         % (host.shape, target.shape)) from None
+        raise ValueError(_copykernel.broadcast_error(host.shape, target.shape)) from None
     if host.size < target.size and host.size:
         # broadcasting: only the host array's own elements cross the bus
         small = to_device(np.ascontiguousarray(host), stream=target.stream or 0)
@@ -603,7 +668,7 @@ def _is_int_tuple(dev, key):
 def _element_view(dev, key):
     _check_basic(key)
     offset = _element_offset(dev, _index_tuple(key))
-    return _core.make_array(dev.gpu_data, dev.ptr + offset, (), (), dev.dtype, dev.stream,
+    return _core.make_array(dev.owner, dev.ptr + offset, (), (), dev.dtype, dev.stream,
                             base=dev)
 
 
@@ -625,8 +690,30 @@ def reshape(dev, *newshape, order="C"):
     return _from_probe(dev, probe.reshape(newshape, order=order), base)
 
 
-def ravel(dev, order="C"):
-    return reshape(dev, dev.size, order=order)
+def ravel(dev, order="C", stream=0):
+    if order not in ("C", "F", "A"):
+        raise ValueError("order not C|F|A")
+    if order == "A":
+        order = "F" if dev.is_f_contiguous() and not dev.is_c_contiguous() else "C"
+    if not (dev.is_c_contiguous() if order == "C" else dev.is_f_contiguous()):
+        raise NotImplementedError("ravel on non-contiguous array")
+    flat = reshape(dev, dev.size, order=order)
+    return flat.bind(stream) if stream else flat
+
+
+def gpu_data(dev):
+    """DeviceArray.gpu_data: numba's MemoryPointer over the bytes `dev` spans."""
+    from .memory_manager import ArrayMemory
+
+    return ArrayMemory(dev)
+
+
+def host_array(dev, dtype=None, copy=None):
+    """DeviceArray.__array__: numba's implicit copy to the host (np.asarray(d))."""
+    if copy is False:
+        raise ValueError("`copy=False` is not supported. A copy is always created.")
+    host = dev.copy_to_host()
+    return host if dtype is None else host.astype(dtype, copy=False)
 
 
 def view(dev, dtype):
@@ -681,7 +768,10 @@ class IpcArrayHandle:
         memory through peer access, which must be possible (Device.can_access_peer); the
         memory stays where it is and writes from either process are seen by both. In the
         process that exported it (where the driver refuses to open it) this is a view of
-        the exported array, which it keeps alive."""
+        the exported array, which it keeps alive. ValueError if it is open already (close()
+        it first), as numba's."""
+        if self._opened is not None:
+            raise ValueError("IpcHandle is already opened")
         home = _device_of_uuid(self.device_uuid, "array")
         target = home if device is None else _device_arg(device)
         if target != home and not target.can_access_peer(home):

@@ -137,13 +137,25 @@ def _unit(item, addresses):
     return None
 
 
+def broadcast_error(src_shape, shape):
+    """numpy's own words for assigning an array of `src_shape` into one of `shape`."""
+    as_strided = np.lib.stride_tricks.as_strided
+    dst = as_strided(np.zeros(1, np.uint8), tuple(shape), (0,) * len(shape))
+    src = as_strided(np.zeros(1, np.uint8), tuple(src_shape), (0,) * len(src_shape))
+    try:
+        dst[...] = src
+    except ValueError as e:
+        return str(e)
+    return "could not broadcast input array from shape %s into shape %s" % (tuple(src_shape),
+                                                                          tuple(shape))
+
+
 def broadcast_strides(src_shape, src_strides, shape):
     """src's strides aligned to `shape` by numpy's broadcasting rules (0 where it repeats);
     ValueError if it does not broadcast."""
     pad = len(shape) - len(src_shape)
     if pad < 0:
-        raise ValueError("could not broadcast input of shape %s into shape %s"
-                         % (tuple(src_shape), tuple(shape)))
+        raise ValueError(broadcast_error(src_shape, shape))
     out = []
     for n, (sn, ss) in zip(shape, zip((1,) * pad + tuple(src_shape), (0,) * pad + tuple(src_strides))):
         if sn == n:
@@ -151,8 +163,7 @@ def broadcast_strides(src_shape, src_strides, shape):
         elif sn == 1:
             out.append(0)
         else:
-            raise ValueError("could not broadcast input of shape %s into shape %s"
-                             % (tuple(src_shape), tuple(shape)))
+            raise ValueError(broadcast_error(src_shape, shape))
     return out
 
 

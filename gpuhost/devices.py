@@ -8,7 +8,9 @@ from . import _core
 from .errors import CudaSupportError
 
 __all__ = ["gpus", "list_devices", "detect", "require_context", "close", "summary",
-           "DeviceSummary"]
+           "DeviceSummary", "is_supported_version", "cuda_error"]
+
+_SUPPORTED_MAJOR_VERSIONS = (12, 13)  # the CUDA versions gpuhost is built and tested for
 
 
 class _DeviceList:
@@ -74,6 +76,24 @@ class _DeviceList:
 gpus = _DeviceList()
 
 
+def is_supported_version():
+    """numba's: True if the CUDA version gpuhost compiles with (NVRTC's, numba's "runtime")
+    is one gpuhost is tested with (12 or 13). Others may still work."""
+    from .runtime import get_version
+
+    return get_version()[0] in _SUPPORTED_MAJOR_VERSIONS
+
+
+def cuda_error():
+    """numba's: None if the CUDA driver loaded and initialized, else a string saying why
+    not (the CudaSupportError's message)."""
+    try:
+        _core.device_count()
+    except CudaSupportError as e:
+        return str(e)
+    return None
+
+
 def list_devices():
     """All devices, as a list of Device."""
     return list(gpus)
@@ -112,6 +132,15 @@ def _device_table_rows(devices):
 
 
 
+def _support(cc):
+    """numba's detect() verdict for compute capability `cc`."""
+    if cc < (3, 5):
+        return "[NOT SUPPORTED: CC < 3.5]"
+    if cc < _MIN_CC:
+        return "[NOT SUPPORTED: CC < %d.%d]" % _MIN_CC
+    return "[SUPPORTED]"
+
+
 class DeviceSummary:
     """What detect() finds, as an object: ``str()`` is the text detect() prints, and in
     Jupyter it shows as a table of the devices. ``devices`` is the list of Device (empty
@@ -140,21 +169,21 @@ class DeviceSummary:
         if self.error is not None:
             return self._caption()
         n = len(self.devices)
-        lines = ["Found %d CUDA device%s" % (n, "" if n == 1 else "s")]
+        lines = ["Found %d CUDA devices" % n]  # numba's wording, kept for scripts grepping it
         for dev in self.devices:
-            ok = dev.compute_capability >= _MIN_CC
-            lines.append("id %d    %-40r [%s]" % (dev.id, dev.name,
-                                                 "SUPPORTED" if ok else "NOT SUPPORTED"))
+            cc = dev.compute_capability
             rows = [
-                ("Compute Capability", "%d.%d" % dev.compute_capability),
+                ("Compute Capability", "%d.%d" % cc),
                 ("PCI Device ID", dev.PCI_DEVICE_ID),
                 ("PCI Bus ID", dev.PCI_BUS_ID),
                 ("UUID", dev.uuid),
-                ("Memory", "%.1f GiB" % (dev.total_memory / 2**30)),
-                ("Multiprocessors", dev.MULTIPROCESSOR_COUNT),
                 ("Watchdog", "Enabled" if dev.KERNEL_EXEC_TIMEOUT else "Disabled"),
                 ("FP32/FP64 Performance Ratio", dev.SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO),
+                ("FP16 Support", "Yes" if cc >= (5, 3) else "No"),
+                ("BF16 Support", "Yes" if cc >= (8, 0) else "No"),
+                ("FP8 Support", "Yes" if cc >= (8, 9) else "No"),
             ]
+            lines.append("id %d    %20s %40s" % (dev.id, dev.name, _support(cc)))
             lines.extend("%40s: %s" % (label, value) for label, value in rows)
         lines.append("Summary:\n\t%d/%d devices are supported" % (self.supported, n))
         return "\n".join(lines)
@@ -179,8 +208,9 @@ def summary():
 
 
 def detect(file=None):
-    """Print the CUDA devices found, as numba.cuda.detect() does, and return True if at
-    least one is supported. With no usable driver, print why and return False."""
+    """Print the CUDA devices found in numba.cuda.detect()'s words and layout (scripts that
+    grep it keep working), and return True if at least one is supported. With no usable
+    driver, print why and return False."""
     found = DeviceSummary()
     print(str(found), file=file if file is not None else sys.stdout)
     return bool(found)

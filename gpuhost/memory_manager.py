@@ -23,6 +23,7 @@ import contextlib
 import ctypes
 import importlib
 import os
+import threading
 import weakref
 from abc import ABCMeta, abstractmethod
 from collections import namedtuple
@@ -35,6 +36,7 @@ __all__ = [
     "AutoFreePointer", "BaseCUDAMemoryManager", "GetIpcHandleMixin",
     "HostOnlyCUDAMemoryManager", "IpcHandle", "MappedMemory", "MemoryInfo", "MemoryPointer",
     "OwnedPointer", "PinnedMemory", "get_memory_manager", "set_memory_manager",
+    "DefaultMemoryManager", "PendingDeallocs",
 ]
 
 _SUPPORTED_EMM_INTERFACE_VERSION = 1
@@ -132,6 +134,28 @@ class MemoryPointer:
         return _address(self.device_pointer)
 
 
+class ArrayMemory(MemoryPointer):
+    """A device array's gpu_data, as numba gives it: a MemoryPointer over the bytes the
+    array spans (from its lowest to its highest address), owned by what keeps the array's
+    memory alive (`owner`); the owner's attributes (an Allocation's pool, kind, ptr ...)
+    read through it."""
+
+    def __init__(self, array):
+        low = array.ptr
+        for n, stride in zip(array.shape, array.strides):
+            if n and stride < 0:
+                low += (n - 1) * stride
+        size = array.alloc_size
+        super().__init__(array.context, ctypes.c_uint64(low if size else 0), size,
+                         owner=array.owner)
+
+    def __getattr__(self, name):
+        owner = self.__dict__.get("_owner")
+        if owner is None or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(owner, name)
+
+
 class AutoFreePointer(MemoryPointer):
     """A MemoryPointer freed when its reference count drops to zero."""
 
@@ -212,31 +236,82 @@ class MappedOwnedPointer(OwnedPointer):
 
 # ---- IPC ----
 
+class IpcMemHandle(bytes):
+    """The 64 bytes of a CUipcMemHandle; `reserved` names them as cuda-python's binding
+    (which numba hands out) does."""
+
+    @property
+    def reserved(self):
+        return bytes(self)
+
+
+class _StagedOpening:
+    """What an IpcHandle opened by staging holds: nothing to close (the copy is owned by
+    the MemoryPointer returned)."""
+
+    def close(self):
+        pass
+
+
 class IpcHandle:
-    """A CUDA IPC handle of device memory: `handle` (64 bytes: a ctypes array or bytes),
-    the allocation's `size`, the exporting device's `source_info`, and the memory's
-    `offset` in the allocation.  Picklable; open() it in another process."""
+    """A CUDA IPC handle of device memory: `handle` (64 bytes, IpcMemHandle), the memory's
+    `size` in bytes, the exporting device's `source_info` (its UUID), and the memory's
+    `offset` in its allocation.  Picklable; open() it in another process."""
 
     def __init__(self, base, handle, size, source_info=None, offset=0):
         self.base = base
-        self.handle = handle
+        self.handle = IpcMemHandle(bytes(handle))
         self.size = size
         self.source_info = source_info
         self.offset = offset
         self._opened = None
 
-    def open(self, context=None):
-        """The memory, opened in `context` (default: the current one), as a MemoryPointer."""
+    def _check_openable(self):
         if self.base is not None:
             raise ValueError("opening IpcHandle from original process")
         if self._opened is not None:
             raise ValueError("IpcHandle is already opened")
-        with (context.device if context is not None else contextlib.nullcontext()):
+
+    def open(self, context=None):
+        """The memory in `context` (default: the current one), as a MemoryPointer: opened
+        directly when `context` is on the exporting device, else staged (open_staged())."""
+        self._check_openable()
+        ctx = context if context is not None else _core.current_context()
+        if self.source_info is not None and ctx.device.uuid != self.source_info:
+            return self.open_staged(ctx)
+        return self.open_direct(ctx)
+
+    def open_direct(self, context):
+        """The memory opened in `context` (cuIpcOpenMemHandle): a MemoryPointer over the
+        exporting process's memory itself."""
+        self._check_openable()
+        with context.device:
             alloc = _core.ipc_open(bytes(self.handle), self.offset + self.size)
         self._opened = alloc
-        ctx = alloc.context
-        return MemoryPointer(ctx, ctypes.c_uint64(alloc.ptr + self.offset), self.size,
+        return MemoryPointer(alloc.context, ctypes.c_uint64(alloc.ptr + self.offset), self.size,
                              owner=alloc)
+
+    def open_staged(self, context):
+        """A copy of the memory in new memory of `context`: the handle is opened on the
+        exporting device (found by its UUID), copied, and closed again.  Writes to the copy
+        are not seen by the exporter."""
+        self._check_openable()
+        source = _arrays._device_of_uuid(self.source_info, "IPC memory")
+        with source:
+            alloc = _core.ipc_open(bytes(self.handle), self.offset + self.size)
+        try:
+            src = _core.make_array(alloc, alloc.ptr + self.offset, (self.size,), (1,), np.uint8)
+            with context.device:
+                mem = context.memalloc(self.size)
+                dst = _core.make_array(mem, mem.device_pointer_value or 0, (self.size,), (1,),
+                                       np.uint8)
+                if self.size:
+                    dst.copy_to_device(src)
+                    _core.current_context().synchronize()
+        finally:
+            alloc.close()
+        self._opened = _StagedOpening()
+        return mem
 
     def open_array(self, context, shape, dtype, strides=None):
         """A DeviceArray over the memory (C order unless `strides`)."""
@@ -395,8 +470,99 @@ class GetIpcHandleMixin:
         probe = _core.make_array(memory, ptr, (memory.size,), (1,), np.uint8)
         handle, offset, size = _core.ipc_get_handle(probe)
         source_info = self.context.device.uuid if self.context is not None else None
-        return IpcHandle(memory, (ctypes.c_byte * 64).from_buffer_copy(handle),
-                         memory.size, source_info, offset=offset)
+        return IpcHandle(memory, handle, memory.size, source_info, offset=offset)
+
+
+# ---- gpuhost's own manager, as numba's default one is seen ----
+
+class PendingDeallocs:
+    """numba's pending-deallocation queue of a context, over gpuhost's freeing scheme.
+
+    gpuhost gives freed device memory back to the context's default pool, which holds it
+    for reuse instead of returning it to the driver; those held blocks are what numba
+    calls pending deallocations.  ``len()`` counts them, ``clear()`` returns them to the
+    driver (cuMemFree), except inside ``defer_cleanup()`` / ``disable()``, where nothing
+    is released until the outermost block ends.  The pool flushes itself when an
+    allocation finds the device out of memory, as numba's queue does."""
+
+    def __init__(self, context):
+        self._context = context
+
+    def _pool(self):
+        return _core.default_pool(self._context)
+
+    def __len__(self):
+        return self._pool().n_free_blocks
+
+    @property
+    def _size(self):
+        """Bytes held (numba's name)."""
+        return self._pool().free_bytes
+
+    @property
+    def memory_capacity(self):
+        """The device's total memory, in bytes."""
+        return self._context.device.total_memory
+
+    @property
+    def is_disabled(self):
+        """Whether a defer_cleanup() / disable() block is active."""
+        return _core._defer_cleanup_depth() > 0
+
+    def clear(self):
+        """Return the held blocks to the driver, unless disabled."""
+        if not self.is_disabled:
+            with self._context.device:
+                self._pool().free_all_blocks()
+
+    @contextlib.contextmanager
+    def disable(self):
+        """Hold every release until the block ends (nests)."""
+        _core._defer_cleanup_enter()
+        try:
+            yield
+        finally:
+            _core._defer_cleanup_exit()
+
+    def __repr__(self):
+        return "<PendingDeallocs of %r: %d blocks, %d bytes>" % (self._context, len(self),
+                                                               self._size)
+
+
+class DefaultMemoryManager(GetIpcHandleMixin, HostOnlyCUDAMemoryManager):
+    """The memory manager a context has while no EMM plugin is set (numba's
+    NumbaCUDAMemoryManager): device memory from gpuhost's default pool, host memory as
+    HostOnlyCUDAMemoryManager does, and `deallocations` over the pool."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.deallocations = PendingDeallocs(self.context) if self.context is not None else None
+
+    def initialize(self):
+        """Nothing to prepare: the pool is made on first use."""
+
+    def memalloc(self, size):
+        """`size` bytes of device memory from the context's default pool: an
+        OwnedPointer of an AutoFreePointer; back to the pool when the last reference
+        dies."""
+        with self.context.device:
+            alloc = _core.device_alloc(size)
+        return self._owned(alloc, AutoFreePointer, ctypes.c_uint64(alloc.ptr), size)
+
+    def get_memory_info(self):
+        """(free, total) device memory, a MemoryInfo."""
+        return self.context.get_memory_info()
+
+    def reset(self):
+        """Free what this manager allocated, and return the pool's held blocks."""
+        super().reset()
+        if self.deallocations is not None:
+            self.deallocations.clear()
+
+    @property
+    def interface_version(self):
+        """The EMM interface version implemented: 1."""
+        return _SUPPORTED_EMM_INTERFACE_VERSION
 
 
 # ---- installing a plugin ----
@@ -416,8 +582,9 @@ def set_memory_manager(mm_plugin):
                                % (version, _SUPPORTED_EMM_INTERFACE_VERSION))
     _managers.clear()  # arrays made so far keep their memory; new ones use the new plugin
     _plugin = mm_plugin
-    _arrays._allocator = None if mm_plugin is None else _allocate
-    _arrays._manager_defer = None if mm_plugin is None else _defer
+    if mm_plugin is None and _arrays._allocator is _allocate:
+        _arrays._allocator, _arrays._manager_defer = None, None
+    _install_allocator()
 
 
 def get_memory_manager(context=None):
@@ -435,9 +602,91 @@ def get_memory_manager(context=None):
     return mgr
 
 
+_defaults = {}  # Context -> its DefaultMemoryManager
+
+
+def context_memory_manager(context):
+    """Context.memory_manager: the manager `context` allocates through (an EMM plugin's
+    instance, or gpuhost's DefaultMemoryManager)."""
+    mgr = _managers.get(context)
+    if mgr is None and _plugin is not None:
+        mgr = get_memory_manager(context)
+    if mgr is None:
+        mgr = _defaults.get(context)
+        if mgr is None:
+            mgr = _defaults[context] = DefaultMemoryManager(context=context)
+    return mgr
+
+
+def set_context_memory_manager(context, manager):
+    """Context.memory_manager = manager: `context`'s device arrays allocate through
+    `manager` (initialize()-d now) from here on; a DefaultMemoryManager gives the context
+    back to gpuhost's pool (or to the plugin set_memory_manager() installed)."""
+    if isinstance(manager, DefaultMemoryManager):
+        _managers.pop(context, None)
+        _defaults[context] = manager
+    else:
+        for name in ("memalloc", "initialize", "get_memory_info", "reset"):
+            if not callable(getattr(manager, name, None)):
+                raise TypeError("a memory manager needs a %s() method; %s has none"
+                                % (name, type(manager).__name__))
+        with context.device:
+            manager.initialize()
+        _managers[context] = manager
+    _install_allocator()
+
+
+def _install_allocator():
+    """Route device arrays through _allocate while any plugin is in use, else back to the
+    C fast path (unless set_allocator() installed another allocator)."""
+    in_use = _plugin is not None or bool(_managers)
+    if in_use:
+        _arrays._allocator, _arrays._manager_defer = _allocate, _defer
+    elif _arrays._allocator is _allocate:
+        _arrays._allocator, _arrays._manager_defer = None, None
+
+
+def _context_reset(context):
+    """Context.reset(): the manager's reset(), as numba's does (its memory goes)."""
+    mgr = _managers.get(context)
+    if mgr is None and _plugin is not None:
+        mgr = get_memory_manager(context)
+    if mgr is None:
+        mgr = _defaults.get(context)
+    if mgr is not None:
+        mgr.reset()
+
+
+_asking = threading.local()  # contexts whose plugin is answering get_memory_info()
+
+
+def _plugin_memory_info(context):
+    """Context.get_memory_info() while a plugin manages `context`: the plugin's answer
+    (numba asks its memory manager); None otherwise, and while that plugin is itself
+    asking the context (then the driver answers)."""
+    mgr = _managers.get(context)
+    if mgr is None and _plugin is not None:
+        mgr = get_memory_manager(context)
+    asking = getattr(_asking, "contexts", None)
+    if asking is None:
+        asking = _asking.contexts = set()
+    if mgr is None or context in asking:
+        return None
+    asking.add(context)
+    try:
+        return mgr.get_memory_info()
+    finally:
+        asking.discard(context)
+
+
 def _allocate(nbytes, stream):
-    """device_array()'s allocator while a plugin is set: (owner, address)."""
-    mem = get_memory_manager()
+    """device_array()'s allocator while a plugin is in use: (owner, address)."""
+    ctx = _core.current_context()
+    mem = _managers.get(ctx)
+    if mem is None and _plugin is None:  # another context has a plugin; this one does not
+        alloc = _core.device_alloc(nbytes, stream)
+        return alloc, alloc.ptr
+    mem = mem if mem is not None else get_memory_manager(ctx)
     ptr = mem.memalloc(nbytes)
     value = getattr(ptr, "device_pointer_value", None)
     if value is None:
@@ -446,7 +695,7 @@ def _allocate(nbytes, stream):
 
 
 def _defer():
-    mgr = _managers.get(_core.current_context()) if _plugin is not None else None
+    mgr = _managers.get(_core.current_context())
     return mgr.defer_cleanup() if mgr is not None else None
 
 

@@ -280,7 +280,7 @@ def _scan_counts(types):
         if tp in wanted:
             found[id(obj)] = obj
         elif tp is gpuhost.DeviceArray:
-            for inner in (getattr(obj, "gpu_data", None), getattr(obj, "stream", None)):
+            for inner in (getattr(obj, "owner", None), getattr(obj, "stream", None)):
                 if type(inner) in wanted:
                     found[id(inner)] = inner
     counts = dict.fromkeys(types, 0)

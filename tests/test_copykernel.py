@@ -73,7 +73,7 @@ def test_broadcasting_assignments_from_device_and_host():
     expected[10:20] = row
     expected[:, ::3] = col
     np.testing.assert_array_equal(dev.copy_to_host(), expected)
-    with pytest.raises(ValueError, match="could not broadcast input of shape"):
+    with pytest.raises(ValueError, match="could not broadcast input array from shape"):
         dev[:] = gpuhost.to_device(np.zeros(5, np.float32))
     assert_kernel_used()
 

@@ -74,7 +74,7 @@ def test_detect_lists_every_device(capsys):
     out = capsys.readouterr().out
     assert out.startswith("Found %d CUDA device" % len(gpuhost.gpus))
     for dev in gpuhost.gpus:
-        assert dev.uuid in out and repr(dev.name) in out
+        assert dev.uuid in out and "id %d    %20s %40s" % (dev.id, dev.name, "[SUPPORTED]") in out
     assert "%d/%d devices are supported" % (len(gpuhost.gpus), len(gpuhost.gpus)) in out
 
 

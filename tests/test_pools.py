@@ -744,7 +744,7 @@ def test_cupy_set_allocator_routes_device_arrays_and_alloc(default_allocators):
     assert calls == [40] and np.array_equal(e.copy_to_host(), np.arange(10))
     cmem.set_allocator(None)  # no pool
     f = gpuhost.device_array(10)
-    assert isinstance(f.gpu_data.mem, cmem.Memory) and cmem.alloc(8).mem.size == 8
+    assert isinstance(f.owner.mem, cmem.Memory) and cmem.alloc(8).mem.size == 8
     with pytest.raises(TypeError, match=r"^allocator must be callable, not int$"):
         cmem.set_allocator(3)
     cmem.set_allocator(cmem.get_default_memory_pool().malloc)
@@ -817,7 +817,7 @@ def test_a_plugin_allocates_every_device_array(plugin):
     plain = gpuhost.device_array(5, np.int8)
     assert plugin.EVENTS == [("initialize", 0), ("memalloc", h.nbytes),
                              ("memalloc", h.nbytes), ("memalloc", 5)]
-    assert isinstance(d.gpu_data, emm.MemoryPointer)
+    assert isinstance(d.owner, emm.MemoryPointer)
     assert np.array_equal(d.copy_to_host(), h)
     like.copy_to_device(d)
     assert np.array_equal(like.copy_to_host(), h)

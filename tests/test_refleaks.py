@@ -235,7 +235,7 @@ def test_bad_input_errors_do_not_leak():
         fails(TypeError, gpuhost.stream, priority="high")
         fails(TypeError, d.__dlpack__, stream="x")
         fails(TypeError, gpuhost.to_device, np.zeros(2, object))
-        fails(TypeError, gpuhost.from_cuda_array_interface, {"shape": "x"})
+        fails(TypeError, gpuhost.from_cuda_array_interface, {"shape": "x", "version": 3})
         fails(gpuhost.CudaOutOfMemoryError, gpuhost.device_array, 1 << 46, np.uint8)
     assert_no_growth(op, keep=[d, wrong])
 

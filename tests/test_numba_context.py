@@ -1,0 +1,367 @@
+"""numba.cuda's Context methods, memory manager and pending deallocations, the CUDA array
+interface as numba produces and consumes it, and the array attributes numba scripts use
+(issue: numba-cuda's own host-API tests). Fake driver where possible."""
+import ctypes
+import pickle
+
+import numpy as np
+import pytest
+
+import gpuhost
+from gpuhost import memory_manager as emm
+
+rng = np.random.default_rng()
+
+
+def random_array(shape, dtype):
+    return rng.integers(-1000, 1000, shape).astype(dtype)
+
+
+@pytest.fixture
+def ctx():
+    c = gpuhost.current_context()
+    c.deallocations.clear()
+    yield c
+    c.memory_manager = emm.DefaultMemoryManager(context=c)
+
+
+# ---- Context: allocation through the memory manager ----
+
+def test_memalloc_gives_a_memory_pointer_that_views_and_memsets(ctx):
+    mem = ctx.memalloc(1024)
+    assert isinstance(mem.device_ctypes_pointer, ctypes.c_uint64)
+    assert mem.size == 1024 and mem.device_pointer_value
+    view = mem.view(16)
+    assert view.device_pointer_value == mem.device_pointer_value + 16 and view.size == 1008
+    value = int(rng.integers(1, 255))
+    mem.memset(value)
+    dev = gpuhost.from_cuda_array_interface(
+        {"shape": (1024,), "typestr": "|u1", "data": (mem.device_pointer_value, False),
+         "version": 3}, owner=mem)
+    assert (dev.copy_to_host() == value).all()
+
+
+def test_memalloc_memory_goes_back_when_the_last_reference_dies(ctx):
+    used = gpuhost._core.default_pool().used_bytes
+    mem = ctx.memalloc(4096)
+    assert gpuhost._core.default_pool().used_bytes == used + 4096
+    del mem
+    assert gpuhost._core.default_pool().used_bytes == used
+
+
+def test_host_allocations_of_the_context(ctx):
+    pinned = ctx.memhostalloc(64)
+    assert isinstance(pinned, emm.PinnedMemory) and pinned.size == 64
+    mapped = ctx.memhostalloc(64, mapped=True)
+    assert mapped.size == 64 and mapped.device_pointer_value
+    managed = ctx.memallocmanaged(64)
+    assert managed.size == 64 and managed.device_pointer_value
+    host = random_array(16, np.int32)
+    pin = ctx.mempin(host, host.ctypes.data, host.nbytes)
+    assert pin.size == host.nbytes
+    del pinned, mapped, managed, pin
+
+
+def test_streams_and_events_of_the_context(ctx):
+    s = ctx.create_stream()
+    assert isinstance(s, gpuhost.Stream) and s.context is ctx and not s.external
+    ext = ctx.create_external_stream(s.handle)
+    assert ext.external and ext.handle == s.handle
+    with pytest.raises(TypeError, match="ptr for external stream must be an int"):
+        ctx.create_external_stream(str(s.handle))
+    ev = ctx.create_event(timing=False)
+    assert isinstance(ev, gpuhost.Event)
+    assert ctx.get_default_stream().handle == 0
+    assert ctx.get_legacy_default_stream().handle == 1
+    assert ctx.get_per_thread_default_stream().handle == 2
+
+
+# ---- the memory manager and numba's pending-deallocation queue ----
+
+def test_deallocations_count_freed_blocks_until_cleared(ctx):
+    deallocs = ctx.memory_manager.deallocations
+    assert len(deallocs) == 0
+    a = gpuhost.to_device(random_array(5, np.int64))
+    b = gpuhost.to_device(random_array(7, np.int64))
+    del a
+    assert len(deallocs) == 1
+    del b
+    assert len(deallocs) == 2 and deallocs._size > 0
+    deallocs.clear()
+    assert len(deallocs) == 0 and deallocs._size == 0
+
+
+def test_deallocations_are_held_inside_defer_cleanup(ctx):
+    deallocs = ctx.deallocations
+    a = gpuhost.to_device(random_array(5, np.int64))
+    with gpuhost.defer_cleanup():
+        assert deallocs.is_disabled
+        del a
+        deallocs.clear()
+        assert len(deallocs) == 1
+    assert not deallocs.is_disabled
+    deallocs.clear()
+    assert len(deallocs) == 0
+
+
+def test_pinned_can_be_entered_again_inside_defer_cleanup():
+    arr = random_array(8, np.float64)
+    with gpuhost.defer_cleanup():
+        with gpuhost.pinned(arr):
+            pass
+        with gpuhost.pinned(arr):  # unregistered at once, so registering again works
+            pass
+        with gpuhost.mapped(arr):
+            pass
+        with gpuhost.mapped(arr):
+            pass
+
+
+class CountingPlugin(emm.HostOnlyCUDAMemoryManager):
+    """A device-only EMM plugin over gpuhost's allocations, recording what it is asked."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.calls, self.live = [], {}
+
+    def memalloc(self, size):
+        if "initialize" not in self.calls:
+            raise RuntimeError("memalloc called before initialize")
+        self.calls.append("memalloc")
+        alloc = gpuhost._core.device_alloc(size)
+        key = alloc.ptr
+        self.live[key] = size
+        return emm.AutoFreePointer(self.context, ctypes.c_uint64(alloc.ptr), size,
+                                   finalizer=lambda: (self.live.pop(key), alloc.close()))
+
+    def initialize(self):
+        self.calls.append("initialize")
+
+    def reset(self):
+        self.calls.append("reset")
+        super().reset()
+
+    def get_memory_info(self):
+        self.calls.append("get_memory_info")
+        return emm.MemoryInfo(free=32, total=64)
+
+    def get_ipc_handle(self, memory):
+        return "dummy handle of %#x" % memory.device_pointer_value
+
+    @property
+    def interface_version(self):
+        return 1
+
+
+def test_a_plugin_set_on_a_context_allocates_its_arrays(ctx):
+    plugin = CountingPlugin(context=ctx)
+    ctx.memory_manager = plugin
+    assert ctx.memory_manager is plugin and plugin.calls == ["initialize"]
+    host = random_array(10, np.float32)
+    d = gpuhost.to_device(host)
+    assert plugin.calls[-1] == "memalloc" and list(plugin.live.values()) == [host.nbytes]
+    assert (d.copy_to_host() == host).all()
+    del d
+    assert plugin.live == {}
+    assert ctx.get_memory_info() == (32, 64) and plugin.calls[-1] == "get_memory_info"
+    ctx.memory_manager = emm.DefaultMemoryManager(context=ctx)
+    d = gpuhost.device_array(4)
+    assert isinstance(d.owner, gpuhost.Allocation) and "memalloc" not in plugin.calls[-1:]
+    assert ctx.get_memory_info().total != 64
+
+
+def test_a_context_reset_resets_its_plugin(ctx):
+    plugin = CountingPlugin(context=ctx)
+    ctx.memory_manager = plugin
+    ctx.reset()
+    assert plugin.calls[-1] == "reset"
+
+
+def test_a_memory_manager_must_have_the_plugin_methods(ctx):
+    with pytest.raises(TypeError, match="a memory manager needs a memalloc"):
+        ctx.memory_manager = object()
+    with pytest.raises(AttributeError, match="cannot be deleted"):
+        del ctx.memory_manager
+
+
+def test_mempin_mapped_on_a_device_that_cannot_map_is_refused(ctx, monkeypatch):
+    host = random_array(4, np.int32)
+    if not ctx.device.CAN_MAP_HOST_MEMORY:
+        with pytest.raises(gpuhost.CudaDriverError, match="cannot map host memory"):
+            ctx.mempin(host, host.ctypes.data, host.nbytes, mapped=True)
+    else:
+        mem = ctx.mempin(host, host.ctypes.data, host.nbytes, mapped=True)
+        assert mem.size == host.nbytes
+
+
+# ---- IPC handles as numba hands them out ----
+
+def test_ipc_handle_of_gpu_data_pickles_with_its_bytes_size_and_offset(ctx):
+    dev = gpuhost.to_device(np.arange(10, dtype=np.intp))[3:]
+    ipch = ctx.get_ipc_handle(dev.gpu_data)
+    assert ipch.size == 7 * 8 and ipch.offset >= 3 * 8 and len(ipch.handle.reserved) == 64
+    back = pickle.loads(pickle.dumps(ipch))
+    assert back.base is None and back.size == ipch.size and back.offset == ipch.offset
+    assert back.handle.reserved == ipch.handle.reserved and back.source_info == dev.device.uuid
+    with pytest.raises(ValueError, match="opening IpcHandle from original process"):
+        ipch.open(ctx)
+    with pytest.raises(ValueError, match="IpcHandle not opened"):
+        back.close()
+
+
+def test_an_ipc_array_handle_cannot_be_opened_twice():
+    dev = gpuhost.to_device(random_array(6, np.int64))
+    handle = dev.get_ipc_handle()
+    with handle as view:
+        assert (view.copy_to_host() == dev.copy_to_host()).all()
+        with pytest.raises(ValueError, match="IpcHandle is already opened"):
+            handle.open()
+
+
+# ---- arrays: numba's attributes ----
+
+def test_gpu_data_is_a_memory_pointer_over_the_bytes_the_array_spans():
+    dev = gpuhost.to_device(random_array((4, 6), np.float32))
+    view = dev[1:3, ::2]
+    mem = view.gpu_data
+    assert mem.device_pointer_value == view.ptr and mem.size == view.alloc_size
+    assert view.alloc_size == (1 * 24 + 2 * 8 + 4) and dev.alloc_size == dev.nbytes
+    assert mem.owner is dev.owner and mem.pool is dev.owner.pool  # the owner reads through
+    neg = dev[::-1]
+    assert neg.gpu_data.device_pointer_value == dev.ptr and neg.alloc_size == dev.nbytes
+    assert view.device_ctypes_pointer.value == view.ptr
+    assert gpuhost.device_array(0).alloc_size == 0
+
+
+def test_ravel_takes_numbas_orders_and_refuses_a_copy():
+    host = random_array((3, 4), np.int16)
+    c, f = gpuhost.to_device(host), gpuhost.to_device(np.asfortranarray(host))
+    assert (c.ravel("A").copy_to_host() == host.ravel("A")).all()
+    assert (f.ravel("A").copy_to_host() == np.asfortranarray(host).ravel("A")).all()
+    assert (f.ravel("F").copy_to_host() == host.ravel("F")).all()
+    with pytest.raises(NotImplementedError, match="ravel on non-contiguous array"):
+        f.ravel("C")
+    with pytest.raises(NotImplementedError, match="ravel on non-contiguous array"):
+        c[:, ::2].ravel()
+    with pytest.raises(ValueError, match=r"order not C\|F\|A"):
+        c.ravel("K")
+    s = gpuhost.stream()
+    assert c.ravel(stream=s).stream is s
+
+
+def test_records_stay_on_the_device_and_fields_read_and_write():
+    rec = np.dtype([("a", np.float64), ("b", np.int32), ("v", np.float32, 3)])
+    dev = gpuhost.device_array(3, dtype=rec)
+    for i in range(3):
+        dev[i]["a"] = i / 2
+        dev[i]["b"] = i + 1
+        dev[i]["v"][1] = 7.5
+    host = dev.copy_to_host()
+    assert list(host["a"]) == [0.0, 0.5, 1.0] and list(host["b"]) == [1, 2, 3]
+    assert list(host["v"][:, 1]) == [7.5] * 3
+    assert isinstance(dev[1], gpuhost.DeviceArray) and dev[1]["b"] == 2
+    with pytest.raises(KeyError, match="no field of name c"):
+        dev[0]["c"]
+    with pytest.raises(TypeError, match="only basic indexing"):
+        gpuhost.device_array(3)["a"]
+
+
+def test_assignment_that_does_not_broadcast_is_refused_in_numpys_words():
+    dev = gpuhost.to_device(np.arange(5))
+    with pytest.raises(ValueError, match=r"could not broadcast input array from shape \(2,\) "
+                                         r"into shape \(5,\)"):
+        dev[:] = [1, 3]
+    big = gpuhost.device_array(35)
+    with pytest.raises(ValueError, match=r"from shape \(2,3\) into shape \(35,\)"):
+        big[:] = np.zeros((1, 2, 3))
+
+
+# ---- the CUDA array interface, produced and consumed as numba does ----
+
+def test_the_stream_an_array_reports_is_the_one_it_was_made_on():
+    s = gpuhost.stream()
+    assert gpuhost.device_array(10).__cuda_array_interface__["stream"] is None
+    assert gpuhost.device_array(10, stream=s).__cuda_array_interface__["stream"] == s.handle
+    assert gpuhost.mapped_array(10).__cuda_array_interface__["stream"] is None
+    assert gpuhost.mapped_array(10, stream=s).__cuda_array_interface__["stream"] == s.handle
+    assert gpuhost.mapped_array(10, stream=s)[2:].__cuda_array_interface__["stream"] == s.handle
+    assert gpuhost.managed_array(10, stream=s).__cuda_array_interface__["stream"] == s.handle
+    assert gpuhost.managed_array(10).__cuda_array_interface__["stream"] is None
+
+
+class Foreign:
+    def __init__(self, desc):
+        self.__cuda_array_interface__ = desc
+
+
+def test_an_imported_array_takes_the_exporters_stream():
+    s = gpuhost.stream()
+    host = random_array(10, np.float64)
+    src = gpuhost.to_device(host, stream=s)
+    got = gpuhost.as_cuda_array(Foreign(src.__cuda_array_interface__))
+    assert got.stream.external and got.stream.handle == s.handle
+    assert (got.copy_to_host() == host).all()
+    plain = gpuhost.as_cuda_array(Foreign(gpuhost.device_array(3).__cuda_array_interface__))
+    assert plain.stream == 0
+
+
+def test_ownership_of_a_converted_array_keeps_the_memory(ctx):
+    deallocs = ctx.memory_manager.deallocations
+    d = gpuhost.to_device(np.arange(100))
+    cvted = gpuhost.as_cuda_array(d)
+    del d
+    assert len(deallocs) == 0 and (cvted.copy_to_host() == np.arange(100)).all()
+    foreign = Foreign(gpuhost.to_device(np.arange(8)).__cuda_array_interface__)
+    wrapped = gpuhost.as_cuda_array(foreign)
+    assert wrapped.owner is foreign and wrapped.gpu_data.owner is foreign
+
+
+def test_read_only_foreign_memory_refuses_writes():
+    host = random_array(6, np.int32)
+    src = gpuhost.to_device(host)
+    desc = dict(src.__cuda_array_interface__, data=(src.ptr, True))
+    ro = gpuhost.from_cuda_array_interface(desc, owner=src)
+    assert ro.flags["WRITEABLE"] is False and src.flags["WRITEABLE"] is True
+    assert (ro.copy_to_host() == host).all()
+    for write in (lambda: ro.__setitem__(0, 1), lambda: ro[2:].__setitem__(slice(None), 5),
+                  lambda: ro.copy_to_device(host), lambda: ro.bind(None).copy_to_device(host)):
+        with pytest.raises(ValueError, match="the device array is read-only"):
+            write()
+    assert (src.copy_to_host() == host).all()
+
+
+def test_interfaces_gpuhost_cannot_use_are_refused_before_the_driver():
+    src = gpuhost.to_device(random_array(4, np.float32))
+    cai = src.__cuda_array_interface__
+    with pytest.raises(ValueError, match=r"version 4 is not one gpuhost knows \(0, 1, 2, 3\)"):
+        gpuhost.from_cuda_array_interface(dict(cai, version=4))
+    with pytest.raises(ValueError, match="version None"):
+        gpuhost.from_cuda_array_interface({k: v for k, v in cai.items() if k != "version"})
+    with pytest.raises(ValueError, match=r"data pointer is null for an array of shape \(4,\)"):
+        gpuhost.from_cuda_array_interface(dict(cai, data=(0, False)))
+    empty = gpuhost.from_cuda_array_interface(dict(cai, shape=(0,), data=(0, False)))
+    assert empty.size == 0
+    with pytest.raises(NotImplementedError, match="Masked arrays are not supported"):
+        gpuhost.from_cuda_array_interface(dict(cai, mask=src))
+    with pytest.raises(ValueError, match="stream 0 is forbidden"):
+        gpuhost.from_cuda_array_interface(dict(cai, stream=0))
+
+
+# ---- module-level numba names ----
+
+def test_is_supported_version_and_cuda_error():
+    assert gpuhost.is_supported_version() is True
+    assert gpuhost.cuda_error() is None
+
+
+def test_detect_prints_numbas_lines(capsys):
+    assert gpuhost.detect() is True
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "Found %d CUDA devices" % len(gpuhost.gpus)
+    dev = gpuhost.gpus[0]
+    assert out[1] == "id %d    %20s %40s" % (dev.id, dev.name, "[SUPPORTED]")
+    labels = [line.split(":")[0].strip() for line in out[2:11]]
+    assert labels == ["Compute Capability", "PCI Device ID", "PCI Bus ID", "UUID", "Watchdog",
+                      "FP32/FP64 Performance Ratio", "FP16 Support", "BF16 Support",
+                      "FP8 Support"]
+    assert out[-2:] == ["Summary:", "\t%d/%d devices are supported" % ((len(gpuhost.gpus),) * 2)]

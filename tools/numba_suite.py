@@ -1,0 +1,401 @@
+"""Run numba-cuda's own host-API tests against gpuhost.
+
+The installed numba-cuda's test modules (numba/cuda/tests/cudadrv/ and two of cudapy/)
+are copied to a scratch folder with their imports rewritten, and nothing else:
+``from numba import cuda`` becomes ``import gpuhost as cuda``, and a name taken from
+``numba.cuda`` that gpuhost also offers is taken from gpuhost.  numba's test helpers
+(numba.cuda.testing, numba.cuda.tests.support) stay numba's.
+
+Tests that need what gpuhost deliberately does not have are marked not portable,
+mechanically, from each test's source and what it calls in its module (its class's
+setUp/tearDown, helper methods, module-level functions), each with the reason:
+  - numba's compiler: ``cuda.jit`` and the other device-code names, ``vectorize``;
+  - numba internals: a name imported from any numba module other than numba.cuda itself
+    and the test helpers (``driver``, ``devices``, ``nvvm``, ``config``, ``types`` ...);
+  - cuda.core / cuda.bindings, numba's other CUDA binding.
+The rest runs under pytest; every one is expected to pass.
+
+With --unskip-317, the tests numba-cuda itself skips for its issue #317 (stream
+callbacks, async_done) run too: that one decorator line is dropped.
+
+    python3 tools/numba_suite.py [--out DIR] [--unskip-317] [--list] [-- pytest args]
+
+Needs numba-cuda installed beside gpuhost (the GPU machine has it); nothing of numba's
+is kept in this repository.
+"""
+import argparse
+import ast
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+MODULES = [
+    "cudadrv/test_array_attr.py",
+    "cudadrv/test_context_stack.py",
+    "cudadrv/test_cuda_array_slicing.py",
+    "cudadrv/test_cuda_auto_context.py",
+    "cudadrv/test_cuda_devicerecord.py",
+    "cudadrv/test_cuda_driver.py",
+    "cudadrv/test_cuda_memory.py",
+    "cudadrv/test_cuda_ndarray.py",
+    "cudadrv/test_deallocations.py",
+    "cudadrv/test_detect.py",
+    "cudadrv/test_emm_plugins.py",
+    "cudadrv/test_events.py",
+    "cudadrv/test_host_alloc.py",
+    "cudadrv/test_init.py",
+    "cudadrv/test_inline_ptx.py",
+    "cudadrv/test_is_fp16.py",
+    "cudadrv/test_linkable_code.py",
+    "cudadrv/test_linker.py",
+    "cudadrv/test_managed_alloc.py",
+    "cudadrv/test_module_callbacks.py",
+    "cudadrv/test_nvjitlink.py",
+    "cudadrv/test_nvrtc.py",
+    "cudadrv/test_nvvm_driver.py",
+    "cudadrv/test_pinned.py",
+    "cudadrv/test_profiler.py",
+    "cudadrv/test_reset_device.py",
+    "cudadrv/test_runtime.py",
+    "cudadrv/test_select_device.py",
+    "cudadrv/test_streams.py",
+    "cudapy/test_ipc.py",
+    "cudapy/test_cuda_array_interface.py",
+]
+
+# Attributes of `cuda` that belong to numba's Python-to-PTX compiler (device code and
+# what compiles it); gpuhost compiles CUDA C++ instead.
+COMPILER_ATTRS = {
+    "jit", "declare_device", "vectorize", "guvectorize", "reduce", "Reduce", "compile",
+    "compile_ptx", "compile_ptx_for_current_device", "compile_for_current_device",
+    "compile_all", "grid", "gridsize", "threadIdx", "blockIdx", "blockDim", "gridDim",
+    "laneid", "warpsize", "local", "shared", "const", "atomic", "syncthreads",
+    "syncwarp", "cg", "fp16", "libdevice", "random", "selp", "fma", "cbrt", "brev",
+    "popc", "clz", "ffs", "threadfence", "activemask", "lanemask_lt", "shfl_sync",
+    "all_sync", "any_sync", "eq_sync", "ballot_sync", "match_any_sync",
+    "match_all_sync", "nanosleep", "dispatcher", "CUDADispatcher", "types",
+    "typing", "float16", "float32", "float64", "int32", "int64", "void", "intp",
+}
+# Attributes of `cuda` that are numba's own modules (its driver binding, its simulator).
+INTERNAL_ATTRS = {"core", "cudadrv", "cudaimpl", "simulator", "kernels", "np", "config",
+                  "driver", "devices"}
+# Attributes of any object that belong to numba's typing of arrays for its compiler.
+TYPING_ATTRS = {"_numba_type_"}
+# numba modules whose names are test infrastructure, kept as they are.
+TEST_HELPER_MODULES = ("numba.cuda.testing", "numba.cuda.tests")
+# Modules of another binding of the driver: a test that needs them is not about gpuhost.
+OTHER_BINDINGS = ("cuda.core", "cuda.bindings", "cuda")
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SKIP_317 = re.compile(r"^\s*@unittest\.skip\([^)]*#317[^)]*\)\s*$")
+
+
+def tests_root():
+    import numba.cuda.tests as t
+
+    return os.path.dirname(t.__file__)
+
+
+def gpuhost_names():
+    sys.path.insert(0, REPO)
+    import gpuhost
+
+    return {n for n in dir(gpuhost) if not n.startswith("_")}
+
+
+class ImportRewriter:
+    """Rewrites one module's import statements; records which names are numba internals."""
+
+    def __init__(self, offered):
+        self.offered = offered
+        self.internal = {}  # name bound in the module -> why it is not portable
+
+    def rewrite(self, source):
+        tree = ast.parse(source)
+        lines = source.splitlines(keepends=True)
+        edits = []  # (first line, last line, replacement text)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                new = self._rewrite_node(node)
+                if new is not None:
+                    indent = re.match(r"\s*", lines[node.lineno - 1]).group(0)
+                    edits.append((node.lineno, node.end_lineno, indent + new + "\n"))
+        for first, last, text in sorted(edits, reverse=True):
+            lines[first - 1:last] = [text]
+        return "".join(lines), tree
+
+    def _bind_internal(self, alias, why):
+        self.internal[(alias.asname or alias.name).split(".")[0]] = why
+
+    def _rewrite_node(self, node):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "numba" or alias.name.startswith("numba."):
+                    self._bind_internal(alias, "numba internals (import %s)" % alias.name)
+                elif alias.name.split(".")[0] == "cuda" and alias.name != "cuda":
+                    self._bind_internal(alias, "another driver binding (%s)" % alias.name)
+            return None
+        mod = node.module or ""
+        if mod == "numba":
+            kept, new = [], []
+            for alias in node.names:
+                if alias.name == "cuda":
+                    new.append("import gpuhost as %s" % (alias.asname or "cuda"))
+                else:
+                    kept.append(alias)
+                    self._bind_internal(alias, "numba internals (numba.%s)" % alias.name)
+            if not new:
+                return None
+            if kept:
+                new.append("from numba import " + ", ".join(_alias_text(a) for a in kept))
+            return "; ".join(new)
+        if mod == "numba.cuda":
+            ours, theirs = [], []
+            for alias in node.names:
+                if alias.name in self.offered and alias.name not in COMPILER_ATTRS:
+                    ours.append(alias)
+                else:
+                    theirs.append(alias)
+                    why = ("numba's compiler (cuda.%s)" if alias.name in COMPILER_ATTRS
+                           else "numba internals (numba.cuda.%s)") % alias.name
+                    self._bind_internal(alias, why)
+            if not ours:
+                return None
+            parts = ["from gpuhost import " + ", ".join(_alias_text(a) for a in ours)]
+            if theirs:
+                parts.append("from numba.cuda import " + ", ".join(_alias_text(a) for a in theirs))
+            return "; ".join(parts)
+        if mod.startswith("numba") and not mod.startswith(TEST_HELPER_MODULES):
+            for alias in node.names:
+                self._bind_internal(alias, "numba internals (%s.%s)" % (mod, alias.name))
+        elif mod.split(".")[0] == "cuda" and mod.startswith(OTHER_BINDINGS):
+            for alias in node.names:
+                self._bind_internal(alias, "another driver binding (%s.%s)" % (mod, alias.name))
+        elif mod.startswith("llvmlite"):
+            for alias in node.names:
+                self._bind_internal(alias, "numba's compiler (llvmlite)")
+        return None
+
+
+def _alias_text(alias):
+    return alias.name + (" as " + alias.asname if alias.asname else "")
+
+
+class Classifier:
+    """Decides, per test, whether it needs numba's compiler or internals."""
+
+    def __init__(self, tree, internal):
+        self.internal = internal
+        self.functions = {}  # module-level function name -> node (also under if/try)
+        self.classes = {}
+        todo = list(tree.body)
+        while todo:
+            node = todo.pop(0)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.functions[node.name] = node
+            elif isinstance(node, ast.ClassDef):
+                self.classes[node.name] = node
+            elif isinstance(node, (ast.If, ast.Try, ast.With)):
+                todo.extend(ast.iter_child_nodes(node))
+        self.module_level = [n for n in tree.body
+                             if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                   ast.ClassDef, ast.Import, ast.ImportFrom))]
+
+    def _direct(self, node):
+        """The first reason found in `node` itself (not what it calls), or None."""
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Attribute) and sub.attr in TYPING_ATTRS:
+                return "numba's typing (.%s)" % sub.attr
+            if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name):
+                if sub.value.id == "cuda" and sub.attr in COMPILER_ATTRS:
+                    return "numba's compiler (cuda.%s)" % sub.attr
+                if sub.value.id == "cuda" and sub.attr in INTERNAL_ATTRS:
+                    return "numba internals (cuda.%s)" % sub.attr
+            if isinstance(sub, ast.Name) and sub.id in self.internal:
+                return "%s: %s" % (self.internal[sub.id], sub.id)
+        return None
+
+    def _calls(self, node, cls):
+        """Module functions, classes and methods of `cls` that `node` refers to."""
+        out = []
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and sub.id in self.functions:
+                out.append(self.functions[sub.id])
+            elif isinstance(sub, ast.Name) and sub.id in self.classes:
+                out.append(self.classes[sub.id])
+            elif (isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name)
+                  and sub.value.id in ("self", "cls") and cls is not None):
+                for m in self._methods(cls):
+                    if m.name == sub.attr:
+                        out.append(m)
+        return out
+
+    def _methods(self, cls):
+        seen, out = set(), []
+        for c in self._mro(cls):
+            for n in c.body:
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name not in seen:
+                    seen.add(n.name)
+                    out.append(n)
+        return out
+
+    def _mro(self, cls):
+        out = [cls]
+        for base in cls.bases:
+            if isinstance(base, ast.Name) and base.id in self.classes:
+                out.extend(self._mro(self.classes[base.id]))
+        return out
+
+    def reason(self, test, cls):
+        """Why `test` (a method of `cls`, or a module function) is not portable, or None."""
+        roots = [test]
+        if cls is not None:
+            roots += [m for m in self._methods(cls)
+                      if m.name in ("setUp", "tearDown", "setUpClass", "tearDownClass")]
+            roots += [d for c in self._mro(cls) for d in c.decorator_list]
+        seen, todo = set(), list(roots)
+        while todo:
+            node = todo.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            why = self._direct(node)
+            if why:
+                return why
+            todo.extend(self._calls(node, cls))
+        return None
+
+    def tests(self):
+        """(class name or None, test name, reason or None) for every test in the module."""
+        for name, fn in self.functions.items():
+            if name.startswith("test"):
+                yield None, name, self.reason(fn, None)
+        for cname, cls in self.classes.items():
+            if not cname.startswith("Test") and not any(
+                    isinstance(b, ast.Name) and "TestCase" in b.id for b in cls.bases):
+                continue
+            for m in self._methods(cls):
+                if m.name.startswith("test"):
+                    yield cname, m.name, self.reason(m, cls)
+
+
+CONFTEST = '''"""Written by gpuhost's tools/numba_suite.py: the fixture numba's CUDATestCase asks for,
+and the not-portable tests deselected with their reasons."""
+import json
+import os
+
+import pytest
+
+_NOT_PORTABLE = json.load(open(os.path.join(os.path.dirname(__file__), "not_portable.json")))
+
+
+@pytest.fixture(scope="class")
+def initialize_from_pytest_config(request):
+    request.cls._dump_failed_filechecks = False
+
+
+def pytest_collection_modifyitems(config, items):
+    keep, drop = [], []
+    for item in items:
+        key = item.nodeid.split("::", 1)[-1].replace("::", ".")
+        mod = os.path.basename(item.nodeid.split("::", 1)[0])
+        (drop if (mod + "::" + key) in _NOT_PORTABLE else keep).append(item)
+    items[:] = keep
+    config.hook.pytest_deselected(items=drop)
+'''
+
+
+def port(out, unskip_317):
+    """Write the ported modules to `out`; return the not-portable table."""
+    root = tests_root()
+    offered = gpuhost_names()
+    not_portable = {}
+    for rel in MODULES:
+        src_path = os.path.join(root, rel)
+        if not os.path.exists(src_path):
+            print("absent in this numba-cuda: %s" % rel)
+            continue
+        with open(src_path) as f:
+            source = f.read()
+        if unskip_317:
+            source = "".join(l for l in source.splitlines(keepends=True) if not SKIP_317.match(l))
+        rewriter = ImportRewriter(offered)
+        ported, tree = rewriter.rewrite(source)
+        name = os.path.basename(rel)
+        for cname, tname, why in Classifier(tree, rewriter.internal).tests():
+            if why:
+                key = "%s::%s" % (name, tname if cname is None else cname + "." + tname)
+                not_portable[key] = why
+        with open(os.path.join(out, name), "w") as f:
+            f.write(ported)
+    with open(os.path.join(out, "not_portable.json"), "w") as f:
+        json.dump(not_portable, f, indent=1, sort_keys=True)
+    with open(os.path.join(out, "conftest.py"), "w") as f:
+        f.write(CONFTEST)
+    return not_portable
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", help="folder for the ported modules (default: a temporary one)")
+    ap.add_argument("--unskip-317", action="store_true",
+                    help="also run the tests numba-cuda skips for its issue #317")
+    ap.add_argument("--list", action="store_true", help="list the not-portable tests and stop")
+    ap.add_argument("pytest_args", nargs="*")
+    args = ap.parse_args()
+    out = args.out or tempfile.mkdtemp(prefix="numba-suite-")
+    os.makedirs(out, exist_ok=True)
+    not_portable = port(out, args.unskip_317)
+    by_reason = {}
+    for key, why in sorted(not_portable.items()):
+        by_reason.setdefault(why.split(":")[0], []).append(key)
+    print("not portable: %d tests" % len(not_portable))
+    for why, keys in sorted(by_reason.items()):
+        print("  %-60s %d" % (why, len(keys)))
+    if args.list:
+        for key, why in sorted(not_portable.items()):
+            print("%s  -- %s" % (key, why))
+        return 0
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [REPO] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
+           "--rootdir", out, "-c", os.devnull, "-rfE", "--continue-on-collection-errors", "-W", "ignore::DeprecationWarning",
+           "--junitxml", os.path.join(out, "junit.xml"), out] + args.pytest_args
+    print("+ " + " ".join(cmd), flush=True)
+    rc = subprocess.call(cmd, cwd=out, env=env)
+    summarize(os.path.join(out, "junit.xml"), not_portable)
+    return rc
+
+
+def summarize(junit, not_portable):
+    """Per-module counts: passed, failed, skipped (numba's own skips), not portable."""
+    import xml.etree.ElementTree as ET
+
+    if not os.path.exists(junit):
+        return
+    counts = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        mod = case.get("classname", "").split(".")[0] + ".py"
+        c = counts.setdefault(mod, {"passed": 0, "failed": 0, "skipped": 0})
+        if case.find("failure") is not None or case.find("error") is not None:
+            c["failed"] += 1
+        elif case.find("skipped") is not None:
+            c["skipped"] += 1
+        else:
+            c["passed"] += 1
+    for key in not_portable:
+        mod = key.split("::")[0]
+        counts.setdefault(mod, {"passed": 0, "failed": 0, "skipped": 0})
+        counts[mod]["not portable"] = counts[mod].get("not portable", 0) + 1
+    print("\n%-36s %7s %7s %8s %13s" % ("module", "passed", "failed", "skipped", "not portable"))
+    for mod in sorted(counts):
+        c = counts[mod]
+        print("%-36s %7d %7d %8d %13d" % (mod, c["passed"], c["failed"], c["skipped"],
+                                          c.get("not portable", 0)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
