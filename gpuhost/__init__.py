@@ -55,6 +55,7 @@ from ._streamtools import IpcEventHandle, profiling
 from .devices import close, detect, gpus, list_devices, require_context
 from .devices import DeviceSummary, summary
 from .devices import cuda_error, is_supported_version
+from .devices import is_bfloat16_supported, is_float16_supported, is_fp8_supported
 from .kernels import Kernel, LaunchConfig, Linker, Module, RawKernel, SourceModule, launch
 from .errors import (
     CudaAPIError,
@@ -164,6 +165,9 @@ __all__ = [
     "detect",
     "cuda_error",
     "is_supported_version",
+    "is_float16_supported",
+    "is_bfloat16_supported",
+    "is_fp8_supported",
     "driver_version",
     "errors",
     "event",

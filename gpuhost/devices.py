@@ -8,7 +8,8 @@ from . import _core
 from .errors import CudaSupportError
 
 __all__ = ["gpus", "list_devices", "detect", "require_context", "close", "summary",
-           "DeviceSummary", "is_supported_version", "cuda_error"]
+           "DeviceSummary", "is_supported_version", "cuda_error", "is_float16_supported",
+           "is_bfloat16_supported", "is_fp8_supported"]
 
 _SUPPORTED_MAJOR_VERSIONS = (12, 13)  # the CUDA versions gpuhost is built and tested for
 
@@ -82,6 +83,22 @@ def is_supported_version():
     from .runtime import get_version
 
     return get_version()[0] in _SUPPORTED_MAJOR_VERSIONS
+
+
+def is_float16_supported():
+    """numba's: whether 16-bit floats are supported; always True (every device gpuhost
+    supports has them)."""
+    return True
+
+
+def is_bfloat16_supported():
+    """numba's: whether the current device has bfloat16 (compute capability 8.0 or newer)."""
+    return _core.current_context().device.compute_capability >= (8, 0)
+
+
+def is_fp8_supported():
+    """numba's: whether the current device has FP8 (compute capability 8.9 or newer)."""
+    return _core.current_context().device.compute_capability >= (8, 9)
 
 
 def cuda_error():

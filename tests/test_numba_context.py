@@ -42,11 +42,13 @@ def test_memalloc_gives_a_memory_pointer_that_views_and_memsets(ctx):
 
 
 def test_memalloc_memory_goes_back_when_the_last_reference_dies(ctx):
-    used = gpuhost._core.default_pool().used_bytes
+    assert isinstance(ctx.memory_manager, emm.DefaultMemoryManager), ctx.memory_manager
+    pool = gpuhost._core.default_pool(ctx)
+    used = pool.used_bytes
     mem = ctx.memalloc(4096)
-    assert gpuhost._core.default_pool().used_bytes == used + 4096
+    assert pool.used_bytes == used + 4096, (pool, mem.device_pointer_value)
     del mem
-    assert gpuhost._core.default_pool().used_bytes == used
+    assert pool.used_bytes == used
 
 
 def test_host_allocations_of_the_context(ctx):
@@ -349,9 +351,13 @@ def test_interfaces_gpuhost_cannot_use_are_refused_before_the_driver():
 
 # ---- module-level numba names ----
 
-def test_is_supported_version_and_cuda_error():
+def test_is_supported_version_cuda_error_and_the_float_formats():
     assert gpuhost.is_supported_version() is True
     assert gpuhost.cuda_error() is None
+    cc = gpuhost.get_current_device().compute_capability
+    assert gpuhost.is_float16_supported() is True
+    assert gpuhost.is_bfloat16_supported() is (cc >= (8, 0))
+    assert gpuhost.is_fp8_supported() is (cc >= (8, 9))
 
 
 def test_detect_prints_numbas_lines(capsys):
