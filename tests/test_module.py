@@ -28,6 +28,8 @@ def test_reimporting_core_gives_distinct_working_types():
         assert second.current_context().get_memory_info().total == dev.total_memory
     finally:
         sys.modules["gpuhost._core"] = first
+        gpuhost._core = first  # the import set the package's attribute too: modules imported
+        # later (from . import _core) must get the module every other object comes from
 
 
 @pytest.mark.parametrize("name", PUBLIC_CALLABLES)
