@@ -448,14 +448,19 @@ class HostOnlyCUDAMemoryManager(BaseCUDAMemoryManager):
             mem.free()
         self.allocations.clear()
 
-    @contextlib.contextmanager
     def defer_cleanup(self):
         """Hold the release of host memory until the block ends."""
-        _core._defer_cleanup_enter()
-        try:
-            yield
-        finally:
-            _core._defer_cleanup_exit()
+        return _hold_releases()
+
+
+@contextlib.contextmanager
+def _hold_releases():
+    """gpuhost's defer_cleanup() hold, for the managers' defer_cleanup() and disable()."""
+    _core._defer_cleanup_enter()
+    try:
+        yield
+    finally:
+        _core._defer_cleanup_exit()
 
 
 class GetIpcHandleMixin:
@@ -515,14 +520,9 @@ class PendingDeallocs:
             with self._context.device:
                 self._pool().free_all_blocks()
 
-    @contextlib.contextmanager
     def disable(self):
         """Hold every release until the block ends (nests)."""
-        _core._defer_cleanup_enter()
-        try:
-            yield
-        finally:
-            _core._defer_cleanup_exit()
+        return _hold_releases()
 
     def __repr__(self):
         return "<PendingDeallocs of %r: %d blocks, %d bytes>" % (self._context, len(self),
@@ -582,8 +582,6 @@ def set_memory_manager(mm_plugin):
                                % (version, _SUPPORTED_EMM_INTERFACE_VERSION))
     _managers.clear()  # arrays made so far keep their memory; new ones use the new plugin
     _plugin = mm_plugin
-    if mm_plugin is None and _arrays._allocator is _allocate:
-        _arrays._allocator, _arrays._manager_defer = None, None
     _install_allocator()
 
 
