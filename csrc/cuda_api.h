@@ -30,6 +30,7 @@
     X(DeviceTotalMem, 3020)                                                                        \
     X(DeviceGetAttribute, 2000)                                                                    \
     X(DeviceGetPCIBusId, 4010)                                                                     \
+    X(DeviceGetByPCIBusId, 4010)                                                                   \
     X(DevicePrimaryCtxRetain, 7000)                                                                \
     X(DevicePrimaryCtxRelease, 11000)                                                              \
     X(DevicePrimaryCtxReset, 11000)                                                                \
@@ -53,6 +54,7 @@
     X(StreamGetPriority, 5050)                                                                     \
     X(StreamGetFlags, 5050)                                                                        \
     X(StreamGetCtx, 9020)                                                                          \
+    X(StreamIsCapturing, 10000)                                                                    \
     X(StreamAddCallback, 5000)                                                                     \
     X(EventCreate, 2000)                                                                           \
     X(EventDestroy, 4000)                                                                          \
@@ -80,6 +82,9 @@
     X(MemHostUnregister, 4000)                                                                     \
     X(MemGetAddressRange, 3020)                                                                    \
     X(PointerGetAttribute, 4000)                                                                   \
+    X(MemcpyAsync, 4000)                                                                           \
+    X(MemPrefetchAsync, 12020)                                                                     \
+    X(MemAdvise, 12020)                                                                            \
     X(MemcpyHtoD, 3020)                                                                            \
     X(MemcpyDtoH, 3020)                                                                            \
     X(MemcpyDtoD, 3020)                                                                            \

@@ -402,6 +402,7 @@ module_exec(PyObject *module)
         gh_dlpack_init(module, st) < 0 || gh_cumodule_init_type(module, st) < 0 ||
         gh_kernel_init_type(module, st) < 0 || gh_pool_init_type(module, st) < 0 ||
         PyModule_AddFunctions(module, gh_nvtx_methods) < 0 ||
+        PyModule_AddFunctions(module, gh_address_methods) < 0 ||
         PyModule_AddFunctions(module, gh_program_methods) < 0 ||
         PyModule_AddFunctions(module, gh_display_methods) < 0) {
         return -1;

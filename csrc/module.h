@@ -406,6 +406,10 @@ PyObject *gh_kernel_new(gh_state *st, gh_module *m, CUfunction f, PyObject *name
 
 extern PyMethodDef gh_nvtx_methods[];
 
+/* ---- address_api.c: memcpy, mem_prefetch, mem_advise, device_by_pci_bus_id ---- */
+
+extern PyMethodDef gh_address_methods[];
+
 /* ---- nvrtc_api.c: the NVRTC loader ---- */
 
 extern gh_nvrtc_api gh_nvrtc;

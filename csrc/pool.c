@@ -518,6 +518,11 @@ order_after(gh_pool *p, lane *from, CUstream to)
     if (res == CUDA_SUCCESS) {
         return 0; /* idle: what used the block has finished */
     }
+    if (res == CUDA_ERROR_INVALID_HANDLE) {
+        /* Someone else's stream (an external one) destroyed since: its work may still
+           run, and waiting for the whole context is the only order left. */
+        return gh_check(gh_cu.CtxSynchronize(), GH_CU_CtxSynchronize);
+    }
     if (res != CUDA_ERROR_NOT_READY) {
         return gh_raise_cuda(res, GH_CU_StreamQuery);
     }

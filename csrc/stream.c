@@ -507,6 +507,25 @@ stream_get_priority(gh_stream *self, void *Py_UNUSED(closure))
     return PyLong_FromLong(priority);
 }
 
+/* cuStreamIsCapturing: True while the stream is capturing into a graph; CudaAPIError
+   (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) for the legacy default stream while another stream of
+   its context captures, as the driver says. */
+static PyObject *
+stream_is_capturing(gh_stream *self, PyObject *Py_UNUSED(ignored))
+{
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    int pushed;
+    CUresult res;
+    if (stream_enter(self, GH_CU_StreamIsCapturing, &pushed) < 0) {
+        return NULL;
+    }
+    res = gh_cu.StreamIsCapturing(self->handle, &status);
+    if (gh_context_leave(self->context, pushed) < 0 || gh_check(res, GH_CU_StreamIsCapturing) < 0) {
+        return NULL;
+    }
+    return PyBool_FromLong(status == CU_STREAM_CAPTURE_STATUS_ACTIVE);
+}
+
 static PyObject *
 stream_get_external(gh_stream *self, void *Py_UNUSED(closure))
 {
@@ -628,6 +647,9 @@ static PyMethodDef stream_methods[] = {
     {"wait_event", (PyCFunction)stream_wait_event, METH_O,
      "wait_event($self, event, /)\n--\n\n"
      "Make later work on the stream wait until `event` has completed."},
+    {"is_capturing", (PyCFunction)stream_is_capturing, METH_NOARGS,
+     "is_capturing($self, /)\n--\n\nTrue while the stream is capturing work into a CUDA graph "
+     "(cuStreamIsCapturing)."},
     {"__cuda_stream__", (PyCFunction)stream_cuda_stream, METH_NOARGS,
      "__cuda_stream__($self, /)\n--\n\nThe stream protocol: (0, handle)."},
     {NULL, NULL, 0, NULL},

@@ -279,6 +279,14 @@ fk_MemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCoun
                        access_of(srcDevice, ByteCount, FK_SIDE_DEVICE));
 }
 
+/* cuMemcpyAsync: either side any unified address (device, managed, pinned or host). */
+CUresult
+fk_MemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
+{
+    return linear_copy(GH_CU_MemcpyAsync, 1, hStream, access_of(dst, ByteCount, FK_SIDE_UNIFIED),
+                       access_of(src, ByteCount, FK_SIDE_UNIFIED));
+}
+
 /* ---- peer copies ---- */
 
 /* A copy between device memory of two contexts, each range inside its own context's. */

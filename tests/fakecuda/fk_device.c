@@ -369,3 +369,34 @@ fk_DeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
              (unsigned)device->attrs[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID]);
     return CUDA_SUCCESS;
 }
+
+/* "[domain:]bus:device.function" in hex, as the driver parses it; the device whose PCI
+   attributes match (function 0), else CUDA_ERROR_INVALID_DEVICE. */
+CUresult
+fk_DeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)
+{
+    CUresult res = fk_enter(GH_CU_DeviceGetByPCIBusId, FK_AFTER_INIT);
+    unsigned domain = 0, bus, device, function;
+    char tail;
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (dev == NULL || pciBusId == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (sscanf(pciBusId, "%x:%x:%x.%x%c", &domain, &bus, &device, &function, &tail) != 4 &&
+        (domain = 0, sscanf(pciBusId, "%x:%x.%x%c", &bus, &device, &function, &tail) != 3)) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    for (int i = 0; i < fk_device_count; i++) {
+        const fk_device *d = &fk_devices[i];
+        if (function == 0 && d->attrs[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID] == (int)domain &&
+            d->attrs[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID] == (int)bus &&
+            d->attrs[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID] == (int)device) {
+            *dev = i;
+            return CUDA_SUCCESS;
+        }
+    }
+    return CUDA_ERROR_INVALID_DEVICE;
+}

@@ -1001,3 +1001,69 @@ fakecuda_bytes(const char *kind)
     fk_unlock();
     return bytes;
 }
+
+/* ---- managed-memory hints: checked, with no effect (the double has one memory) ---- */
+
+/* A location the hints accept: a device that exists, or the host.  Lock held. */
+static CUresult
+hint_location(CUmemLocation location)
+{
+    if (location.type == CU_MEM_LOCATION_TYPE_HOST) {
+        return CUDA_SUCCESS;
+    }
+    if (location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return fk_device_get(location.id) != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+/* [devPtr, devPtr + count) inside one managed range.  Lock held. */
+static CUresult
+hint_range(CUdeviceptr devPtr, size_t count)
+{
+    fk_region *region = count > 0 ? region_containing(devPtr, count) : NULL;
+    return region != NULL && region->type == FK_REGION_MANAGED ? CUDA_SUCCESS
+                                                               : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult
+fk_MemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,
+                    CUstream hStream)
+{
+    CUresult res = fk_enter(GH_CU_MemPrefetchAsync, FK_AFTER_INIT);
+    fk_context *ctx = NULL;
+    fk_lane *lane = NULL;
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    fk_lock();
+    res = flags != 0 ? CUDA_ERROR_INVALID_VALUE : fk_stream_lane(hStream, &ctx, &lane);
+    if (res == CUDA_SUCCESS) {
+        res = hint_range(devPtr, count);
+    }
+    if (res == CUDA_SUCCESS) {
+        res = hint_location(location);
+    }
+    fk_unlock();
+    return res;
+}
+
+CUresult
+fk_MemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUmemLocation location)
+{
+    CUresult res = fk_enter(GH_CU_MemAdvise, FK_AFTER_INIT);
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    fk_lock();
+    res = (advice < CU_MEM_ADVISE_SET_READ_MOSTLY || advice > CU_MEM_ADVISE_UNSET_ACCESSED_BY)
+              ? CUDA_ERROR_INVALID_VALUE
+              : hint_range(devPtr, count);
+    if (res == CUDA_SUCCESS) {
+        res = hint_location(location);
+    }
+    fk_unlock();
+    return res;
+}

@@ -246,6 +246,30 @@ fk_StreamGetPriority(CUstream hStream, int *priority)
     return res;
 }
 
+/* No graphs in the double: a valid stream is never capturing. */
+CUresult
+fk_StreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+{
+    CUresult res = fk_enter(GH_CU_StreamIsCapturing, FK_AFTER_INIT);
+    fk_context *ctx = NULL;
+    fk_lane *lane = NULL;
+    fk_stream *stream = NULL;
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (captureStatus == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    fk_lock();
+    res = resolve(hStream, &ctx, &lane, &stream);
+    if (res == CUDA_SUCCESS) {
+        *captureStatus = CU_STREAM_CAPTURE_STATUS_NONE;
+    }
+    fk_unlock();
+    return res;
+}
+
 CUresult
 fk_StreamGetFlags(CUstream hStream, unsigned int *flags)
 {
