@@ -15,13 +15,17 @@ callable returning an object with an int ``.ptr``, CuPy's own pools included);
 
 Differences from CuPy: gpuhost has no "current stream", so ``malloc(size, stream=None)``,
 ``copy_*_async(..., stream=None)`` and ``memset_async`` take the stream (None: the legacy
-default stream, on which the async calls complete before they return); out of memory is
-gpuhost's CudaOutOfMemoryError (a MemoryError, also exported here as OutOfMemoryError);
-the pool's size classes are gpuhost's (512 bytes, then 8 per doubling) rather than CuPy's
-splitting of larger blocks.
+default stream, on which the async calls complete before they return; gpuhost.compat.cupy's
+subclasses use CuPy's current stream instead); the pool's size classes are gpuhost's (512
+bytes, then 8 per doubling) rather than CuPy's splitting of larger blocks. As CuPy's, a pool
+hands out PooledMemory (plain Memory for size 0), ``using_allocator()`` is per thread, and
+OutOfMemoryError(size, total, limit) is CuPy's exception (also a CudaOutOfMemoryError).
 """
+import contextlib
 import ctypes
+import threading
 import warnings
+import weakref
 
 import numpy as np
 
@@ -31,14 +35,39 @@ from .errors import CudaOutOfMemoryError
 
 __all__ = [
     "BaseMemory", "ManagedMemory", "Memory", "MemoryAsync", "MemoryPointer", "MemoryPool",
-    "OutOfMemoryError", "PinnedMemory", "PinnedMemoryPointer", "PinnedMemoryPool",
-    "PooledMemory", "UnownedMemory", "alloc", "alloc_pinned_memory", "get_allocator",
-    "get_default_memory_pool", "get_default_pinned_memory_pool", "malloc_async",
-    "malloc_managed", "set_allocator", "set_pinned_memory_allocator",
+    "MemoryAsyncPool", "OutOfMemoryError", "PinnedMemory", "PinnedMemoryPointer", "PinnedMemoryPool",
+    "PooledMemory", "PooledPinnedMemory", "PythonFunctionAllocator", "UnownedMemory", "alloc",
+    "alloc_pinned_memory", "get_allocator", "get_default_memory_pool",
+    "get_default_pinned_memory_pool", "malloc_async", "malloc_managed", "set_allocator",
+    "set_pinned_memory_allocator", "using_allocator",
 ]
 
-OutOfMemoryError = CudaOutOfMemoryError
-PooledMemory = _core.Allocation  # what a pool hands out: .ptr, .size, .device, .free()
+_allocation_unit_size = 512  # the pools' smallest size class, CuPy's allocation unit
+
+
+class OutOfMemoryError(CudaOutOfMemoryError):
+    """A pool or allocator ran out of memory, as CuPy's: ``OutOfMemoryError(size, total,
+    limit=0)`` (the request, the bytes the pool had, its limit), with CuPy's message; also a
+    CudaOutOfMemoryError and a MemoryError. The driver's own report, with the device's free
+    and total memory, is its ``__cause__``."""
+
+    def __init__(self, size, total, limit=0):
+        self._size, self._total, self._limit = size, total, limit
+        if limit == 0:
+            msg = "Out of memory allocating {:,} bytes".format(size)
+            if total != -1:
+                msg += " (allocated so far: {:,} bytes).".format(total)
+        else:
+            msg = ("Out of memory allocating {:,} bytes (allocated so far: {:,} bytes, limit "
+                   "set to: {:,} bytes).".format(size, total, limit))
+        super().__init__(2, "CUDA_ERROR_OUT_OF_MEMORY", msg, "")
+        self.args = (msg,)
+
+    def __str__(self):
+        return self.msg
+
+    def __reduce__(self):
+        return (type(self), (self._size, self._total, self._limit))
 
 _U8 = np.dtype(np.uint8)
 
@@ -106,6 +135,24 @@ class ManagedMemory(BaseMemory):
         self.ptr = self._owner.ptr if size > 0 else 0
         self.size, self.device_id, self.context = size, ctx.device.id, ctx
 
+    def prefetch(self, stream, *, device_id=-2):
+        """Queue migrating the memory to device `device_id` (-2: its own device; -1: the
+        host) on `stream` (cuMemPrefetchAsync). CudaAPIError for a device that does not
+        exist."""
+        if device_id == -2:
+            device_id = self.device_id
+        _core.mem_prefetch(self.ptr, self.size, device_id, self._stream_arg(stream))
+
+    def advise(self, advise, dev):
+        """Tell the driver how device `dev` (a Device, or its id; -1: the host) uses the
+        memory: `advise` is a CU_MEM_ADVISE_* number (1: set read-mostly, ... 6: unset
+        accessed-by; cuMemAdvise). CudaAPIError for an advice that does not exist."""
+        _core.mem_advise(self.ptr, self.size, advise, dev if isinstance(dev, int) else dev.id)
+
+    @staticmethod
+    def _stream_arg(stream):
+        return stream
+
 
 class MemoryAsync(BaseMemory):
     """Memory from the driver's stream-ordered pool (cuMemAllocAsync on `stream`), freed
@@ -116,9 +163,19 @@ class MemoryAsync(BaseMemory):
 
     def __init__(self, size, stream=None):
         ctx = _core.current_context()
-        self._owner = _async_pool(ctx).allocate(size, stream) if size > 0 else None
+        self._owner = _async_pool(ctx).allocate(size, self._stream_arg(stream)) \
+            if size > 0 else None
         self.ptr = self._owner.ptr if size > 0 else 0
         self.size, self.device_id, self.context, self.stream = size, ctx.device.id, ctx, stream
+
+    @staticmethod
+    def _stream_arg(stream):
+        return stream
+
+    def stream_ref(self):
+        """The stream the memory was allocated on (CuPy keeps a weak reference; the
+        memory keeps its stream's handle alive here, so this is the stream itself)."""
+        return self.stream
 
 
 class UnownedMemory(BaseMemory):
@@ -137,6 +194,37 @@ class UnownedMemory(BaseMemory):
         self.ptr, self.size, self.device_id, self._owner = ptr, size, device_id, owner
         self.context = ctx if ctx.device.id == device_id else \
             _core.get_device(device_id).get_primary_context()
+
+
+class _Pooled:
+    """What pools hand out: memory that goes back to its pool (``_owner``, an Allocation)."""
+
+    __slots__ = ()
+
+    @property
+    def pool(self):
+        """The gpuhost Pool the memory goes back to."""
+        return self._owner.pool
+
+    def free(self):
+        """Give the memory back to its pool now (the pointer becomes 0)."""
+        if self.ptr:
+            self.ptr = 0
+            self._owner.free()
+
+
+class PooledMemory(_Pooled, BaseMemory):
+    """Memory a MemoryPool handed out: free() (or the object's death) gives it back to the
+    pool for reuse; a second free() does nothing."""
+
+    __slots__ = ()
+
+    @classmethod
+    def _of(cls, allocation):
+        self = object.__new__(cls)
+        self._owner, self.ptr, self.size = allocation, allocation.ptr, allocation.size
+        self.device_id, self.context = allocation.device_id, allocation.context
+        return self
 
 
 def _context_of(mem):
@@ -185,7 +273,7 @@ class MemoryPointer:
             return NotImplemented
         if self.ptr == 0 and offset != 0:
             raise ValueError("a null pointer cannot be offset")
-        return MemoryPointer(self.mem, self.ptr - self.mem.ptr + offset)
+        return type(self)(self.mem, self.ptr - self.mem.ptr + offset)
 
     __radd__ = __add__
 
@@ -203,6 +291,11 @@ class MemoryPointer:
     def __isub__(self, offset):
         return self.__iadd__(-offset)
 
+    @staticmethod
+    def _stream_of(stream):
+        """What an async method's stream=None means: the legacy default stream (0)."""
+        return 0 if stream is None else stream
+
     def _bytes(self, size):
         """A uint8 DeviceArray over `size` bytes from ptr, for the copy primitives."""
         return _core.make_array(self.mem, self.ptr, (size,), (1,), _U8, None,
@@ -219,7 +312,7 @@ class MemoryPointer:
         """Queue a copy of `size` bytes from device memory `src` (a MemoryPointer) on
         `stream` (None: the legacy default stream)."""
         if size > 0:
-            self._bytes(size).copy_to_device(src._bytes(size), stream=_stream(stream))
+            self._bytes(size).copy_to_device(src._bytes(size), stream=self._stream_of(stream))
 
     def copy_from_host(self, mem, size):
         """Copy `size` bytes from host address `mem` (int or ctypes.c_void_p)."""
@@ -230,7 +323,7 @@ class MemoryPointer:
         memory must stay valid (and, to overlap, be pinned) until the copy has run."""
         if size > 0:
             _core.copy_2d(self._bytes(size), False, _address(mem), size, self.ptr, size, size, 1,
-                          _stream(stream))
+                          self._stream_of(stream))
 
     def copy_from(self, mem, size):
         """copy_from_device for a MemoryPointer, else copy_from_host."""
@@ -252,7 +345,7 @@ class MemoryPointer:
         memory only after the stream has reached it."""
         if size > 0:
             _core.copy_2d(self._bytes(size), True, _address(mem), size, self.ptr, size, size, 1,
-                          _stream(stream))
+                          self._stream_of(stream))
 
     def memset(self, value, size):
         """Set `size` bytes to the byte `value`."""
@@ -262,7 +355,7 @@ class MemoryPointer:
         """Queue setting `size` bytes to the byte `value` on `stream`."""
         if size > 0:
             _core.memset(self._bytes(size), self.ptr, 1, value & 0xFF, size, 1, size,
-                         _stream(stream))
+                         self._stream_of(stream))
 
 
 # ---- allocators ----
@@ -326,8 +419,21 @@ class MemoryPool:
 
     def malloc(self, size, stream=None):
         """A MemoryPointer to `size` bytes on the current device, ordered on `stream`
-        (None: the legacy default stream), from the pool if it holds a block."""
-        return MemoryPointer._wrap(self._pool().allocate(size, stream))
+        (None: the legacy default stream), from the pool if it holds a block: its ``mem``
+        is a PooledMemory (a plain Memory for size 0). OutOfMemoryError past the limit or
+        the device's memory."""
+        return self._allocate(size, stream)
+
+    _pointer = None  # the MemoryPointer class handed out (set below)
+
+    def _allocate(self, size, stream):
+        if size == 0:
+            return self._pointer(Memory(0), 0)
+        pool = self._pool()
+        try:
+            return self._pointer._wrap(PooledMemory._of(pool.allocate(size, stream)))
+        except CudaOutOfMemoryError as e:
+            raise OutOfMemoryError(size, pool.total_bytes, pool.limit) from e
 
     def free_all_blocks(self, stream=None):
         """Free the blocks held for the current device (those freed on `stream` only, if
@@ -359,18 +465,7 @@ class MemoryPool:
     def set_limit(self, size=None, fraction=None):
         """Limit the bytes the pool takes from the current device (in use + held) to `size`,
         or to `fraction` of the device's memory; neither (or 0): no limit."""
-        if size is None:
-            if fraction is None:
-                size = 0
-            else:
-                if not 0 <= fraction <= 1:
-                    raise ValueError("memory limit fraction out of range: %r" % (fraction,))
-                size = int(fraction * _core.current_context().get_memory_info().total)
-        elif fraction is not None:
-            raise ValueError("size and fraction cannot be specified at one time")
-        if size < 0:
-            raise ValueError("memory limit size out of range: %r" % (size,))
-        self._pool().limit = int(size)
+        self._pool().limit = _limit_size(size, fraction)
 
     def get_limit(self):
         """The current device's limit in bytes (0: none)."""
@@ -385,6 +480,9 @@ class MemoryPool:
         _core.pretty(p, cycle, self, _pools_pretty_rows(self._pools.values()))
 
 
+MemoryPool._pointer = MemoryPointer
+
+
 class _DefaultMemoryPool(MemoryPool):
     """The contexts' default pools: the memory of device_array() and to_device()."""
 
@@ -396,6 +494,100 @@ _default_pool = _DefaultMemoryPool()
 _current_allocator = _default_pool.malloc
 
 
+_UINT64_MAX = (1 << 64) - 1
+
+
+def _limit_size(size, fraction):
+    """The limit in bytes set_limit(size, fraction) asks for (0: none), checked as CuPy."""
+    if size is None:
+        if fraction is None:
+            return 0
+        if not 0 <= fraction <= 1:
+            raise ValueError("memory limit fraction out of range: %r" % (fraction,))
+        return int(fraction * _core.current_context().get_memory_info().total)
+    if fraction is not None:
+        raise ValueError("size and fraction cannot be specified at one time")
+    if size < 0:
+        raise ValueError("memory limit size out of range: %r" % (size,))
+    return int(size)
+
+
+class MemoryAsyncPool:
+    """CuPy's pool over the driver's stream-ordered allocator (cuMemAllocAsync from each
+    device's default memory pool), for every device: ``set_allocator(MemoryAsyncPool().malloc)``.
+    Its statistics are the driver pool's (used_bytes: in use, total_bytes: reserved), so
+    they count every user of that pool in the process; its limit is the pool's release
+    threshold (a soft limit: memory the pool keeps past it goes back at synchronization),
+    2**64 - 1 (keep everything) unless set. `pool_handles`: 'current' or 'default' (the
+    same pool here); other pools are not supported (NotImplementedError)."""
+
+    def __init__(self, pool_handles="current"):
+        if pool_handles not in ("current", "default"):
+            raise NotImplementedError("MemoryAsyncPool uses each device's default memory pool; "
+                                      "pool_handles must be 'current' or 'default', not %r"
+                                      % (pool_handles,))
+        self._configured = set()  # devices whose limit was set up (set_limit(0) at first use)
+
+    def _device(self):
+        dev = _core.current_context().device.id
+        if dev not in self._configured:
+            self._configured.add(dev)
+            _core.mempool_attribute(dev, "release_threshold", _UINT64_MAX)
+        return dev
+
+    def malloc(self, size, stream=None):
+        """A MemoryPointer to `size` bytes (rounded up to 512) on the current device,
+        allocated and freed on `stream` (None: the legacy default stream); its ``mem`` is
+        a MemoryAsync. OutOfMemoryError if the pool would grow past its limit or the
+        device has no more memory."""
+        if size == 0:
+            return self._pointer(self._memory(0, stream), 0)
+        rounded = -(-size // _allocation_unit_size) * _allocation_unit_size
+        total, limit = self.total_bytes(), 0
+        if total - self.used_bytes() < rounded:
+            limit = self.get_limit()
+            if max(limit, total) < total + rounded:
+                raise OutOfMemoryError(size, total, limit)
+        try:
+            return self._pointer(self._memory(rounded, stream), 0)
+        except CudaOutOfMemoryError as e:
+            raise OutOfMemoryError(size, total, limit) from e
+
+    _pointer = MemoryPointer
+    _memory = MemoryAsync
+
+    def free_all_blocks(self, stream=None):
+        """Wait for the work queued so far, then give the pool's unused memory back to the
+        device (cuMemPoolTrimTo)."""
+        _async_pool(_core.current_context()).free_all_blocks()
+
+    def n_free_blocks(self):
+        """Not known for the driver's pool: NotImplementedError, as CuPy."""
+        raise NotImplementedError("This function is not supported in MemoryAsyncPool")
+
+    def used_bytes(self):
+        """Bytes of the current device's pool in use."""
+        return _core.mempool_attribute(self._device(), "used_current")
+
+    def total_bytes(self):
+        """Bytes the current device's pool has reserved from the device."""
+        return _core.mempool_attribute(self._device(), "reserved_current")
+
+    def free_bytes(self):
+        """total_bytes() - used_bytes()."""
+        return self.total_bytes() - self.used_bytes()
+
+    def set_limit(self, size=None, fraction=None):
+        """Set the current device's soft limit (the pool's release threshold) to `size`
+        bytes or `fraction` of the device's memory; neither (or 0): no limit."""
+        size = _limit_size(size, fraction)
+        _core.mempool_attribute(self._device(), "release_threshold", size or _UINT64_MAX)
+
+    def get_limit(self):
+        """The current device's release threshold (2**64 - 1: no limit)."""
+        return _core.mempool_attribute(self._device(), "release_threshold")
+
+
 def get_default_memory_pool():
     """The default MemoryPool: the one device arrays allocate from."""
     return _default_pool
@@ -404,12 +596,13 @@ def get_default_memory_pool():
 def _array_allocator(allocator):
     """What device_array() calls for `allocator`: None (the C default pool), or
     fn(nbytes, stream) -> (owner, address)."""
-    if getattr(allocator, "__self__", None) is _default_pool and \
-            getattr(allocator, "__func__", None) is MemoryPool.malloc:
-        return None
-    if getattr(allocator, "__func__", None) is MemoryPool.malloc:
+    pool = getattr(allocator, "__self__", None)
+    if isinstance(pool, MemoryPool) and getattr(allocator, "__name__", None) == "malloc":
+        if isinstance(pool, _DefaultMemoryPool):
+            return None
+
         def from_pool(nbytes, stream):
-            p = allocator(nbytes, stream)
+            p = pool._allocate(nbytes, stream)
             return p, p.ptr
         return from_pool
 
@@ -419,27 +612,124 @@ def _array_allocator(allocator):
     return from_allocator
 
 
+class _ThreadAllocator(threading.local):
+    allocator = None  # this thread's using_allocator() allocator
+    for_arrays = None  # what device_array() calls for it
+
+
+_thread = _ThreadAllocator()
+_lock = threading.Lock()
+_users = 0  # threads inside a using_allocator() block
+_global_for_arrays = None  # the global allocator's device_array() hook while _users > 0
+
+
+def _dispatch(nbytes, stream):
+    """device_array()'s allocator while some thread is in a using_allocator() block: that
+    thread's, else the global one (the C default pool for None)."""
+    fn = _thread.for_arrays
+    if fn is None:
+        fn = _global_for_arrays
+        if fn is None:
+            a = _core.device_alloc(nbytes, stream)
+            return a, a.ptr
+    return fn(nbytes, stream)
+
+
+def _set_global_for_arrays(fn):
+    global _global_for_arrays
+    with _lock:
+        if _users:
+            _global_for_arrays = fn
+        else:
+            _arrays._allocator = fn
+
+
 def set_allocator(allocator=None):
     """Make `allocator(size)` (returning an object with an int ``.ptr``, e.g. a
     MemoryPointer) the allocator of alloc() and of device arrays; None: memory without a
-    pool. ``set_allocator(get_default_memory_pool().malloc)`` restores the default."""
+    pool. ``set_allocator(get_default_memory_pool().malloc)`` restores the default.
+    ValueError inside a using_allocator() block, as CuPy."""
     global _current_allocator
     if allocator is None:
         allocator = _malloc
     if not callable(allocator):
         raise TypeError("allocator must be callable, not %s" % type(allocator).__name__)
-    _arrays._allocator = _array_allocator(allocator)
+    if _thread.allocator is not None:
+        raise ValueError("Can't change the global allocator inside `using_allocator` context "
+                         "manager")
+    _set_global_for_arrays(_array_allocator(allocator))
     _current_allocator = allocator
 
 
 def get_allocator():
-    """The current allocator."""
-    return _current_allocator
+    """The current allocator: this thread's using_allocator() one, else the global one."""
+    allocator = _thread.allocator
+    return _current_allocator if allocator is None else allocator
+
+
+@contextlib.contextmanager
+def using_allocator(allocator=None):
+    """Make `allocator` (None: memory without a pool) this thread's allocator for alloc()
+    and device arrays for the block; other threads keep theirs. Blocks nest."""
+    global _users, _global_for_arrays
+    if allocator is None:
+        allocator = _malloc
+    if not callable(allocator):
+        raise TypeError("allocator must be callable, not %s" % type(allocator).__name__)
+    prev, prev_fn = _thread.allocator, _thread.for_arrays
+    fn = _array_allocator(allocator)
+    with _lock:
+        if _users == 0:
+            _global_for_arrays, _arrays._allocator = _arrays._allocator, _dispatch
+        _users += 1
+    _thread.allocator = allocator
+    _thread.for_arrays = fn if fn is not None else _default_for_arrays
+    try:
+        yield
+    finally:
+        _thread.allocator, _thread.for_arrays = prev, prev_fn
+        with _lock:
+            _users -= 1
+            if _users == 0:
+                _arrays._allocator = _global_for_arrays
+
+
+def _default_for_arrays(nbytes, stream):
+    a = _core.device_alloc(nbytes, stream)
+    return a, a.ptr
 
 
 def alloc(size):
     """A MemoryPointer to `size` bytes from the current allocator."""
-    return _current_allocator(size)
+    return get_allocator()(size)
+
+
+class PythonFunctionAllocator:
+    """An allocator from two Python functions: ``malloc_func(size, device_id)`` returns a
+    device address, ``free_func(ptr, device_id)`` frees it; ``malloc`` is the allocator
+    to pass to set_allocator()."""
+
+    def __init__(self, malloc_func, free_func):
+        self._malloc, self._free = malloc_func, free_func
+
+    def malloc(self, size):
+        """A MemoryPointer to `size` bytes from malloc_func, given to free_func when the
+        memory dies."""
+        return MemoryPointer(_PythonFunctionMemory(size, self._malloc, self._free), 0)
+
+
+class _PythonFunctionMemory(BaseMemory):
+    """Memory from a PythonFunctionAllocator's functions."""
+
+    __slots__ = ("_free_func", "__weakref__")
+
+    def __init__(self, size, malloc_func, free_func):
+        ctx = _core.current_context()
+        self.size, self.device_id, self.context, self._owner = size, ctx.device.id, ctx, None
+        self.ptr = malloc_func(size, self.device_id) if size > 0 else 0
+        self._free_func = free_func
+        if self.ptr:
+            weakref.finalize(self, free_func, self.ptr, self.device_id)
 
 
 # ---- pinned memory ----
@@ -463,6 +753,21 @@ class PinnedMemory:
 
     def __int__(self):
         return self.ptr
+
+
+class PooledPinnedMemory(_Pooled, PinnedMemory):
+    """Pinned memory a PinnedMemoryPool handed out: free() (or the object's death) gives
+    it back to the pool; a second free() does nothing."""
+
+    __slots__ = ()
+
+    @classmethod
+    def _of(cls, allocation):
+        self = object.__new__(cls)
+        self._owner, self.size = allocation, allocation.size
+        host = allocation.host_ptr
+        self.ptr = host if host is not None else allocation.ptr
+        return self
 
 
 class PinnedMemoryPointer:
@@ -532,8 +837,15 @@ class PinnedMemoryPool:
         return pool
 
     def malloc(self, size):
-        """A PinnedMemoryPointer to `size` bytes."""
-        return PinnedMemoryPointer(self._pool().allocate(size), 0)
+        """A PinnedMemoryPointer to `size` bytes: its ``mem`` is a PooledPinnedMemory (a
+        plain PinnedMemory for size 0)."""
+        if size == 0:
+            return PinnedMemoryPointer(PinnedMemory(0), 0)
+        pool = self._pool()
+        try:
+            return PinnedMemoryPointer(PooledPinnedMemory._of(pool.allocate(size)), 0)
+        except CudaOutOfMemoryError as e:
+            raise OutOfMemoryError(size, pool.total_bytes, pool.limit) from e
 
     def free_all_blocks(self):
         """Free the blocks the pool holds."""

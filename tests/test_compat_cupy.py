@@ -5,6 +5,7 @@ cuBLAS and cuSOLVER are stood in for by a small C library built here (create/des
 that count, remember which device's context was current, and can be made to fail).
 """
 import ctypes
+import gc
 import inspect
 import os
 import subprocess
@@ -39,20 +40,23 @@ def test_laid_out_like_cupy_cuda():
     assert cuda.Device is device.Device and cuda.Stream is stream.Stream
     assert cuda.Event is stream.Event and cuda.get_elapsed_time is stream.get_elapsed_time
     assert profiler.start is cuda.profiler.start and nvtx.RangePop is cuda.nvtx.RangePop
-    # the memory API is gpuhost.memory's own, not a second implementation
-    for name in ("Memory", "MemoryPointer", "MemoryPool", "alloc", "set_allocator",
-                 "get_allocator", "malloc_managed", "UnownedMemory"):
+    # the memory API is gpuhost.memory's own, not a second implementation: the same
+    # objects, or (where CuPy's current stream is the default) subclasses
+    for name in ("Memory", "set_allocator", "get_allocator", "using_allocator",
+                 "UnownedMemory", "OutOfMemoryError", "PooledMemory"):
         assert getattr(memory, name) is getattr(gpuhost.memory, name)
         assert getattr(cuda, name) is getattr(gpuhost.memory, name)
+    for name in ("MemoryPointer", "MemoryPool", "ManagedMemory", "MemoryAsync"):
+        assert issubclass(getattr(cuda, name), getattr(gpuhost.memory, name))
     assert cuda.PinnedMemoryPool is gpuhost.memory.PinnedMemoryPool
     for name in cuda.__all__:
         assert hasattr(cuda, name), name
 
 
 def test_every_public_name_is_documented():
-    from gpuhost.compat.cupy import device, nvtx, profiler, stream
+    from gpuhost.compat.cupy import device, driver, memory, nvtx, profiler, runtime, stream
 
-    for mod in (cuda, device, stream, nvtx, profiler, _libs):
+    for mod in (cuda, device, stream, nvtx, profiler, _libs, runtime, driver, memory):
         for name in mod.__all__:
             obj = getattr(mod, name)
             if callable(obj) and not inspect.ismodule(obj):
@@ -148,15 +152,18 @@ def test_with_device_in_a_thread_with_no_context_leaves_none():
 
 def test_a_device_that_does_not_exist():
     n = len(gpuhost.gpus) + 5
-    d = cuda.Device(n)  # as in CuPy, only using it fails
-    with pytest.raises(InvalidDeviceError, match="device %d" % n):
+    d = cuda.Device(n)  # as in CuPy, only using it fails, with the runtime's error
+    msg = r"^cudaErrorInvalidDevice: invalid device ordinal$"
+    with pytest.raises(cuda.runtime.CUDARuntimeError, match=msg) as info:
         d.use()
-    with pytest.raises(InvalidDeviceError):
+    assert info.value.status == 101 and isinstance(info.value, RuntimeError)
+    with pytest.raises(cuda.runtime.CUDARuntimeError, match=msg):
         with d:
             pass
     assert cuda.get_device_id() == 0
-    with pytest.raises(InvalidDeviceError):
-        d.compute_capability
+    for prop in ("compute_capability", "attributes", "pci_bus_id"):
+        with pytest.raises(cuda.runtime.CUDARuntimeError, match=msg):
+            getattr(d, prop)
 
 
 def test_device_synchronize_and_mem_info():
@@ -221,13 +228,14 @@ int DESTROY(void *handle)
 
 @pytest.fixture(scope="module")
 def fake_libs(tmp_path_factory):
-    """Paths of the stand-in libcublas and libcusolver."""
+    """Paths of the stand-in libcublas, libcusolver and libcusparse."""
     d = tmp_path_factory.mktemp("fakelibs")
     src = d / "fakelib.c"
     src.write_text(FAKE_LIB_C)
     out = {}
     for key, create, destroy, libno in (("cublas", "cublasCreate_v2", "cublasDestroy_v2", 1),
-                                        ("cusolver", "cusolverDnCreate", "cusolverDnDestroy", 2)):
+                                        ("cusolver", "cusolverDnCreate", "cusolverDnDestroy", 2),
+                                        ("cusparse", "cusparseCreate", "cusparseDestroy", 3)):
         path = d / ("lib%s.so.99" % key)
         subprocess.run([os.environ.get("CC", "cc"), "-shared", "-fPIC", "-o", str(path),
                         str(src), "-DCREATE=" + create, "-DDESTROY=" + destroy,
@@ -240,11 +248,12 @@ def fake_libs(tmp_path_factory):
 @pytest.fixture
 def use_libs(fake_libs, monkeypatch):
     """The stand-ins, loaded fresh; their handles destroyed after the test."""
+    _libs.destroy_handles()  # made by the libraries loaded before
     monkeypatch.setenv("GPUHOST_CUBLAS_LIBRARY", fake_libs["cublas"])
     monkeypatch.setenv("GPUHOST_CUSOLVER_LIBRARY", fake_libs["cusolver"])
-    for lib in (_libs.CUBLAS, _libs.CUSOLVER):
+    monkeypatch.setenv("GPUHOST_CUSPARSE_LIBRARY", fake_libs["cusparse"])
+    for lib in (_libs.CUBLAS, _libs.CUSOLVER, _libs.CUSPARSE):
         monkeypatch.setattr(lib, "lib", None)
-        monkeypatch.setattr(lib, "handles", {})
     yield {k: ctypes.CDLL(v) for k, v in fake_libs.items()}
     _libs.destroy_handles()
 
@@ -276,6 +285,27 @@ def test_handles_are_made_once_per_device_under_its_context(use_libs):
 
 
 @pytest.mark.fake
+def test_handles_are_per_thread_and_die_with_the_thread(use_libs):
+    blas, sparse = use_libs["cublas"], use_libs["cusparse"]
+    mine = cuda.get_cublas_handle()
+    theirs = []
+
+    def body():
+        cuda.Device().use()
+        theirs.extend([cuda.get_cublas_handle(), cuda.get_cublas_handle(),
+                       cuda.device.get_cusparse_handle(), cuda.Device().cusparse_handle])
+
+    t = threading.Thread(target=body)
+    t.start()
+    t.join()
+    assert theirs[0] == theirs[1] != mine and theirs[2] == theirs[3]
+    assert theirs[2] & 0xF000 == 0x3000
+    gc.collect()
+    assert blas.fake_live() == 1 and sparse.fake_live() == 0  # the thread's are destroyed
+    assert cuda.get_cublas_handle() == mine
+
+
+@pytest.mark.fake
 @pytest.mark.gpus(2)
 def test_handle_creation_failure_raises_the_librarys_status(use_libs):
     use_libs["cublas"].fake_fail(1)
@@ -301,9 +331,9 @@ def test_absent_library_names_what_was_tried(monkeypatch, tmp_path):
     missing = str(tmp_path / "libcublas.so.12")
     monkeypatch.setenv("GPUHOST_CUBLAS_LIBRARY", missing)
     monkeypatch.setenv("GPUHOST_CUSOLVER_LIBRARY", str(tmp_path / "nothing.so"))
+    _libs.destroy_handles()
     for lib in (_libs.CUBLAS, _libs.CUSOLVER):
         monkeypatch.setattr(lib, "lib", None)
-        monkeypatch.setattr(lib, "handles", {})
     with pytest.raises(CudaSupportError) as info:
         cuda.Device(0).cublas_handle
     msg = str(info.value)
@@ -409,7 +439,16 @@ def test_with_stream_makes_it_current_and_restores():
         assert cuda.get_current_stream() is s
         with t:
             assert cuda.get_current_stream() is t
-        assert cuda.get_current_stream() is s
+        # as CuPy: leaving a with-block restores the stream of the enclosing with-block
+        # (the default stream outside all); a stream made current by use() is forgotten
+        assert cuda.get_current_stream() is cuda.Stream.null
+        with s:
+            t.use()
+            u = cuda.Stream()
+            with u:
+                assert cuda.get_current_stream() is u
+                del t  # the current stream outlives its last name
+            assert cuda.get_current_stream() is s
     finally:
         cuda.Stream.null.use()
     assert cuda.get_current_stream() is cuda.Stream.null
@@ -426,14 +465,7 @@ def test_current_stream_is_per_device_and_per_thread():
             with cuda.Stream.null:  # a singleton goes to the current device
                 assert cuda.get_current_stream(1) is cuda.Stream.null
             assert cuda.get_current_stream(1) is s1
-    s = cuda.Stream()
-    seen = []
-    with s:
-        t = threading.Thread(target=lambda: seen.append(cuda.get_current_stream()))
-        t.start()
-        t.join()
-        assert cuda.get_current_stream() is s
-    assert seen == [cuda.Stream.null]
+    # per thread: test_compat_cupy_api.test_current_stream_is_per_thread
 
 
 @pytest.mark.gpus(2)

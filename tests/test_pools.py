@@ -655,8 +655,12 @@ def test_cupy_set_limit_by_size_and_by_fraction_and_its_errors():
     pool = cmem.MemoryPool()
     pool.set_limit(size=4096)
     assert pool.get_limit() == 4096
-    with pytest.raises(cmem.OutOfMemoryError, match="over its limit of 4096 bytes"):
+    msg = (r"^Out of memory allocating 5,000 bytes \(allocated so far: 0 bytes, limit set to: "
+           r"4,096 bytes\)\.$")
+    with pytest.raises(cmem.OutOfMemoryError, match=msg) as info:
         pool.malloc(5000)
+    assert isinstance(info.value, CudaOutOfMemoryError) and isinstance(info.value, MemoryError)
+    assert "over its limit of 4096 bytes" in str(info.value.__cause__)  # gpuhost's details
     total = gpuhost.current_context().get_memory_info().total
     pool.set_limit(fraction=0.25)
     assert pool.get_limit() == int(0.25 * total)
@@ -1067,3 +1071,18 @@ def test_gpu_driver_mode_allocates_copies_and_trims():
                       "print(d.gpu_data.pool.mode)\n", env={"GPUHOST_ALLOCATOR": "driver"})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "driver"
+
+
+@pytest.mark.fake  # a destroyed stream's handle is undefined behaviour on a real driver
+def test_a_block_of_a_destroyed_external_stream_is_reused_after_a_context_sync(fake):
+    pool = _core.Pool("device", "cache")
+    owner = gpuhost.stream()  # someone else's stream, seen by gpuhost as external
+    ext = _core.external_stream(owner.handle)
+    a = pool.allocate(1000, ext)
+    ptr = a.ptr
+    del a, ext
+    del owner  # the handle dies while the pool holds a block ordered on it
+    gc.collect()
+    syncs = fake.calls("cuCtxSynchronize")
+    b = pool.allocate(1000, gpuhost.stream())
+    assert b.ptr == ptr and fake.calls("cuCtxSynchronize") == syncs + 1

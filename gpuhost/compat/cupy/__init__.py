@@ -12,51 +12,69 @@ cupy.cuda:
     end.synchronize()
     print(cuda.get_elapsed_time(start, end))
 
-Laid out as cupy.cuda: the submodules device, stream, memory, pinned_memory, profiler and
-nvtx hold the same names as CuPy's. Devices, streams and events wrap gpuhost's C types
+Laid out as cupy.cuda: the submodules device, stream, memory, pinned_memory, runtime,
+driver, profiler and nvtx hold the same names as CuPy's. Devices, streams and events wrap gpuhost's C types
 (``Stream._gpuhost()`` is the gpuhost Stream; any gpuhost ``stream=`` argument takes these
-streams); the memory API is gpuhost.memory's. What differs from CuPy is listed in
+streams); the memory API is gpuhost.memory's, with CuPy's current stream where a stream is
+left out; runtime raises CUDARuntimeError as CuPy's. What differs from CuPy is listed in
 README.md ("CuPy's low-level names").
 """
 import contextlib
 
 from ... import _core
-from . import device, memory, nvtx, pinned_memory, profiler, stream
-from ._libs import CUBLASError, CUSOLVERError
-from .device import Device, get_cublas_handle, get_cusolver_handle, get_device_id
+from . import device, driver, memory, nvtx, pinned_memory, profiler, runtime, stream
+from ._libs import CUBLASError, CUSOLVERError, CUSPARSEError
+from .device import (
+    Device,
+    get_cublas_handle,
+    get_cusolver_handle,
+    get_cusparse_handle,
+    get_device_id,
+)
 from .memory import (
     BaseMemory,
     ManagedMemory,
     Memory,
     MemoryAsync,
+    MemoryAsyncPool,
     MemoryPointer,
     MemoryPool,
     OutOfMemoryError,
+    PooledMemory,
+    PythonFunctionAllocator,
     UnownedMemory,
     alloc,
     get_allocator,
+    get_default_memory_pool,
     malloc_async,
     malloc_managed,
     set_allocator,
+    using_allocator,
 )
 from .pinned_memory import (
     PinnedMemory,
     PinnedMemoryPointer,
     PinnedMemoryPool,
+    PooledPinnedMemory,
     alloc_pinned_memory,
+    get_default_pinned_memory_pool,
     set_pinned_memory_allocator,
 )
+from .runtime import CUDARuntimeError
 from .stream import Event, ExternalStream, Stream, get_current_stream, get_elapsed_time
 
 __all__ = [
-    "BaseMemory", "CUBLASError", "CUSOLVERError", "Device", "Event", "ExternalStream",
-    "ManagedMemory", "Memory", "MemoryAsync", "MemoryPointer", "MemoryPool",
-    "OutOfMemoryError", "PinnedMemory", "PinnedMemoryPointer", "PinnedMemoryPool", "Stream",
-    "UnownedMemory", "alloc", "alloc_pinned_memory", "device", "get_allocator",
-    "get_cublas_handle", "get_cusolver_handle", "get_current_stream", "get_device_id",
-    "get_elapsed_time", "is_available", "malloc_async", "malloc_managed", "memory", "nvtx",
-    "pinned_memory", "profile", "profiler", "set_allocator", "set_pinned_memory_allocator",
-    "stream",
+    "BaseMemory", "CUBLASError", "CUDARuntimeError", "CUSOLVERError", "CUSPARSEError",
+    "Device", "Event", "ExternalStream", "ManagedMemory", "Memory", "MemoryAsync",
+    "MemoryAsyncPool",
+    "MemoryPointer", "MemoryPool", "OutOfMemoryError", "PinnedMemory", "PinnedMemoryPointer",
+    "PinnedMemoryPool", "PooledMemory", "PooledPinnedMemory", "PythonFunctionAllocator",
+    "Stream", "UnownedMemory", "alloc", "alloc_pinned_memory", "device", "driver",
+    "get_allocator", "get_cublas_handle", "get_current_stream", "get_cusolver_handle",
+    "get_cusparse_handle", "get_default_memory_pool", "get_default_pinned_memory_pool",
+    "get_device_id", "get_elapsed_time", "is_available", "malloc_async", "malloc_managed",
+    "memory", "nvtx", "pinned_memory", "profile", "profiler", "runtime", "set_allocator",
+    "set_pinned_memory_allocator", "stream", "using_allocator",
 ]
 
 

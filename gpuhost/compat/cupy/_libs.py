@@ -1,13 +1,16 @@
-"""cuBLAS and cuSOLVER handles for Device.cublas_handle / Device.cusolver_handle.
+"""cuBLAS, cuSOLVER and cuSPARSE handles for Device.cublas_handle / cusolver_handle /
+cusparse_handle.
 
-libcublas and libcusolver are loaded with ctypes on first use, never at import. Search
-order: GPUHOST_CUBLAS_LIBRARY / GPUHOST_CUSOLVER_LIBRARY (a file path; when set, the only
-one tried), then CUDA_HOME and CUDA_PATH, /usr/local/cuda, the pip wheels on sys.path
-(nvidia/cublas/lib, nvidia/cusolver/lib, nvidia/cu13/lib), then the system loader.
-One handle per device and library, made with the device's primary context current and
-kept for the life of the process: destroying it at exit crashed the process where the CUDA
-runtime those libraries use, or the context, was already gone (the driver reclaims it with
-the process anyway).  destroy_handles() destroys them on request.
+The libraries are loaded with ctypes on first use, never at import. Search order:
+GPUHOST_CUBLAS_LIBRARY / GPUHOST_CUSOLVER_LIBRARY / GPUHOST_CUSPARSE_LIBRARY (a file path;
+when set, the only one tried), then CUDA_HOME and CUDA_PATH, /usr/local/cuda, the pip
+wheels on sys.path (nvidia/<library>/lib, nvidia/cu13/lib), then the system loader.
+As in CuPy, each thread has its own handle per device and library (a handle must not be
+used by two threads at once), made with the device's primary context current.  A thread's
+handles are destroyed when the thread ends; the main thread's are kept for the life of the
+process: destroying them at exit crashed the process where the CUDA runtime those
+libraries use, or the context, was already gone (the driver reclaims them with the process
+anyway).  destroy_handles() destroys this thread's on request.
 """
 import ctypes
 import os
@@ -18,7 +21,8 @@ import warnings
 from ... import _core
 from ...errors import CudaSupportError
 
-__all__ = ["CUBLASError", "CUSOLVERError", "cublas_handle", "cusolver_handle"]
+__all__ = ["CUBLASError", "CUSOLVERError", "CUSPARSEError", "cublas_handle", "cusolver_handle",
+           "cusparse_handle"]
 
 
 _CUBLAS_STATUS = {
@@ -34,6 +38,15 @@ _CUSOLVER_STATUS = {
     5: "CUSOLVER_STATUS_MAPPING_ERROR", 6: "CUSOLVER_STATUS_EXECUTION_FAILED",
     7: "CUSOLVER_STATUS_INTERNAL_ERROR", 8: "CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED",
     9: "CUSOLVER_STATUS_NOT_SUPPORTED",
+}
+
+_CUSPARSE_STATUS = {
+    1: "CUSPARSE_STATUS_NOT_INITIALIZED", 2: "CUSPARSE_STATUS_ALLOC_FAILED",
+    3: "CUSPARSE_STATUS_INVALID_VALUE", 4: "CUSPARSE_STATUS_ARCH_MISMATCH",
+    5: "CUSPARSE_STATUS_MAPPING_ERROR", 6: "CUSPARSE_STATUS_EXECUTION_FAILED",
+    7: "CUSPARSE_STATUS_INTERNAL_ERROR", 8: "CUSPARSE_STATUS_MATRIX_TYPE_NOT_SUPPORTED",
+    9: "CUSPARSE_STATUS_ZERO_PIVOT", 10: "CUSPARSE_STATUS_NOT_SUPPORTED",
+    11: "CUSPARSE_STATUS_INSUFFICIENT_RESOURCES",
 }
 
 
@@ -60,6 +73,37 @@ class CUSOLVERError(_StatusError):
     _names, _unknown = _CUSOLVER_STATUS, "CUSOLVER_STATUS_UNKNOWN"
 
 
+class CUSPARSEError(_StatusError):
+    """A cuSPARSE call failed; ``status`` is its cusparseStatus_t."""
+
+    _names, _unknown = _CUSPARSE_STATUS, "CUSPARSE_STATUS_UNKNOWN"
+
+
+class _ThreadHandles(threading.local):
+    """This thread's handles: (library, device id) -> (handle, Device)."""
+
+    def __init__(self):
+        self.holder = _HandleHolder()
+
+
+class _HandleHolder:
+    """Destroys a finished thread's handles (the main thread's live as long as the
+    process)."""
+
+    def __init__(self):
+        self.handles = {}
+
+    def __del__(self):
+        if sys.is_finalizing():
+            return
+        for (library, _), (handle, dev) in list(self.handles.items()):
+            library.destroy(handle, dev)
+        self.handles.clear()
+
+
+_threads = _ThreadHandles()
+
+
 class _Library:
     """One of the two libraries: where to look, its create/destroy pair, its handles."""
 
@@ -68,7 +112,6 @@ class _Library:
         self.wheel_dirs, self.create_name, self.destroy_name = wheel_dirs, create, destroy
         self.error = error
         self.lib = None
-        self.handles = {}  # device id -> (handle, Device)
 
     def candidates(self):
         """The paths to try, in order (a name alone goes to the system loader)."""
@@ -110,33 +153,31 @@ class _Library:
             % (self.title, self.stem, "\n  ".join(tried), self.env))
 
     def handle(self, device_id):
+        handles = _threads.holder.handles
+        entry = handles.get((self, device_id))
+        if entry is not None:
+            return entry[0]
         with _lock:
-            entry = self.handles.get(device_id)
-            if entry is not None:
-                return entry[0]
             lib = self.load()
-            dev = _core.get_device(device_id)
-            handle = ctypes.c_void_p()
-            with dev:  # the device's primary context, which the CUDA runtime shares
-                status = getattr(lib, self.create_name)(ctypes.byref(handle))
-            if status != 0:
-                raise self.error(status, self.create_name)
-            self.handles[device_id] = (handle.value, dev)
-            return handle.value
+        dev = _core.get_device(device_id)
+        handle = ctypes.c_void_p()
+        with dev:  # the device's primary context, which the CUDA runtime shares
+            status = getattr(lib, self.create_name)(ctypes.byref(handle))
+        if status != 0:
+            raise self.error(status, self.create_name)
+        handles[(self, device_id)] = (handle.value, dev)
+        return handle.value
 
-    def destroy_all(self):
-        """Destroy every handle; a failure is a warning (cleanup never raises)."""
-        destroy = getattr(self.lib, self.destroy_name, None) if self.lib else None
-        while self.handles:
-            _, (handle, dev) = self.handles.popitem()
-            try:
-                with dev:
-                    status = destroy(handle)
-            except Exception as e:  # the context may be gone already
-                warnings.warn("%s failed: %s" % (self.destroy_name, e), RuntimeWarning)
-                continue
-            if status != 0:
-                warnings.warn(str(self.error(status, self.destroy_name)), RuntimeWarning)
+    def destroy(self, handle, dev):
+        """Destroy one handle; a failure is a warning (cleanup never raises)."""
+        try:
+            with dev:
+                status = getattr(self.lib, self.destroy_name)(handle)
+        except Exception as e:  # the context may be gone already
+            warnings.warn("%s failed: %s" % (self.destroy_name, e), RuntimeWarning)
+            return
+        if status != 0:
+            warnings.warn(str(self.error(status, self.destroy_name)), RuntimeWarning)
 
 
 _lock = threading.RLock()
@@ -145,14 +186,18 @@ CUBLAS = _Library("cuBLAS", "libcublas", "GPUHOST_CUBLAS_LIBRARY", (13, 12, 11),
                   ("cublas", "cu13"), "cublasCreate_v2", "cublasDestroy_v2", CUBLASError)
 CUSOLVER = _Library("cuSOLVER", "libcusolver", "GPUHOST_CUSOLVER_LIBRARY", (12, 11),
                     ("cusolver", "cu13"), "cusolverDnCreate", "cusolverDnDestroy", CUSOLVERError)
+CUSPARSE = _Library("cuSPARSE", "libcusparse", "GPUHOST_CUSPARSE_LIBRARY", (12, 11),
+                    ("cusparse", "cu13"), "cusparseCreate", "cusparseDestroy", CUSPARSEError)
 
 
 def destroy_handles():
-    """Destroy the cuBLAS and cuSOLVER handles of every device; the next use makes new
-    ones.  Not done at exit (see the module's docstring)."""
-    with _lock:
-        CUSOLVER.destroy_all()  # cuSOLVER's may use cuBLAS: it goes first
-        CUBLAS.destroy_all()
+    """Destroy this thread's cuBLAS, cuSOLVER and cuSPARSE handles of every device; the next
+    use makes new ones.  Not done at exit (see the module's docstring)."""
+    handles = _threads.holder.handles
+    order = {CUSOLVER: 0, CUSPARSE: 1, CUBLAS: 2}  # cuSOLVER's may use cuBLAS: it goes first
+    for key in sorted(handles, key=lambda k: order[k[0]]):
+        handle, dev = handles.pop(key)
+        key[0].destroy(handle, dev)
 
 
 def cublas_handle(device_id):
@@ -163,3 +208,8 @@ def cublas_handle(device_id):
 def cusolver_handle(device_id):
     """Device `device_id`'s cuSOLVER dense handle (an int), made on first use."""
     return CUSOLVER.handle(device_id)
+
+
+def cusparse_handle(device_id):
+    """Device `device_id`'s cuSPARSE handle (an int), made on first use."""
+    return CUSPARSE.handle(device_id)

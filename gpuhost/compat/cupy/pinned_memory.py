@@ -3,12 +3,14 @@ from ...memory import (  # noqa: F401
     PinnedMemory,
     PinnedMemoryPointer,
     PinnedMemoryPool,
+    PooledPinnedMemory,
     alloc_pinned_memory,
     get_default_pinned_memory_pool,
     set_pinned_memory_allocator,
 )
 
 __all__ = [
-    "PinnedMemory", "PinnedMemoryPointer", "PinnedMemoryPool", "alloc_pinned_memory",
+    "PinnedMemory", "PinnedMemoryPointer", "PinnedMemoryPool", "PooledPinnedMemory",
+    "alloc_pinned_memory",
     "get_default_pinned_memory_pool", "set_pinned_memory_allocator",
 ]

@@ -2,23 +2,45 @@
 get_elapsed_time) as thin wrappers of gpuhost's Stream and Event.
 
 The current stream is CuPy's notion: one per device and thread, Stream.null until a
-``with stream:`` block or ``stream.use()`` changes it; Event.record() records on it.
-gpuhost's own functions take their stream explicitly and do not consult it.
+``with stream:`` block or ``stream.use()`` changes it; exiting a ``with`` block restores the
+stream entered by the enclosing one (Stream.null outside all), as CuPy's does. Event.record()
+and gpuhost.compat.cupy.memory's allocations and copies use it; gpuhost's own functions take
+their stream explicitly and do not consult it.
 """
 import threading
+import warnings
 
 from ... import _core
+from . import runtime as _runtime
 from .device import get_device_id
 
 __all__ = ["Event", "ExternalStream", "Stream", "get_current_stream", "get_elapsed_time"]
 
+_CU_STREAM_LEGACY = 1
 _CU_STREAM_PER_THREAD = 2
 
 
 class _ThreadLocal(threading.local):
+    """CuPy's bookkeeping, per thread: each device's current stream, each device's stack of
+    streams entered with ``with`` (its bottom is the default stream), and the devices of the
+    open with-blocks in order, so that exiting one restores the stream it replaced even
+    when ``use()`` calls were mixed in."""
+
     def __init__(self):
-        self.current = {}  # device id -> the current Stream
-        self.saved = []    # (device id, the stream current before a with-block)
+        self.current = {}  # device id -> the current stream (missing: the default stream)
+        self.stacks = {}  # device id -> streams entered with `with`, innermost last
+        self.devices = []  # the device id of each open with-block
+
+    def push(self, stream, device_id):
+        self.stacks.setdefault(device_id, []).append(stream)
+        self.devices.append(device_id)
+        self.current[device_id] = stream
+
+    def pop(self):
+        device_id = self.devices.pop()
+        stack = self.stacks[device_id]
+        stack.pop()
+        self.current[device_id] = stack[-1] if stack else Stream.null
 
 
 _tls = _ThreadLocal()
@@ -33,7 +55,7 @@ def get_current_stream(device_id=-1):
 
 
 def _check_device(device_id):
-    """The stream's device id, or the current one for a default-stream singleton (-1);
+    """The stream's device id, or the current one for a stream of unknown device (-1);
     RuntimeError if it is not the current device, as CuPy says."""
     current = get_device_id()
     if device_id == -1:
@@ -46,8 +68,16 @@ def _check_device(device_id):
 
 def _resolve(stream):
     """What gpuhost's stream= arguments take for `stream` (a Stream of this module, else
-    the object itself)."""
-    return stream._gpuhost() if isinstance(stream, _BaseStream) else stream
+    the object itself). A stream from Stream.from_external() over a gpuhost stream, or over
+    one of this module's, resolves to that stream, which pools then keep alive while they
+    hold memory ordered on it."""
+    while isinstance(stream, _BaseStream):
+        foreign = getattr(stream, "_foreign_stream_ref", None)
+        if isinstance(foreign, (_BaseStream, _core.Stream)):
+            stream = foreign
+        else:
+            return stream._gpuhost()
+    return stream
 
 
 class _BaseStream:
@@ -57,16 +87,20 @@ class _BaseStream:
     def __init__(self, ptr, device_id, stream=None):
         self.ptr = ptr
         self.device_id = device_id
-        self._stream = stream  # gpuhost Stream; None for the default-stream singletons
+        self._stream = stream  # gpuhost Stream; None for the default streams until used
 
     def _gpuhost(self):
         """The gpuhost Stream this one wraps (for a default stream, the current
         context's)."""
         if self._stream is not None:
             return self._stream
-        if self.ptr == _CU_STREAM_PER_THREAD:
-            return _core.per_thread_default_stream()
-        return _core.default_stream()
+        if self.ptr == 0:
+            return _core.default_stream()
+        if self.ptr in (_CU_STREAM_LEGACY, _CU_STREAM_PER_THREAD):
+            return (_core.legacy_default_stream() if self.ptr == _CU_STREAM_LEGACY
+                    else _core.per_thread_default_stream())
+        self._stream = _core.external_stream(self.ptr)  # made elsewhere (from_external)
+        return self._stream
 
     def __eq__(self, other):
         if isinstance(other, _BaseStream):
@@ -87,24 +121,25 @@ class _BaseStream:
         return (0, self.ptr)
 
     def __enter__(self):
-        device_id = _check_device(self.device_id)
-        _tls.saved.append((device_id, _tls.current.get(device_id)))
-        _tls.current[device_id] = self
+        _tls.push(self, _check_device(self.device_id))
         return self
 
     def __exit__(self, *exc_info):
-        device_id, prev = _tls.saved.pop()
-        if prev is None:
-            _tls.current.pop(device_id, None)
-        else:
-            _tls.current[device_id] = prev
+        """Restore the stream current before the matching ``with`` (a stream made current
+        by use() inside the block is forgotten, as in CuPy)."""
+        _tls.pop()
         return False
 
     def use(self):
-        """Make this stream current on its device (use ``with`` to switch temporarily);
-        returns it."""
+        """Make this stream current on its device until changed (use ``with`` to switch
+        temporarily); returns it. RuntimeError if another device is current."""
         _tls.current[_check_device(self.device_id)] = self
         return self
+
+    def is_capturing(self):
+        """True while the stream captures work into a CUDA graph (cuStreamIsCapturing);
+        CUDARuntimeError where the driver refuses the query."""
+        return _runtime.streamIsCapturing(self._gpuhost())
 
     @property
     def done(self):
@@ -178,13 +213,43 @@ class Stream(_BaseStream):
             s = _core.stream(non_blocking=bool(non_blocking),
                              priority=0 if priority is None else priority)
             super().__init__(s.handle, s.device.id, s)
+        self._foreign_stream_ref = None
+
+    @classmethod
+    def from_external(cls, obj):
+        """A Stream over another library's stream `obj` (anything with
+        ``__cuda_stream__()``, the CUDA stream protocol), which it keeps alive; its
+        ``device_id`` is -1 (unknown: used on the current device). TypeError if `obj`
+        does not implement the protocol or answers something else than (0, int)."""
+        try:
+            version, ptr = obj.__cuda_stream__()
+        except AttributeError as e:
+            raise TypeError("Object of type %s does not implement the CUDA stream protocol "
+                            "(__cuda_stream__ method)" % type(obj).__name__) from e
+        except (TypeError, ValueError) as e:
+            raise TypeError("__cuda_stream__() must return a 2-tuple of (version, "
+                            "stream_ptr)") from e
+        if not isinstance(version, int) or not isinstance(ptr, int):
+            raise TypeError("__cuda_stream__() must return (int, int), got (%s, %s)"
+                            % (type(version).__name__, type(ptr).__name__))
+        if version != 0:
+            raise TypeError("__cuda_stream__() returned unsupported version %d, only version "
+                            "0 is supported" % version)
+        stream = cls.__new__(cls)
+        _BaseStream.__init__(stream, ptr, -1)
+        stream._foreign_stream_ref = obj
+        return stream
 
 
 class ExternalStream(_BaseStream):
     """A stream made elsewhere, by its address `ptr` (the owner must keep it alive), on
-    device `device_id` (-1: unknown, used as the current device's)."""
+    device `device_id` (-1: unknown, used as the current device's). Deprecated in CuPy 14
+    (DeprecationWarning): use Stream.from_external()."""
 
     def __init__(self, ptr, device_id=-1):
+        warnings.warn("ExternalStream is deprecated. Use Stream.from_external() instead to "
+                      "interoperate with external streams that implement the CUDA stream "
+                      "protocol.", DeprecationWarning, stacklevel=2)
         if device_id == -1:
             s = _core.external_stream(ptr)
         else:
