@@ -28,10 +28,11 @@ import ast
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
+
+from suite_port import CallGraphClassifier, alias_text, report, summarize
 
 MODULES = [
     "cudadrv/test_array_attr.py",
@@ -150,7 +151,7 @@ class ImportRewriter:
             if not new:
                 return None
             if kept:
-                new.append("from numba import " + ", ".join(_alias_text(a) for a in kept))
+                new.append("from numba import " + ", ".join(alias_text(a) for a in kept))
             return "; ".join(new)
         if mod == "numba.cuda":
             ours, theirs = [], []
@@ -164,9 +165,9 @@ class ImportRewriter:
                     self._bind_internal(alias, why)
             if not ours:
                 return None
-            parts = ["from gpuhost import " + ", ".join(_alias_text(a) for a in ours)]
+            parts = ["from gpuhost import " + ", ".join(alias_text(a) for a in ours)]
             if theirs:
-                parts.append("from numba.cuda import " + ", ".join(_alias_text(a) for a in theirs))
+                parts.append("from numba.cuda import " + ", ".join(alias_text(a) for a in theirs))
             return "; ".join(parts)
         if mod.startswith("numba") and not mod.startswith(TEST_HELPER_MODULES):
             for alias in node.names:
@@ -180,29 +181,12 @@ class ImportRewriter:
         return None
 
 
-def _alias_text(alias):
-    return alias.name + (" as " + alias.asname if alias.asname else "")
-
-
-class Classifier:
+class Classifier(CallGraphClassifier):
     """Decides, per test, whether it needs numba's compiler or internals."""
 
     def __init__(self, tree, internal):
+        super().__init__(tree)
         self.internal = internal
-        self.functions = {}  # module-level function name -> node (also under if/try)
-        self.classes = {}
-        todo = list(tree.body)
-        while todo:
-            node = todo.pop(0)
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.functions[node.name] = node
-            elif isinstance(node, ast.ClassDef):
-                self.classes[node.name] = node
-            elif isinstance(node, (ast.If, ast.Try, ast.With)):
-                todo.extend(ast.iter_child_nodes(node))
-        self.module_level = [n for n in tree.body
-                             if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                   ast.ClassDef, ast.Import, ast.ImportFrom))]
 
     def _direct(self, node):
         """The first reason found in `node` itself (not what it calls), or None."""
@@ -217,69 +201,6 @@ class Classifier:
             if isinstance(sub, ast.Name) and sub.id in self.internal:
                 return "%s: %s" % (self.internal[sub.id], sub.id)
         return None
-
-    def _calls(self, node, cls):
-        """Module functions, classes and methods of `cls` that `node` refers to."""
-        out = []
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Name) and sub.id in self.functions:
-                out.append(self.functions[sub.id])
-            elif isinstance(sub, ast.Name) and sub.id in self.classes:
-                out.append(self.classes[sub.id])
-            elif (isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name)
-                  and sub.value.id in ("self", "cls") and cls is not None):
-                for m in self._methods(cls):
-                    if m.name == sub.attr:
-                        out.append(m)
-        return out
-
-    def _methods(self, cls):
-        seen, out = set(), []
-        for c in self._mro(cls):
-            for n in c.body:
-                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name not in seen:
-                    seen.add(n.name)
-                    out.append(n)
-        return out
-
-    def _mro(self, cls):
-        out = [cls]
-        for base in cls.bases:
-            if isinstance(base, ast.Name) and base.id in self.classes:
-                out.extend(self._mro(self.classes[base.id]))
-        return out
-
-    def reason(self, test, cls):
-        """Why `test` (a method of `cls`, or a module function) is not portable, or None."""
-        roots = [test]
-        if cls is not None:
-            roots += [m for m in self._methods(cls)
-                      if m.name in ("setUp", "tearDown", "setUpClass", "tearDownClass")]
-            roots += [d for c in self._mro(cls) for d in c.decorator_list]
-        seen, todo = set(), list(roots)
-        while todo:
-            node = todo.pop()
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            why = self._direct(node)
-            if why:
-                return why
-            todo.extend(self._calls(node, cls))
-        return None
-
-    def tests(self):
-        """(class name or None, test name, reason or None) for every test in the module."""
-        for name, fn in self.functions.items():
-            if name.startswith("test"):
-                yield None, name, self.reason(fn, None)
-        for cname, cls in self.classes.items():
-            if not cname.startswith("Test") and not any(
-                    isinstance(b, ast.Name) and "TestCase" in b.id for b in cls.bases):
-                continue
-            for m in self._methods(cls):
-                if m.name.startswith("test"):
-                    yield cname, m.name, self.reason(m, cls)
 
 
 CONFTEST = '''"""Written by gpuhost's tools/numba_suite.py: the fixture numba's CUDATestCase asks for,
@@ -349,15 +270,8 @@ def main():
     out = args.out or tempfile.mkdtemp(prefix="numba-suite-")
     os.makedirs(out, exist_ok=True)
     not_portable = port(out, args.unskip_317)
-    by_reason = {}
-    for key, why in sorted(not_portable.items()):
-        by_reason.setdefault(why.split(":")[0], []).append(key)
-    print("not portable: %d tests" % len(not_portable))
-    for why, keys in sorted(by_reason.items()):
-        print("  %-60s %d" % (why, len(keys)))
+    report(not_portable, args.list)
     if args.list:
-        for key, why in sorted(not_portable.items()):
-            print("%s  -- %s" % (key, why))
         return 0
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [REPO] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
@@ -368,33 +282,6 @@ def main():
     rc = subprocess.call(cmd, cwd=out, env=env)
     summarize(os.path.join(out, "junit.xml"), not_portable)
     return rc
-
-
-def summarize(junit, not_portable):
-    """Per-module counts: passed, failed, skipped (numba's own skips), not portable."""
-    import xml.etree.ElementTree as ET
-
-    if not os.path.exists(junit):
-        return
-    counts = {}
-    for case in ET.parse(junit).getroot().iter("testcase"):
-        mod = case.get("classname", "").split(".")[0] + ".py"
-        c = counts.setdefault(mod, {"passed": 0, "failed": 0, "skipped": 0})
-        if case.find("failure") is not None or case.find("error") is not None:
-            c["failed"] += 1
-        elif case.find("skipped") is not None:
-            c["skipped"] += 1
-        else:
-            c["passed"] += 1
-    for key in not_portable:
-        mod = key.split("::")[0]
-        counts.setdefault(mod, {"passed": 0, "failed": 0, "skipped": 0})
-        counts[mod]["not portable"] = counts[mod].get("not portable", 0) + 1
-    print("\n%-36s %7s %7s %8s %13s" % ("module", "passed", "failed", "skipped", "not portable"))
-    for mod in sorted(counts):
-        c = counts[mod]
-        print("%-36s %7d %7d %8d %13d" % (mod, c["passed"], c["failed"], c["skipped"],
-                                          c.get("not portable", 0)))
 
 
 if __name__ == "__main__":
