@@ -518,11 +518,6 @@ order_after(gh_pool *p, lane *from, CUstream to)
     if (res == CUDA_SUCCESS) {
         return 0; /* idle: what used the block has finished */
     }
-    if (res == CUDA_ERROR_INVALID_HANDLE) {
-        /* Someone else's stream (an external one) destroyed since: its work may still
-           run, and waiting for the whole context is the only order left. */
-        return gh_check(gh_cu.CtxSynchronize(), GH_CU_CtxSynchronize);
-    }
     if (res != CUDA_ERROR_NOT_READY) {
         return gh_raise_cuda(res, GH_CU_StreamQuery);
     }
@@ -538,6 +533,15 @@ order_after(gh_pool *p, lane *from, CUstream to)
     return gh_check(gh_cu.StreamWaitEvent(to, p->order_event, 0), GH_CU_StreamWaitEvent);
 }
 
+/* Whether `obj` is a gpuhost Stream over someone else's handle (external_stream()), which
+   does not keep the handle alive: the driver must not be asked about it later. */
+static int
+is_external(gh_pool *p, PyObject *obj)
+{
+    return obj != NULL && Py_TYPE(obj) == state_of(p)->StreamType &&
+           ((gh_stream *)obj)->kind == GH_STREAM_EXTERNAL;
+}
+
 /* A cached block of `bin` from another stream's lane, once k's stream is ordered after
    it; NULL if none (*failed set if ordering raised). */
 static block *
@@ -551,6 +555,9 @@ steal(gh_pool *p, int bin, const key *k, int *failed)
         }
         if (l->tid != 0 && l->tid != (me ? me : (me = PyThread_get_thread_ident()))) {
             continue; /* another thread's per-thread stream: not reachable from here */
+        }
+        if (is_external(p, l->stream_obj)) {
+            continue; /* its handle is someone else's and may be dead: only it reuses these */
         }
         if (order_after(p, l, k->stream) < 0) {
             *failed = 1;

@@ -89,7 +89,18 @@ def _stream(stream):
 
 # ---- memory ----
 
-class BaseMemory:
+class _MemoryType(type):
+    """The type of BaseMemory and its subclasses: isinstance() also sees the Allocations a
+    device pool hands out as PooledMemory (so as BaseMemory), as CuPy types them; the pools
+    hand out the C Allocations themselves, which is what keeps malloc fast."""
+
+    def __instancecheck__(cls, obj):
+        if type(obj) is _core.Allocation and (cls is PooledMemory or cls is BaseMemory):
+            return obj.pool is not None and obj.kind != "pinned" and obj.kind != "mapped"
+        return type.__instancecheck__(cls, obj)
+
+
+class BaseMemory(metaclass=_MemoryType):
     """Memory on a CUDA device: ``ptr``, ``size``, ``device_id``, ``device``."""
 
     __slots__ = {"ptr": "The device address of the first byte (an int; 0 for size 0).",
@@ -196,35 +207,16 @@ class UnownedMemory(BaseMemory):
             _core.get_device(device_id).get_primary_context()
 
 
-class _Pooled:
-    """What pools hand out: memory that goes back to its pool (``_owner``, an Allocation)."""
+class PooledMemory(BaseMemory):
+    """Memory a MemoryPool handed out: the pool's own Allocation (``isinstance(mem,
+    PooledMemory)`` is true of it), with ``ptr``, ``size``, ``device_id``, ``pool`` and
+    ``free()``, which gives it back to the pool now (``ptr`` becomes 0; a second free()
+    does nothing). Not made directly."""
 
     __slots__ = ()
 
-    @property
-    def pool(self):
-        """The gpuhost Pool the memory goes back to."""
-        return self._owner.pool
-
-    def free(self):
-        """Give the memory back to its pool now (the pointer becomes 0)."""
-        if self.ptr:
-            self.ptr = 0
-            self._owner.free()
-
-
-class PooledMemory(_Pooled, BaseMemory):
-    """Memory a MemoryPool handed out: free() (or the object's death) gives it back to the
-    pool for reuse; a second free() does nothing."""
-
-    __slots__ = ()
-
-    @classmethod
-    def _of(cls, allocation):
-        self = object.__new__(cls)
-        self._owner, self.ptr, self.size = allocation, allocation.ptr, allocation.size
-        self.device_id, self.context = allocation.device_id, allocation.context
-        return self
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("PooledMemory is what MemoryPool.malloc() hands out, not made directly")
 
 
 def _context_of(mem):
@@ -412,10 +404,11 @@ class MemoryPool:
 
     def _pool(self):
         ctx = _core.current_context()
-        pool = self._pools.get(ctx)
-        if pool is None:
+        try:
+            return self._pools[ctx]
+        except KeyError:
             pool = self._pools[ctx] = self._make(ctx)
-        return pool
+            return pool
 
     def malloc(self, size, stream=None):
         """A MemoryPointer to `size` bytes on the current device, ordered on `stream`
@@ -423,17 +416,24 @@ class MemoryPool:
         is a PooledMemory (a plain Memory for size 0). OutOfMemoryError past the limit or
         the device's memory."""
         return self._allocate(size, stream)
-
     _pointer = None  # the MemoryPointer class handed out (set below)
 
-    def _allocate(self, size, stream):
+    def _allocate(self, size, stream, _current_context=_core.current_context,
+                  _new=object.__new__):
+        try:
+            pool = self._pools[_current_context()]
+        except KeyError:
+            pool = self._pool()
         if size == 0:
             return self._pointer(Memory(0), 0)
-        pool = self._pool()
         try:
-            return self._pointer._wrap(PooledMemory._of(pool.allocate(size, stream)))
+            a = pool.allocate(size, stream)
         except CudaOutOfMemoryError as e:
             raise OutOfMemoryError(size, pool.total_bytes, pool.limit) from e
+        p = _new(self._pointer)  # MemoryPointer._wrap(a), inlined: malloc is hot
+        p.mem = a
+        p.ptr = a.ptr
+        return p
 
     def free_all_blocks(self, stream=None):
         """Free the blocks held for the current device (those freed on `stream` only, if
@@ -755,11 +755,22 @@ class PinnedMemory:
         return self.ptr
 
 
-class PooledPinnedMemory(_Pooled, PinnedMemory):
+class PooledPinnedMemory(PinnedMemory):
     """Pinned memory a PinnedMemoryPool handed out: free() (or the object's death) gives
     it back to the pool; a second free() does nothing."""
 
     __slots__ = ()
+
+    @property
+    def pool(self):
+        """The gpuhost Pool the memory goes back to."""
+        return self._owner.pool
+
+    def free(self):
+        """Give the memory back to its pool now (the pointer becomes 0)."""
+        if self.ptr:
+            self.ptr = 0
+            self._owner.free()
 
     @classmethod
     def _of(cls, allocation):

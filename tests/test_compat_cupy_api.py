@@ -98,6 +98,7 @@ class _Foreign:
 def test_from_external_wraps_a_protocol_stream_and_keeps_it_alive():
     real = cuda.Stream()
     foreign = _Foreign((0, real.ptr))
+    foreign.owner = real  # a protocol object owns its stream, as PyTorch's and CuPy's do
     ref = weakref.ref(foreign)
     s = cuda.Stream.from_external(foreign)
     assert (s.ptr, s.device_id, s._foreign_stream_ref) == (real.ptr, -1, foreign)
@@ -114,8 +115,10 @@ def test_from_external_wraps_a_protocol_stream_and_keeps_it_alive():
     out = np.zeros(64, np.uint8)
     a.copy_to_host(out.ctypes.data, 64)
     assert (out == 7).all()
-    del s
+    del s, a
     gc.collect()
+    assert ref() is not None  # the pool's block ordered on it keeps the stream alive
+    memory.get_default_memory_pool().free_all_blocks()
     assert ref() is None
     again = cuda.Stream.from_external(real)  # a CuPy-style stream is one too
     assert again._foreign_stream_ref is real and again == real

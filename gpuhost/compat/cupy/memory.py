@@ -19,6 +19,7 @@ from ...memory import (  # noqa: F401
     using_allocator,
 )
 from . import runtime as _runtime
+from .device import get_device_id as _get_device_id
 from . import stream as _stream_module
 
 __all__ = [
@@ -30,10 +31,16 @@ __all__ = [
 ]
 
 
-def _current(stream):
-    """The gpuhost stream for `stream` (None: the current stream)."""
+def _current(stream, _tls=_stream_module._tls):
+    """The gpuhost stream for `stream` (None: the current stream; None back for the null
+    stream, which gpuhost's stream=None means)."""
     if stream is None:
-        stream = _stream_module.get_current_stream()
+        current = _tls.current
+        if not current:  # no stream was made current in this thread: the null stream
+            return None
+        stream = current.get(_get_device_id(), _stream_module.Stream.null)
+    if stream is _stream_module.Stream.null:
+        return None
     return _stream_module._resolve(stream)
 
 

@@ -67,16 +67,12 @@ def _check_device(device_id):
 
 
 def _resolve(stream):
-    """What gpuhost's stream= arguments take for `stream` (a Stream of this module, else
-    the object itself). A stream from Stream.from_external() over a gpuhost stream, or over
-    one of this module's, resolves to that stream, which pools then keep alive while they
-    hold memory ordered on it."""
-    while isinstance(stream, _BaseStream):
-        foreign = getattr(stream, "_foreign_stream_ref", None)
-        if isinstance(foreign, (_BaseStream, _core.Stream)):
-            stream = foreign
-        else:
-            return stream._gpuhost()
+    """What gpuhost's stream= arguments take for `stream`: a Stream of this module's own
+    making is its gpuhost Stream; one from Stream.from_external() is itself (a
+    __cuda_stream__ object), so that whatever keeps memory ordered on it (a pool's freed
+    blocks) keeps the foreign stream alive; anything else is passed on."""
+    if isinstance(stream, _BaseStream) and getattr(stream, "_foreign_stream_ref", None) is None:
+        return stream._gpuhost()
     return stream
 
 
