@@ -1185,6 +1185,42 @@ pool_allocate_meth(gh_pool *self, PyObject *const *args, Py_ssize_t nargs, PyObj
     return (PyObject *)pool_allocate(self, size, stream);
 }
 
+/* allocate_pointer(size, stream, cls): allocate(size, stream) wrapped in a new `cls`
+   instance (a MemoryPointer: its `mem` the Allocation, its `ptr` the address), made here
+   because CuPy's MemoryPool.malloc is a hot path. */
+static PyObject *
+pool_allocate_pointer(gh_pool *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    static PyObject *mem_name, *ptr_name;
+    PyTypeObject *cls;
+    PyObject *a, *ptr, *obj;
+    size_t size;
+    PyObject *stream;
+
+    if (nargs != 3 || !PyType_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "allocate_pointer() takes a size, a stream and a class");
+        return NULL;
+    }
+    if ((mem_name == NULL && (mem_name = PyUnicode_InternFromString("mem")) == NULL) ||
+        (ptr_name == NULL && (ptr_name = PyUnicode_InternFromString("ptr")) == NULL) ||
+        parse_size_stream(args, 2, NULL, "allocate_pointer", &size, &stream) < 0) {
+        return NULL;
+    }
+    cls = (PyTypeObject *)args[2];
+    if ((a = (PyObject *)pool_allocate(self, size, stream == Py_None ? NULL : stream)) == NULL) {
+        return NULL;
+    }
+    ptr = PyLong_FromUnsignedLongLong(((gh_allocation *)a)->dptr);
+    obj = ptr != NULL ? cls->tp_alloc(cls, 0) : NULL;
+    if (obj != NULL &&
+        (PyObject_SetAttr(obj, mem_name, a) < 0 || PyObject_SetAttr(obj, ptr_name, ptr) < 0)) {
+        Py_CLEAR(obj);
+    }
+    Py_XDECREF(ptr);
+    Py_DECREF(a);
+    return obj;
+}
+
 static PyObject *
 pool_free_all_blocks(gh_pool *self, PyObject *args, PyObject *kwargs)
 {
@@ -1421,6 +1457,10 @@ static PyMethodDef pool_methods[] = {
      "An Allocation of `size` bytes from the pool, ordered on `stream` (None: the legacy "
      "default stream); its memory goes back to the pool when it dies or is closed. Raises "
      "CudaOutOfMemoryError (a MemoryError) with the pool's statistics."},
+    {"allocate_pointer", (PyCFunction)(void (*)(void))pool_allocate_pointer, METH_FASTCALL,
+     "allocate_pointer($self, size, stream, cls, /)\n--\n\n"
+     "allocate(size, stream) as a new `cls` instance whose `mem` is the Allocation and "
+     "`ptr` its address (gpuhost.memory's MemoryPointer, made in C for MemoryPool.malloc)."},
     {"free_all_blocks", (PyCFunction)(void (*)(void))pool_free_all_blocks,
      METH_VARARGS | METH_KEYWORDS,
      "free_all_blocks($self, /, stream=None)\n--\n\n"

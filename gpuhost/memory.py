@@ -418,8 +418,7 @@ class MemoryPool:
         return self._allocate(size, stream)
     _pointer = None  # the MemoryPointer class handed out (set below)
 
-    def _allocate(self, size, stream, _current_context=_core.current_context,
-                  _new=object.__new__):
+    def _allocate(self, size, stream, _current_context=_core.current_context):
         try:
             pool = self._pools[_current_context()]
         except KeyError:
@@ -427,13 +426,9 @@ class MemoryPool:
         if size == 0:
             return self._pointer(Memory(0), 0)
         try:
-            a = pool.allocate(size, stream)
+            return pool.allocate_pointer(size, stream, self._pointer)
         except CudaOutOfMemoryError as e:
             raise OutOfMemoryError(size, pool.total_bytes, pool.limit) from e
-        p = _new(self._pointer)  # MemoryPointer._wrap(a), inlined: malloc is hot
-        p.mem = a
-        p.ptr = a.ptr
-        return p
 
     def free_all_blocks(self, stream=None):
         """Free the blocks held for the current device (those freed on `stream` only, if
