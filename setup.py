@@ -1,7 +1,8 @@
 """Build gpuhost._core from csrc/*.c.
 
-The extension needs the CUDA headers (cuda.h, cudaTypedefs.h, nvrtc.h) and NumPy's, and
-links against neither libcuda nor libnvrtc: both are loaded at run time.
+The extension needs the CUDA headers (cuda.h, cudaTypedefs.h, nvrtc.h, NVTX; from a toolkit
+or NVIDIA's pip wheels: cuda_headers.py) and NumPy's, and links against neither libcuda nor
+libnvrtc: both are loaded at run time.
 Extra compiler flags come from GPUHOST_CFLAGS (CI adds -Werror, sanitizers).
 """
 import glob
@@ -15,27 +16,16 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 
-def cuda_include_dir():
-    """The first CUDA include dir found, or exit naming every place looked."""
-    looked = []
-    candidates = []
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(var):
-            candidates.append((var, os.environ[var]))
-    nvcc = shutil.which("nvcc")
-    if nvcc:
-        candidates.append(("nvcc on PATH", os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))))
-    candidates.append(("default", "/usr/local/cuda"))
-    for how, root in candidates:
-        inc = os.path.join(root, "include")
-        looked.append("%s (%s)" % (inc, how))
-        if os.path.isfile(os.path.join(inc, "cuda.h")) and os.path.isfile(os.path.join(inc, "cudaTypedefs.h")):
-            return inc
-    sys.exit(
-        "gpuhost: the CUDA headers (cuda.h, cudaTypedefs.h) were not found. Looked in:\n  "
-        + "\n  ".join(looked)
-        + "\nSet CUDA_HOME to the CUDA toolkit's root (the folder holding include/cuda.h)."
-    )
+def cuda_include_dirs():
+    """The folders holding the CUDA headers (cuda_headers.py says where it looks), or exit
+    naming every place looked."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import cuda_headers
+
+    try:
+        return cuda_headers.include_dirs()
+    except cuda_headers.HeadersNotFound as e:
+        sys.exit("gpuhost: %s" % e)
 
 
 WARNINGS = ["-Wall", "-Wextra", "-Wshadow", "-Wstrict-prototypes", "-Wmissing-prototypes"]
@@ -44,7 +34,7 @@ ext = Extension(
     "gpuhost._core",
     sources=sorted(glob.glob("csrc/*.c")),
     depends=sorted(glob.glob("csrc/*.h")),
-    include_dirs=["csrc", numpy.get_include(), cuda_include_dir()],
+    include_dirs=["csrc", numpy.get_include()] + cuda_include_dirs(),
     define_macros=[
         ("NPY_NO_DEPRECATED_API", "NPY_1_23_API_VERSION"),
         ("NPY_TARGET_VERSION", "NPY_1_23_API_VERSION"),

@@ -466,6 +466,11 @@ module_free(void *module)
 
 static PyModuleDef_Slot module_slots[] = {
     {Py_mod_exec, module_exec},
+#ifdef Py_mod_gil
+    /* Said outright for free-threaded CPython: the C core relies on the GIL throughout (pool
+       lists, caches, the module state), so such an interpreter keeps the GIL on for it. */
+    {Py_mod_gil, Py_MOD_GIL_USED},
+#endif
     {0, NULL},
 };
 

@@ -2640,12 +2640,16 @@ def test_missing_cuda_headers_are_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv("CUDA_HOME", str(tmp_path / "nowhere"))
     monkeypatch.delenv("CUDA_PATH", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr(fakecuda_build, "DEFAULT_CUDA_ROOT", str(tmp_path / "default"))
-    with pytest.raises(fakecuda_build.BuildError, match="CUDA headers .cuda.h, cudaTypedefs.h. "
-                                                        "were not found") as info:
+    real_exists = os.path.isfile
+    monkeypatch.setattr(os.path, "isfile", lambda p: not p.startswith("/usr/local/cuda")
+                        and real_exists(p))  # the default toolkit, hidden
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if not os.path.isdir(
+        os.path.join(p or ".", "nvidia"))] + [str(tmp_path / "site")])
+    with pytest.raises(fakecuda_build.BuildError, match="fakecuda: the CUDA header cuda.h was "
+                                                        "not found") as info:
         fakecuda_build.build(str(tmp_path / "out"))
-    assert str(tmp_path / "nowhere" / "include") + " (CUDA_HOME)" in str(info.value)
-    assert "Set CUDA_HOME" in str(info.value)
+    assert str(tmp_path / "nowhere" / "include") + " ($CUDA_HOME)" in str(info.value)
+    assert "set CUDA_HOME" in str(info.value) and "nvidia-cuda-runtime" in str(info.value)
 
 
 def test_compile_errors_are_reported_with_the_compilers_output(monkeypatch, tmp_path):

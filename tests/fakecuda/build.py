@@ -9,6 +9,7 @@ written under a temporary name and renamed into place, so concurrent test proces
 load a half-written file.
 """
 import glob
+import importlib.util
 import os
 import shlex
 import shutil
@@ -20,7 +21,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 CSRC = os.path.join(ROOT, "csrc")
 LIB_NAME = "libfakecuda.so"
-DEFAULT_CUDA_ROOT = "/usr/local/cuda"
 
 # Frame pointers: fakecuda_take_fault_site() walks the library's own frames to its caller.
 CFLAGS = ["-std=c11", "-O1", "-g", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden",
@@ -34,25 +34,17 @@ class BuildError(RuntimeError):
     """The fake driver could not be built; the message says why."""
 
 
-def cuda_include_dir():
-    """The first folder holding cuda.h and cudaTypedefs.h: $CUDA_HOME, $CUDA_PATH, nvcc's
-    toolkit, /usr/local/cuda.  Raises BuildError naming every place looked."""
-    candidates = []
-    for var in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(var):
-            candidates.append((os.path.join(os.environ[var], "include"), var))
-    nvcc = shutil.which("nvcc")
-    if nvcc:
-        root = os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
-        candidates.append((os.path.join(root, "include"), "nvcc on PATH"))
-    candidates.append((os.path.join(DEFAULT_CUDA_ROOT, "include"), "default"))
-    for inc, _ in candidates:
-        if all(os.path.isfile(os.path.join(inc, h)) for h in ("cuda.h", "cudaTypedefs.h")):
-            return inc
-    raise BuildError(
-        "fakecuda: the CUDA headers (cuda.h, cudaTypedefs.h) were not found. Looked in:\n  "
-        + "\n  ".join("%s (%s)" % c for c in candidates)
-        + "\nSet CUDA_HOME to the CUDA toolkit's root (the folder holding include/cuda.h).")
+def cuda_include_dirs():
+    """The folders holding the headers the fake includes, found as the extension's are
+    (cuda_headers.py: a toolkit, else NVIDIA's pip wheels). Raises BuildError naming every
+    place looked."""
+    spec = importlib.util.spec_from_file_location("cuda_headers", os.path.join(ROOT, "cuda_headers.py"))
+    cuda_headers = importlib.util.module_from_spec(spec)  # not on sys.path: a test run
+    spec.loader.exec_module(cuda_headers)  # from an installed wheel must not import the checkout
+    try:
+        return cuda_headers.include_dirs(cuda_headers.FAKE_DRIVER_HEADERS)
+    except cuda_headers.HeadersNotFound as e:
+        raise BuildError("fakecuda: %s" % e) from None
 
 
 def sources():
@@ -70,7 +62,8 @@ def compile_command(output):
     """The compiler's argv writing the library to `output`."""
     cc = shlex.split(os.environ.get("CC") or "cc")
     extra = shlex.split(os.environ.get("FAKECUDA_CFLAGS", ""))
-    return (cc + CFLAGS + WARNINGS + ["-I", CSRC, "-I", HERE, "-I", cuda_include_dir()]
+    includes = [arg for d in cuda_include_dirs() for arg in ("-I", d)]
+    return (cc + CFLAGS + WARNINGS + ["-I", CSRC, "-I", HERE] + includes
             + extra + sources() + ["-o", output])
 
 

@@ -1,0 +1,75 @@
+"""cuda_headers.py: where the build finds the CUDA headers (a toolkit first, then NVIDIA's
+pip wheels), checked over folders made here."""
+import os
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+import cuda_headers  # noqa: E402
+
+
+def _tree(root, headers):
+    for h in headers:
+        path = os.path.join(root, h)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, "w").close()
+
+
+@pytest.fixture
+def clean(monkeypatch, tmp_path):
+    """No toolkit and no wheels but what a test makes under tmp_path."""
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    monkeypatch.setattr(cuda_headers, "DEFAULT_TOOLKIT", str(tmp_path / "none"))
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "site")])
+    return tmp_path
+
+
+def test_a_toolkit_wins_and_the_wheels_fill_what_it_lacks(clean, monkeypatch):
+    toolkit = clean / "cuda" / "include"
+    _tree(toolkit, ("cuda.h", "cudaTypedefs.h", "cudaProfilerTypedefs.h"))
+    wheel = clean / "site" / "nvidia" / "cu13" / "include"
+    _tree(wheel, cuda_headers.EXTENSION_HEADERS)
+    monkeypatch.setenv("CUDA_HOME", str(clean / "cuda"))
+    assert cuda_headers.include_dirs() == [str(toolkit), str(wheel)]
+    assert cuda_headers.include_dirs(cuda_headers.FAKE_DRIVER_HEADERS) == [str(toolkit)]
+
+
+def test_the_wheels_alone_are_enough(clean):
+    wheel = clean / "site" / "nvidia" / "cu13" / "include"
+    _tree(wheel, cuda_headers.EXTENSION_HEADERS)
+    assert cuda_headers.include_dirs() == [str(wheel)]
+
+
+def test_cuda_12_wheels_spread_over_three_folders(clean):
+    site = clean / "site" / "nvidia"
+    _tree(site / "cuda_runtime" / "include", ("cuda.h", "cudaTypedefs.h", "cudaProfilerTypedefs.h"))
+    _tree(site / "cuda_nvrtc" / "include", ("nvrtc.h",))
+    _tree(site / "nvtx" / "include", ("nvtx3/nvToolsExt.h",))
+    assert cuda_headers.include_dirs() == [str(site / d / "include")
+                                           for d in ("cuda_runtime", "cuda_nvrtc", "nvtx")]
+
+
+def test_nothing_found_names_every_place_looked(clean, monkeypatch):
+    monkeypatch.setenv("CUDA_PATH", str(clean / "cp"))
+    _tree(clean / "site" / "nvidia" / "cu13" / "include", ("cuda.h",))
+    with pytest.raises(cuda_headers.HeadersNotFound) as info:
+        cuda_headers.include_dirs()
+    msg = str(info.value)
+    assert msg.startswith("the CUDA header cudaTypedefs.h was not found. Looked in:")
+    for place in (str(clean / "cp" / "include") + " ($CUDA_PATH)",
+                  str(clean / "none" / "include") + " (default toolkit)",
+                  str(clean / "site" / "nvidia" / "cu13" / "include") + " (pip wheel (cu13))"):
+        assert place in msg
+    assert "pip install 'nvidia-cuda-runtime==13.*'" in msg
+
+
+def test_a_toolkit_without_cudatypedefs_is_passed_over(clean, monkeypatch):
+    _tree(clean / "old" / "include", ("cuda.h",))
+    wheel = clean / "site" / "nvidia" / "cu13" / "include"
+    _tree(wheel, cuda_headers.EXTENSION_HEADERS)
+    monkeypatch.setenv("CUDA_HOME", str(clean / "old"))
+    assert cuda_headers.include_dirs() == [str(wheel)]
