@@ -7,18 +7,19 @@ Search order, first hit wins for each header:
      (a folder counts when its include/ holds cuda.h and cudaTypedefs.h);
   2. NVIDIA's pip wheels on sys.path, which pyproject.toml names as build requirements so
      that a machine with only a driver can build: CUDA 13's nvidia-cuda-runtime,
-     nvidia-cuda-nvrtc and nvidia-nvtx (nvidia/cu13/include), or CUDA 12's -cu12 ones
-     (nvidia/cuda_runtime/include, nvidia/cuda_nvrtc/include, nvidia/nvtx/include).
+     nvidia-cuda-profiler-api, nvidia-cuda-nvrtc and nvidia-nvtx (nvidia/cu13/include),
+     or CUDA 12's -cu12 ones (nvidia/cuda_runtime/include, nvidia/cuda_profiler_api/include,
+     nvidia/cuda_nvrtc/include, nvidia/nvtx/include).
 """
 import os
 import shutil
 import sys
 
 # What csrc/ includes, and what the fake driver includes (it shares csrc/cuda_api.h).
-EXTENSION_HEADERS = ("cuda.h", "cudaTypedefs.h", "cudaProfilerTypedefs.h", "nvrtc.h",
-                     "nvtx3/nvToolsExt.h")
-FAKE_DRIVER_HEADERS = ("cuda.h", "cudaTypedefs.h", "cudaProfilerTypedefs.h")
-WHEEL_DIRS = ("cu13", "cuda_runtime", "cuda_nvrtc", "nvtx")
+EXTENSION_HEADERS = ("cuda.h", "cudaTypedefs.h", "cudaProfilerTypedefs.h", "cudaProfiler.h",
+                     "nvrtc.h", "nvtx3/nvToolsExt.h")
+FAKE_DRIVER_HEADERS = ("cuda.h", "cudaTypedefs.h", "cudaProfilerTypedefs.h", "cudaProfiler.h")
+WHEEL_DIRS = ("cu13", "cuda_runtime", "cuda_profiler_api", "cuda_nvrtc", "nvtx")
 DEFAULT_TOOLKIT = "/usr/local/cuda"
 
 
@@ -71,7 +72,8 @@ def include_dirs(headers=EXTENSION_HEADERS):
             raise HeadersNotFound(
                 "the CUDA header %s was not found. Looked in:\n  %s\nInstall a CUDA toolkit "
                 "and set CUDA_HOME to its root, or install NVIDIA's header wheels: pip install "
-                "'nvidia-cuda-runtime==13.*' 'nvidia-cuda-nvrtc==13.*' 'nvidia-nvtx==13.*'"
+                "'nvidia-cuda-runtime==13.*' 'nvidia-cuda-profiler-api==13.*' "
+                "'nvidia-cuda-nvrtc==13.*' 'nvidia-nvtx==13.*'"
                 % (header, "\n  ".join(looked) or "(nowhere)"))
         if where[0] not in dirs:
             dirs.append(where[0])

@@ -30,7 +30,7 @@ def clean(monkeypatch, tmp_path):
 
 def test_a_toolkit_wins_and_the_wheels_fill_what_it_lacks(clean, monkeypatch):
     toolkit = clean / "cuda" / "include"
-    _tree(toolkit, ("cuda.h", "cudaTypedefs.h", "cudaProfilerTypedefs.h"))
+    _tree(toolkit, ("cuda.h", "cudaTypedefs.h", "cudaProfilerTypedefs.h", "cudaProfiler.h"))
     wheel = clean / "site" / "nvidia" / "cu13" / "include"
     _tree(wheel, cuda_headers.EXTENSION_HEADERS)
     monkeypatch.setenv("CUDA_HOME", str(clean / "cuda"))
@@ -47,10 +47,11 @@ def test_the_wheels_alone_are_enough(clean):
 def test_cuda_12_wheels_spread_over_three_folders(clean):
     site = clean / "site" / "nvidia"
     _tree(site / "cuda_runtime" / "include", ("cuda.h", "cudaTypedefs.h", "cudaProfilerTypedefs.h"))
+    _tree(site / "cuda_profiler_api" / "include", ("cudaProfiler.h",))
     _tree(site / "cuda_nvrtc" / "include", ("nvrtc.h",))
     _tree(site / "nvtx" / "include", ("nvtx3/nvToolsExt.h",))
-    assert cuda_headers.include_dirs() == [str(site / d / "include")
-                                           for d in ("cuda_runtime", "cuda_nvrtc", "nvtx")]
+    assert cuda_headers.include_dirs() == [
+        str(site / d / "include") for d in ("cuda_runtime", "cuda_profiler_api", "cuda_nvrtc", "nvtx")]
 
 
 def test_nothing_found_names_every_place_looked(clean, monkeypatch):
