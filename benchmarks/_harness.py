@@ -104,7 +104,8 @@ def raw_c():
     out = os.path.join(tempfile.mkdtemp(), "libdriver_bench.so")
     subprocess.run([os.environ.get("CC", "cc"), "-O2", "-shared", "-fPIC", "-o", out,
                     os.path.join(HERE, "raw", "driver_bench.c"),
-                    os.path.join(HERE, "raw", "launch_bench.c"), "-I", os.path.join(home, "include"),
+                    os.path.join(HERE, "raw", "launch_bench.c"),
+                    os.path.join(HERE, "raw", "graph_bench.c"), "-I", os.path.join(home, "include"),
                     "-L", os.path.join(home, "lib64", "stubs"), "-lcuda", "-ldl"], check=True)
     lib = ctypes.CDLL(out)
     for name in ("bench_event_record", "bench_stream_sync", "bench_stream_create",
@@ -112,6 +113,11 @@ def raw_c():
         getattr(lib, name).restype = ctypes.c_double
         getattr(lib, name).argtypes = [ctypes.c_int]
     lib.bench_launch_init.argtypes = [ctypes.c_char_p]
+    lib.bench_graph_init.argtypes = [ctypes.c_char_p]
+    lib.bench_graph_capture.restype = ctypes.c_double
+    lib.bench_graph_capture.argtypes = [ctypes.c_int, ctypes.c_int]
+    lib.bench_graph_launch.restype = ctypes.c_double
+    lib.bench_graph_launch.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
     lib.bench_launch.restype = ctypes.c_double
     lib.bench_launch.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
     lib.bench_copy.restype = ctypes.c_double

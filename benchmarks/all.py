@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-AREAS = ["launch", "streams_events", "transfers", "pools", "compile"]
+AREAS = ["launch", "graphs", "streams_events", "transfers", "pools", "compile"]
 LIBS = ["raw C", "gpuhost", "cuda.core", "CuPy", "numba-cuda"]
 PEERS = ["cuda.core", "CuPy", "numba-cuda"]
 

@@ -56,6 +56,30 @@
     X(StreamGetCtx, 9020)                                                                          \
     X(StreamIsCapturing, 10000)                                                                    \
     X(StreamAddCallback, 5000)                                                                     \
+    X(LaunchHostFunc, 10000)                                                                       \
+    X(StreamBeginCapture, 10010)                                                                   \
+    X(StreamEndCapture, 10000)                                                                     \
+    X(GraphCreate, 10000)                                                                          \
+    X(GraphDestroy, 10000)                                                                         \
+    X(GraphClone, 10000)                                                                           \
+    X(GraphInstantiateWithFlags, 11040)                                                            \
+    X(GraphExecDestroy, 10000)                                                                     \
+    X(GraphLaunch, 10000)                                                                          \
+    X(GraphUpload, 11010)                                                                          \
+    X(GraphExecUpdate, 12000)                                                                      \
+    X(GraphGetNodes, 10000)                                                                        \
+    X(GraphNodeGetType, 10000)                                                                     \
+    X(GraphAddKernelNode, 12000)                                                                   \
+    X(GraphAddMemcpyNode, 10000)                                                                   \
+    X(GraphAddMemsetNode, 10000)                                                                   \
+    X(GraphAddHostNode, 10000)                                                                     \
+    X(GraphAddEventRecordNode, 11010)                                                              \
+    X(GraphAddEventWaitNode, 11010)                                                                \
+    X(GraphAddChildGraphNode, 10000)                                                               \
+    X(GraphAddEmptyNode, 10000)                                                                    \
+    X(GraphKernelNodeGetParams, 12000)                                                             \
+    X(GraphExecKernelNodeSetParams, 12000)                                                         \
+    X(GraphDebugDotPrint, 11030)                                                                   \
     X(EventCreate, 2000)                                                                           \
     X(EventDestroy, 4000)                                                                          \
     X(EventRecord, 2000)                                                                           \

@@ -222,6 +222,16 @@ linear_copy(gh_devicearray *self, int to_host, void *host, CUdeviceptr dptr, siz
         return -1;
     }
     if (nbytes >= gh_staging_threshold() && gh_host_is_pageable(host)) {
+        CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+        if (async && gh_cu.StreamIsCapturing(ref->handle, &capture) == CUDA_SUCCESS &&
+            capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+            gh_context_leave(self->context, pushed);
+            return gh_raise("StreamCaptureError",
+                            "a copy %s pageable host memory cannot be captured into a graph "
+                            "(it is made at once, through a staging buffer); use pinned "
+                            "memory (gpuhost.pinned_array) for the copies of a graph",
+                            to_host ? "to" : "from");
+        }
         Py_BEGIN_ALLOW_THREADS
         res = gh_staged_copy(to_host, host, dptr, nbytes, ref->handle, &id);
         Py_END_ALLOW_THREADS

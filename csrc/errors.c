@@ -106,7 +106,11 @@ gh_raise_cuda_detail(CUresult res, gh_cu_id id, const char *detail)
     if (msg == NULL) {
         goto done;
     }
-    cls = error_class(res == CUDA_ERROR_OUT_OF_MEMORY ? "CudaOutOfMemoryError" : "CudaAPIError");
+    cls = error_class(res == CUDA_ERROR_OUT_OF_MEMORY ? "CudaOutOfMemoryError"
+                      : (res >= CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED &&
+                         res <= CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD)
+                          ? "StreamCaptureError"
+                          : "CudaAPIError");
     if (cls == NULL) {
         goto done;
     }

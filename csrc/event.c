@@ -8,17 +8,6 @@
 
 #include <string.h>
 
-typedef struct {
-    PyObject_HEAD
-    gh_context *context; /* strong */
-    CUevent handle;
-    uint64_t generation;
-    unsigned int flags;
-    int recorded;
-    int imported; /* opened from another process's IPC handle */
-    PyObject *weakreflist;
-} gh_event;
-
 /* ---- reusing handles ----
  * Creating and destroying a CUevent costs more than the Python object around it, so the
  * handles of dropped events are kept (GH_EVENT_CACHE per module) and handed to new

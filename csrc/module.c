@@ -64,6 +64,10 @@ release_now(gh_cu_id id, void *handle)
             return gh_cu.IpcCloseMemHandle((CUdeviceptr)(uintptr_t)handle);
         case GH_CU_ModuleUnload:
             return gh_cu.ModuleUnload((CUmodule)handle);
+        case GH_CU_GraphDestroy:
+            return gh_cu.GraphDestroy((CUgraph)handle);
+        case GH_CU_GraphExecDestroy:
+            return gh_cu.GraphExecDestroy((CUgraphExec)handle);
         default:
             return CUDA_ERROR_NOT_SUPPORTED;
     }
@@ -77,7 +81,8 @@ release_if_alive(const gh_pending_release *r)
     if (r->ctx->handle == NULL || r->ctx->generation != r->generation) {
         return; /* it died with its context; its address may belong to someone else now */
     }
-    if (r->id == GH_CU_StreamDestroy || r->id == GH_CU_EventDestroy) {
+    if (r->id == GH_CU_StreamDestroy || r->id == GH_CU_EventDestroy ||
+        r->id == GH_CU_GraphDestroy) {
         res = release_now(r->id, r->handle); /* returns at once */
     }
     else {
@@ -401,7 +406,7 @@ module_exec(PyObject *module)
         gh_memory_init_type(module, st) < 0 || gh_devicearray_init_type(module, st) < 0 ||
         gh_dlpack_init(module, st) < 0 || gh_cumodule_init_type(module, st) < 0 ||
         gh_kernel_init_type(module, st) < 0 || gh_pool_init_type(module, st) < 0 ||
-        PyModule_AddFunctions(module, gh_nvtx_methods) < 0 ||
+        gh_graph_init_type(module, st) < 0 || PyModule_AddFunctions(module, gh_nvtx_methods) < 0 ||
         PyModule_AddFunctions(module, gh_address_methods) < 0 ||
         PyModule_AddFunctions(module, gh_program_methods) < 0 ||
         PyModule_AddFunctions(module, gh_display_methods) < 0) {
@@ -426,6 +431,9 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->KernelType);
     Py_VISIT(st->LaunchConfigType);
     Py_VISIT(st->PoolType);
+    Py_VISIT(st->GraphType);
+    Py_VISIT(st->GraphExecType);
+    Py_VISIT(st->GraphNodeType);
     Py_VISIT(st->default_pools);
     Py_VISIT(st->devices);
     return 0;
@@ -450,6 +458,9 @@ module_clear(PyObject *module)
     Py_CLEAR(st->KernelType);
     Py_CLEAR(st->LaunchConfigType);
     Py_CLEAR(st->PoolType);
+    Py_CLEAR(st->GraphType);
+    Py_CLEAR(st->GraphExecType);
+    Py_CLEAR(st->GraphNodeType);
     return 0;
 }
 

@@ -49,6 +49,9 @@ typedef struct {
     PyTypeObject *KernelType;
     PyTypeObject *LaunchConfigType;
     PyTypeObject *PoolType;
+    PyTypeObject *GraphType;
+    PyTypeObject *GraphExecType;
+    PyTypeObject *GraphNodeType;
     PyObject *devices;        /* list of Device or None, one per ordinal, made on first use */
     int defer_depth;          /* nesting of defer_cleanup() blocks */
     gh_pending_release *held; /* releases held by defer_cleanup(), n_held of cap_held */
@@ -246,6 +249,10 @@ typedef struct {
        instead of first asking whether the stream is idle.  A hint only (races are
        harmless): either way the wait is the driver's. */
     int launched;
+    /* While gpuhost captures on it (begin_capture): a list of what the captured work uses
+       (host functions, pool blocks), and a list of the Kernels launched; both go to the
+       Graph end_capture() makes.  NULL when not capturing. */
+    PyObject *capture, *capture_kernels;
 } gh_stream;
 
 /* A stream argument resolved: the handle to pass to the driver, the gpuhost Context it
@@ -271,6 +278,16 @@ int gh_event_init_type(PyObject *module, gh_state *st);
 void gh_event_cache_clear(gh_state *st);
 /* A new Event in `ctx` made with cuEventCreate `flags` (`ctx_is_current`: the caller
    knows ctx is current, so it is not made so); new reference or NULL. */
+typedef struct {
+    PyObject_HEAD
+    gh_context *context; /* strong */
+    CUevent handle;
+    uint64_t generation;
+    unsigned int flags;
+    int recorded;
+    int imported; /* opened from another process's IPC handle */
+    PyObject *weakreflist;
+} gh_event;
 PyObject *gh_event_new(gh_state *st, gh_context *ctx, unsigned int flags, int ctx_is_current);
 
 /* ---- memory.c ---- */
@@ -396,6 +413,20 @@ int gh_module_check_usable(gh_module *m, gh_cu_id id);
 /* ---- kernel.c ---- */
 
 int gh_kernel_init_type(PyObject *module, gh_state *st);
+
+/* ---- graph.c ---- */
+
+int gh_graph_init_type(PyObject *module, gh_state *st);
+/* A new Graph owning `handle` (a graph of ctx), keeping alive the objects of list `keep` and
+   checking the Kernels of list `kernels` before each launch (either NULL: empty).  On
+   failure the handle is destroyed. */
+PyObject *gh_graph_wrap(gh_state *st, gh_context *ctx, CUgraph handle, PyObject *keep,
+                        PyObject *kernels);
+/* Add the items of list `from` missing from list `to`; 0 or -1. */
+int gh_graph_add_kernels(PyObject *to, PyObject *from);
+/* The host function of graph host nodes and captured host functions: `data` is a
+   (fn,) or (fn, arg) tuple the graph keeps; fn() or fn(arg) runs with the GIL. */
+void CUDA_CB gh_host_fn_trampoline(void *data);
 /* A new Kernel for function `f` of module `m`, asked for as `name`, with symbol `symbol`;
    `types` is the PTX's ((kind, size, align), ...) for it, or NULL/None when unknown.
    New reference or NULL. */

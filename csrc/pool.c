@@ -468,10 +468,65 @@ free_ordered(gh_pool *p, block *b)
     drop_block(b);
 }
 
+static void give_back(gh_pool *p, block *b);
+
+/* The stream a block is ordered on, if gpuhost is capturing on it; else NULL. */
+static gh_stream *
+capturing_stream(gh_pool *p, PyObject *obj)
+{
+    gh_state *st = state_of(p);
+    if (obj == NULL || !Py_IS_TYPE(obj, st->StreamType) || ((gh_stream *)obj)->capture == NULL) {
+        return NULL;
+    }
+    return (gh_stream *)obj;
+}
+
+#define HELD_BLOCK "gpuhost.pool.held_block"
+
+/* A block a capture holds (see hold_for_capture) goes back once its graph is gone. */
+static void
+release_held_block(PyObject *capsule)
+{
+    block *b = PyCapsule_GetPointer(capsule, HELD_BLOCK);
+    gh_pool *p = PyCapsule_GetContext(capsule);
+    if (b != NULL && p != NULL) {
+        give_back(p, b);
+        Py_DECREF(p);
+    }
+}
+
+/* A cached block freed on a stream while gpuhost captures on it may be used by the graph:
+   the capture (then its Graph) holds it instead of the pool.  1 if held, else 0. */
+static int
+hold_for_capture(gh_pool *p, block *b)
+{
+    gh_stream *s = capturing_stream(p, b->stream_obj);
+    PyObject *capsule;
+    if (s == NULL || p->mode != MODE_CACHE) {
+        return 0;
+    }
+    capsule = PyCapsule_New(b, HELD_BLOCK, release_held_block);
+    if (capsule == NULL || PyCapsule_SetContext(capsule, Py_NewRef(p)) < 0 ||
+        PyList_Append(s->capture, capsule) < 0) {
+        if (capsule != NULL) {
+            PyCapsule_SetDestructor(capsule, NULL);
+            Py_DECREF(capsule);
+            Py_DECREF(p);
+        }
+        PyErr_Clear(); /* out of memory: the block goes back now, as before capture */
+        return 0;
+    }
+    Py_DECREF(capsule);
+    return 1;
+}
+
 /* A block in use comes back: cached, or freed as the mode says.  Never raises. */
 static void
 give_back(gh_pool *p, block *b)
 {
+    if (hold_for_capture(p, b)) {
+        return;
+    }
     pool_sync(p);
     if (b->generation != p->generation) {
         drop_block(b); /* the memory went with its context */
@@ -887,6 +942,12 @@ pool_allocate(gh_pool *p, size_t size, PyObject *stream)
     a->generation = b->generation;
     a->pool = (gh_pool *)Py_NewRef(p);
     a->block = b;
+    /* Allocated on a stream gpuhost captures on: the graph owns it (see graphs.py). */
+    if (p->mode == MODE_CACHE && capturing_stream(p, k.obj) != NULL &&
+        PyList_Append(((gh_stream *)k.obj)->capture, (PyObject *)a) < 0) {
+        Py_DECREF(a);
+        return NULL;
+    }
     return a;
 }
 

@@ -158,6 +158,7 @@ stream_wrap(gh_state *st, gh_context *ctx, CUstream handle, gh_stream_kind kind)
     self->generation = ctx->generation;
     self->kind = kind;
     self->launched = 0;
+    self->capture = self->capture_kernels = NULL;
     return self;
 }
 
@@ -308,12 +309,29 @@ stream_enter(gh_stream *self, gh_cu_id id, int *pushed)
     return gh_context_enter(self->context, pushed);
 }
 
+/* StreamCaptureError for `what` asked of a stream gpuhost captures on; 0 if it does not. */
+static int
+refuse_while_capturing(gh_stream *self, const char *what)
+{
+    if (self->capture == NULL) {
+        return 0;
+    }
+    return gh_raise("StreamCaptureError",
+                    "%s cannot be called while the stream is capturing into a graph (it would "
+                    "wait for work that does not run until the graph is launched); call "
+                    "end_capture() first",
+                    what);
+}
+
 static PyObject *
 stream_synchronize(gh_stream *self, PyObject *Py_UNUSED(ignored))
 {
     int pushed;
     gh_cu_id id = GH_CU_StreamQuery;
     CUresult res;
+    if (refuse_while_capturing(self, "Stream.synchronize()") < 0) {
+        return NULL;
+    }
     if (stream_enter(self, GH_CU_StreamSynchronize, &pushed) < 0) {
         return NULL;
     }
@@ -338,6 +356,9 @@ stream_query(gh_stream *self, PyObject *Py_UNUSED(ignored))
 {
     int pushed;
     CUresult res;
+    if (refuse_while_capturing(self, "Stream.query()") < 0) {
+        return NULL;
+    }
     if (stream_enter(self, GH_CU_StreamQuery, &pushed) < 0) {
         return NULL;
     }
@@ -383,6 +404,116 @@ stream_callback_trampoline(CUstream Py_UNUSED(handle), CUresult status, void *da
     PyGILState_Release(gil);
 }
 
+/* A host function run once (cuLaunchHostFunc outside capture): `data` is a (fn,) or
+   (fn, arg) tuple this call owns. */
+static void CUDA_CB
+host_fn_once(void *data)
+{
+    PyGILState_STATE gil;
+
+    if (!Py_IsInitialized() || gh_python_finalizing()) {
+        return;
+    }
+    gh_host_fn_trampoline(data);
+    gil = PyGILState_Ensure();
+    Py_DECREF((PyObject *)data);
+    PyGILState_Release(gil);
+}
+
+void CUDA_CB
+gh_host_fn_trampoline(void *data)
+{
+    PyObject *item = (PyObject *)data, *res;
+    PyGILState_STATE gil;
+
+    if (!Py_IsInitialized() || gh_python_finalizing()) {
+        return;
+    }
+    gil = PyGILState_Ensure();
+    gh_on_driver_thread = 1; /* objects dying here defer their CUDA calls */
+    if (PyTuple_GET_SIZE(item) == 2) {
+        res = PyObject_CallOneArg(PyTuple_GET_ITEM(item, 0), PyTuple_GET_ITEM(item, 1));
+    }
+    else {
+        res = PyObject_CallNoArgs(PyTuple_GET_ITEM(item, 0));
+    }
+    if (res == NULL) {
+        PyErr_WriteUnraisable(PyTuple_GET_ITEM(item, 0));
+    }
+    Py_XDECREF(res);
+    gh_on_driver_thread = 0;
+    PyGILState_Release(gil);
+}
+
+/* Queue host function `item` ((fn,) or (fn, arg), a new reference given to this call) on
+   the stream: kept by the capture while capturing, else run once.  0 or -1. */
+static int
+launch_host_item(gh_stream *self, PyObject *item)
+{
+    int pushed, capturing = self->capture != NULL;
+    CUresult res;
+
+    if (stream_enter(self, GH_CU_LaunchHostFunc, &pushed) < 0) {
+        Py_DECREF(item);
+        return -1;
+    }
+    if (capturing && PyList_Append(self->capture, item) < 0) {
+        gh_context_leave(self->context, pushed);
+        Py_DECREF(item);
+        return -1;
+    }
+    res =
+        gh_cu.LaunchHostFunc(self->handle, capturing ? gh_host_fn_trampoline : host_fn_once, item);
+    if (res != CUDA_SUCCESS || capturing) {
+        Py_DECREF(item); /* the driver will not call it, or the capture's list keeps it */
+    }
+    if (gh_context_leave(self->context, pushed) < 0 || gh_check(res, GH_CU_LaunchHostFunc) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+stream_launch_host_func(gh_stream *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"fn", "arg", NULL};
+    PyObject *fn, *arg, *item;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:launch_host_func", kwlist, &fn, &arg)) {
+        return NULL;
+    }
+    if (!PyCallable_Check(fn)) {
+        PyErr_Format(PyExc_TypeError, "fn must be callable, not %s", Py_TYPE(fn)->tp_name);
+        return NULL;
+    }
+    item = PyTuple_Pack(2, fn, arg);
+    if (item == NULL || launch_host_item(self, item) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* While capturing, add_callback's callback(stream, status, arg) runs from a host node. */
+static PyObject *
+captured_callback(gh_stream *self, PyObject *callback, PyObject *arg)
+{
+    PyObject *partial = NULL, *item = NULL;
+    PyObject *status = PyLong_FromLong(0);
+    PyObject *functools = status ? PyImport_ImportModule("functools") : NULL;
+    if (functools != NULL) {
+        partial = PyObject_CallMethod(functools, "partial", "OOOO", callback, (PyObject *)self,
+                                      status, arg);
+        Py_DECREF(functools);
+    }
+    Py_XDECREF(status);
+    item = partial != NULL ? PyTuple_Pack(1, partial) : NULL;
+    Py_XDECREF(partial);
+    if (item == NULL || launch_host_item(self, item) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject *
 stream_add_callback(gh_stream *self, PyObject *args, PyObject *kwargs)
 {
@@ -398,6 +529,9 @@ stream_add_callback(gh_stream *self, PyObject *args, PyObject *kwargs)
         PyErr_Format(PyExc_TypeError, "callback must be callable, not %s",
                      Py_TYPE(callback)->tp_name);
         return NULL;
+    }
+    if (self->capture != NULL) {
+        return captured_callback(self, callback, arg); /* stream callbacks cannot be captured */
     }
     if (stream_enter(self, GH_CU_StreamAddCallback, &pushed) < 0) {
         return NULL;
@@ -526,6 +660,117 @@ stream_is_capturing(gh_stream *self, PyObject *Py_UNUSED(ignored))
     return PyBool_FromLong(status == CU_STREAM_CAPTURE_STATUS_ACTIVE);
 }
 
+/* A capture mode: "global", "thread_local", "relaxed", or the driver's 0, 1, 2 (CuPy passes
+   runtime's constants); 0 or -1. */
+static int
+parse_capture_mode(PyObject *obj, CUstreamCaptureMode *mode)
+{
+    static const char *names[] = {"global", "thread_local", "relaxed"};
+    if (obj == NULL || obj == Py_None) {
+        *mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+        return 0;
+    }
+    if (PyUnicode_Check(obj)) {
+        for (int i = 0; i < 3; i++) {
+            if (PyUnicode_CompareWithASCIIString(obj, names[i]) == 0) {
+                *mode = (CUstreamCaptureMode)i;
+                return 0;
+            }
+        }
+    }
+    else if (PyLong_Check(obj) && !PyBool_Check(obj)) {
+        long v = PyLong_AsLong(obj);
+        if (v >= 0 && v <= 2) {
+            *mode = (CUstreamCaptureMode)v;
+            return 0;
+        }
+        if (v == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+    }
+    PyErr_Format(PyExc_ValueError,
+                 "capture mode must be 'global', 'thread_local' or 'relaxed' (or 0, 1, 2), "
+                 "not %R",
+                 obj);
+    return -1;
+}
+
+static PyObject *
+stream_begin_capture(gh_stream *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"mode", NULL};
+    PyObject *modeobj = NULL, *keep, *kernels;
+    CUstreamCaptureMode mode;
+    CUresult res;
+    int pushed;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:begin_capture", kwlist, &modeobj) ||
+        parse_capture_mode(modeobj, &mode) < 0) {
+        return NULL;
+    }
+    if (self->kind == GH_STREAM_DEFAULT || self->kind == GH_STREAM_LEGACY) {
+        gh_raise("StreamCaptureError", "cannot capture on the legacy default stream; capture on "
+                                       "a stream made with gpuhost.stream()");
+        return NULL;
+    }
+    if (self->capture != NULL) {
+        gh_raise("StreamCaptureError",
+                 "the stream is already capturing; end_capture() first (captures do not nest)");
+        return NULL;
+    }
+    keep = PyList_New(0);
+    kernels = PyList_New(0);
+    if (keep == NULL || kernels == NULL ||
+        stream_enter(self, GH_CU_StreamBeginCapture, &pushed) < 0) {
+        Py_XDECREF(keep);
+        Py_XDECREF(kernels);
+        return NULL;
+    }
+    res = gh_cu.StreamBeginCapture(self->handle, mode);
+    if (gh_context_leave(self->context, pushed) < 0 ||
+        gh_check(res, GH_CU_StreamBeginCapture) < 0) {
+        Py_DECREF(keep);
+        Py_DECREF(kernels);
+        return NULL;
+    }
+    self->capture = keep;
+    self->capture_kernels = kernels;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+stream_end_capture(gh_stream *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *keep = self->capture, *kernels = self->capture_kernels, *graph;
+    CUgraph handle = NULL;
+    CUresult res;
+    int pushed;
+
+    if (stream_enter(self, GH_CU_StreamEndCapture, &pushed) < 0) {
+        return NULL;
+    }
+    res = gh_cu.StreamEndCapture(self->handle, &handle);
+    self->capture = self->capture_kernels = NULL;
+    if (gh_context_leave(self->context, pushed) < 0) {
+        graph = NULL;
+    }
+    else if (res == CUDA_ERROR_ILLEGAL_STATE && keep == NULL) {
+        gh_raise("StreamCaptureError", "end_capture() without begin_capture(): the stream is "
+                                       "not capturing");
+        graph = NULL;
+    }
+    else if (gh_check(res, GH_CU_StreamEndCapture) < 0) {
+        graph = NULL;
+    }
+    else {
+        graph =
+            gh_graph_wrap(gh_state_of_type(Py_TYPE(self)), self->context, handle, keep, kernels);
+    }
+    Py_XDECREF(keep);
+    Py_XDECREF(kernels);
+    return graph;
+}
+
 static PyObject *
 stream_get_external(gh_stream *self, void *Py_UNUSED(closure))
 {
@@ -618,6 +863,8 @@ stream_dealloc(gh_stream *self)
     if (self->kind == GH_STREAM_OWNED) {
         gh_release(ctx, self->generation, GH_CU_StreamDestroy, self->handle);
     }
+    Py_XDECREF(self->capture);
+    Py_XDECREF(self->capture_kernels);
     Py_DECREF(ctx);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
@@ -647,6 +894,20 @@ static PyMethodDef stream_methods[] = {
     {"wait_event", (PyCFunction)stream_wait_event, METH_O,
      "wait_event($self, event, /)\n--\n\n"
      "Make later work on the stream wait until `event` has completed."},
+    {"begin_capture", (PyCFunction)(void (*)(void))stream_begin_capture,
+     METH_VARARGS | METH_KEYWORDS,
+     "begin_capture($self, /, mode='global')\n--\n\n"
+     "Start capturing the work queued on the stream into a graph (cuStreamBeginCapture); "
+     "mode is 'global', 'thread_local' or 'relaxed'. Work queued meanwhile does not run: "
+     "end_capture() returns it as a Graph."},
+    {"end_capture", (PyCFunction)stream_end_capture, METH_NOARGS,
+     "end_capture($self, /)\n--\n\nEnd the capture and return the captured work as a Graph "
+     "(cuStreamEndCapture)."},
+    {"launch_host_func", (PyCFunction)(void (*)(void))stream_launch_host_func,
+     METH_VARARGS | METH_KEYWORDS,
+     "launch_host_func($self, /, fn, arg)\n--\n\n"
+     "Call fn(arg) on a driver thread once the work queued so far has finished "
+     "(cuLaunchHostFunc); captured into a graph while the stream captures."},
     {"is_capturing", (PyCFunction)stream_is_capturing, METH_NOARGS,
      "is_capturing($self, /)\n--\n\nTrue while the stream is capturing work into a CUDA graph "
      "(cuStreamIsCapturing)."},

@@ -57,12 +57,15 @@ from .devices import DeviceSummary, summary
 from .devices import cuda_error, is_supported_version
 from .devices import is_bfloat16_supported, is_float16_supported, is_fp8_supported
 from .kernels import Kernel, LaunchConfig, Linker, Module, RawKernel, SourceModule, launch
+from .graphs import Graph, GraphExec, GraphNode, graph_capture
 from .errors import (
     CudaAPIError,
     CudaDriverError,
     CudaOutOfMemoryError,
     CudaSupportError,
+    GraphUpdateError,
     InvalidDeviceError,
+    StreamCaptureError,
     NvrtcError,
     NvrtcSupportError,
     NvrtcWarning,
@@ -135,6 +138,12 @@ __all__ = [
     "to_device",
     "Context",
     "CudaAPIError",
+    "StreamCaptureError",
+    "GraphUpdateError",
+    "Graph",
+    "GraphExec",
+    "GraphNode",
+    "graph_capture",
     "CudaDriverError",
     "CudaOutOfMemoryError",
     "CudaSupportError",

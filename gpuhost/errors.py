@@ -10,6 +10,8 @@ __all__ = [
     "CudaAPIError",
     "CudaOutOfMemoryError",
     "InvalidDeviceError",
+    "StreamCaptureError",
+    "GraphUpdateError",
     "NvrtcError",
     "NvrtcSupportError",
     "NvrtcWarning",
@@ -54,6 +56,28 @@ class CudaAPIError(CudaDriverError):
 
 class CudaOutOfMemoryError(CudaAPIError, MemoryError):
     """The device is out of memory (CUDA_ERROR_OUT_OF_MEMORY); also a MemoryError."""
+
+
+class StreamCaptureError(CudaAPIError):
+    """Stream capture went wrong: work that cannot be captured into a CUDA graph was asked
+    of a capturing stream (``synchronize()``, a copy from pageable memory, a synchronous
+    call while a capture is under way), or capture was used wrongly (begun twice, ended
+    without a begin, on the legacy default stream).  The driver's refusals
+    (``CUDA_ERROR_STREAM_CAPTURE_*``) carry ``code``, ``name`` and ``call``; gpuhost's own
+    checks, made before the driver would invalidate the capture, have ``code`` None."""
+
+    def __init__(self, code, name=None, msg="", call=""):
+        if isinstance(code, str) and name is None:  # gpuhost's own message
+            code, msg = None, code
+        super().__init__(code, name, msg, call)
+
+    def __str__(self):
+        return self.msg if self.code is None else super().__str__()
+
+
+class GraphUpdateError(CudaDriverError):
+    """GraphExec.update() was refused (cuGraphExecUpdate): the message gives the driver's
+    reason, e.g. that the graph's topology differs."""
 
 
 class InvalidDeviceError(CudaDriverError, IndexError):

@@ -285,6 +285,9 @@ fk_CtxSynchronize(void)
     }
     fk_lock();
     res = fk_current_context(&ctx);
+    if (res == CUDA_SUCCESS && ctx->captures > 0) {
+        res = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* it would wait on a capturing stream */
+    }
     if (res == CUDA_SUCCESS) {
         fk_ops_wait(ctx->ops.last_seq); /* the lock is released while waiting */
         if (!ctx->alive) {

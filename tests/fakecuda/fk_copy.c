@@ -140,11 +140,22 @@ run_job_op(fk_op *op)
     fk_unlock();
 }
 
-/* Dropped with its stream's context: it never runs. */
+/* Dropped with its stream's context (or its graph went): it never runs. */
 static void
 cancel_job_op(fk_op *op)
 {
     job_release(&((fk_job_op *)op)->job);
+}
+
+/* A graph launch's copy of a captured job: pinned again. */
+static CUresult
+replay_job_op(fk_op *op)
+{
+    fk_job *job = &((fk_job_op *)op)->job;
+
+    fk_span_retain(&job->dst);
+    fk_span_retain(&job->src);
+    return CUDA_SUCCESS;
 }
 
 /* The newest op that work on stream `lane` of `ctx` comes after: the stream's own, and the
@@ -173,6 +184,19 @@ job_start(fk_job *job, fk_context *ctx, fk_lane *lane, const fk_context *other)
     fk_job_op *op;
     CUresult res;
 
+    res = (lane == NULL || lane == &ctx->legacy) ? fk_capture_check(ctx, NULL) : CUDA_SUCCESS;
+    if (res == CUDA_SUCCESS && lane == NULL && other != NULL) {
+        res = fk_capture_check((fk_context *)other, NULL);
+    }
+    if (res == CUDA_SUCCESS && lane != NULL && lane->capture != NULL &&
+        (job->dst.pageable || job->src.pageable)) {
+        lane->capture_invalid = 1; /* pageable memory: the driver copies at once */
+        res = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    if (res != CUDA_SUCCESS) {
+        job_release(job);
+        return res;
+    }
     if (lane == NULL || job->dst.pageable || job->src.pageable) {
         seq = lane != NULL ? stream_wait_seq(ctx, lane) : ctx->blocking.last_seq;
         if (lane == NULL && other != NULL && other->blocking.last_seq > seq) {
@@ -187,6 +211,9 @@ job_start(fk_job *job, fk_context *ctx, fk_lane *lane, const fk_context *other)
     }
     op->op.run = run_job_op;
     op->op.cancel = cancel_job_op;
+    op->op.size = sizeof(*op);
+    op->op.replay = replay_job_op;
+    op->op.node_type = job->elem != 0 ? CU_GRAPH_NODE_TYPE_MEMSET : CU_GRAPH_NODE_TYPE_MEMCPY;
     op->job = *job;
     res = fk_op_enqueue(&op->op, ctx, lane);
     if (res != CUDA_SUCCESS) {
@@ -476,6 +503,24 @@ copy_3d(int async, CUstream stream, const CUDA_MEMCPY3D *p)
     return res;
 }
 
+CUresult
+fk_copy_3d_on(const CUDA_MEMCPY3D *p, fk_context *ctx, fk_lane *lane)
+{
+    fk_access dst, src;
+    fk_job job;
+    CUresult res;
+
+    memset(&job, 0, sizeof(job));
+    res = plan_3d(p, &job, &dst, &src);
+    if (res == CUDA_SUCCESS && dst.len > 0) {
+        res = job_resolve(&job, &dst, &src);
+        if (res == CUDA_SUCCESS) {
+            res = job_start(&job, ctx, lane, NULL);
+        }
+    }
+    return res;
+}
+
 /* A 2D copy is the 3D copy of one slice. */
 static void
 copy_2d_as_3d(CUDA_MEMCPY3D *out, const CUDA_MEMCPY2D *p)
@@ -552,7 +597,51 @@ fk_Memcpy3DAsync(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
 
 /* ---- memsets ---- */
 
-/* Set `height` rows of `width` elem-sized elements, `pitch` bytes apart, at `dst`. */
+/* The job of a 2D memset, checked: `height` rows of `width` elem-sized elements, `pitch`
+   bytes apart, at `dst`.  CUDA_SUCCESS with *access the range, or CUDA_ERROR_INVALID_VALUE. */
+static CUresult
+plan_memset(fk_job *job, fk_access *access, CUdeviceptr dst, size_t pitch, unsigned int value,
+            unsigned int elem, size_t width, size_t height)
+{
+    size_t bytes = 0, len = 0;
+
+    /* Elements must be aligned, and rows must neither overlap nor misalign them. */
+    if ((elem != 1 && elem != 2 && elem != 4) || dst % elem != 0 ||
+        __builtin_mul_overflow(width, (size_t)elem, &bytes) ||
+        (height > 1 && (pitch < bytes || pitch % elem != 0)) ||
+        (height > 0 && (__builtin_mul_overflow(height - 1, pitch, &len) ||
+                        __builtin_add_overflow(len, bytes, &len)))) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    memset(job, 0, sizeof(*job));
+    job->width = bytes;
+    job->rows = height;
+    job->slices = 1;
+    job->dst_pitch = pitch;
+    job->elem = elem;
+    job->value = value;
+    *access = access_of(dst, bytes > 0 ? len : 0, FK_SIDE_DEVICE);
+    return CUDA_SUCCESS;
+}
+
+CUresult
+fk_memset_on(CUdeviceptr dst, size_t pitch, unsigned int value, unsigned int elem, size_t width,
+             size_t height, fk_context *ctx, fk_lane *lane)
+{
+    fk_access access;
+    fk_job job;
+    CUresult res = plan_memset(&job, &access, dst, pitch, value, elem, width, height);
+
+    if (res == CUDA_SUCCESS && access.len > 0) {
+        res = job_resolve(&job, &access, NULL);
+        if (res == CUDA_SUCCESS) {
+            res = job_start(&job, ctx, lane, NULL);
+        }
+    }
+    return res;
+}
+
+/* A memset, synchronous or on `stream`. */
 static CUresult
 memset_2d(gh_cu_id id, int async, CUstream stream, CUdeviceptr dst, size_t pitch,
           unsigned int value, unsigned int elem, size_t width, size_t height)
@@ -560,28 +649,16 @@ memset_2d(gh_cu_id id, int async, CUstream stream, CUdeviceptr dst, size_t pitch
     CUresult res = fk_enter(id, FK_AFTER_INIT);
     fk_context *ctx = NULL;
     fk_lane *lane = NULL;
-    fk_access access = access_of(dst, 0, FK_SIDE_DEVICE);
-    size_t bytes = 0, len = 0;
+    fk_access access;
     fk_job job;
 
     if (res != CUDA_SUCCESS) {
         return res;
     }
-    /* Elements must be aligned, and rows must neither overlap nor misalign them. */
-    if (dst % elem != 0 || __builtin_mul_overflow(width, (size_t)elem, &bytes) ||
-        (height > 1 && (pitch < bytes || pitch % elem != 0)) ||
-        (height > 0 && (__builtin_mul_overflow(height - 1, pitch, &len) ||
-                        __builtin_add_overflow(len, bytes, &len)))) {
-        return CUDA_ERROR_INVALID_VALUE;
+    res = plan_memset(&job, &access, dst, pitch, value, elem, width, height);
+    if (res != CUDA_SUCCESS) {
+        return res;
     }
-    memset(&job, 0, sizeof(job));
-    job.width = bytes;
-    job.rows = height;
-    job.slices = 1;
-    job.dst_pitch = pitch;
-    job.elem = elem;
-    job.value = value;
-    access.len = bytes > 0 ? len : 0;
     fk_lock();
     res = job_target(async, stream, &ctx, &lane);
     if (res == CUDA_SUCCESS && access.len > 0) {

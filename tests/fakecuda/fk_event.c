@@ -36,7 +36,8 @@ typedef struct {
 
 typedef struct {
     fk_op op;
-    fk_event_state *state;
+    fk_event_state *state; /* NULL: the event of a graph's record went */
+    CUevent handle;
 } fk_record_op;
 
 /* What cuIpcGetEventHandle writes at the start of the 64 bytes. */
@@ -140,7 +141,7 @@ run_record(fk_op *op)
 
     clock_gettime(CLOCK_MONOTONIC, &now);
     fk_lock();
-    if (record->state->record_seq == op->seq) {
+    if (record->state != NULL && record->state->record_seq == op->seq) {
         record->state->complete = 1;
         record->state->when = now;
     }
@@ -153,10 +154,60 @@ cancel_record(fk_op *op)
 {
     fk_record_op *record = (fk_record_op *)op;
 
-    if (record->state->record_seq == op->seq) {
+    if (record->state != NULL && record->state->record_seq == op->seq) {
         record->state->record_seq = 0;
         record->state->complete = 0;
     }
+}
+
+/* Queued (not captured): the event's newest record is this one. */
+static void
+queued_record(fk_op *op)
+{
+    fk_record_op *record = (fk_record_op *)op;
+
+    if (record->state != NULL) { /* the worker cannot run it before the lock is let go */
+        record->state->record_seq = op->seq;
+        record->state->complete = 0;
+    }
+}
+
+/* A graph launch's record: of the event as it is now (none if it was destroyed). */
+static CUresult
+replay_record(fk_op *op)
+{
+    fk_record_op *record = (fk_record_op *)op;
+    fk_event *event = find_event(record->handle);
+
+    record->state = event != NULL ? event->state : NULL;
+    return CUDA_SUCCESS;
+}
+
+CUresult
+fk_event_record_on(CUevent hEvent, fk_context *ctx, fk_lane *lane)
+{
+    fk_event *event = find_event(hEvent);
+    fk_record_op *record;
+
+    if (event == NULL || ctx != event->res.ctx) {
+        return CUDA_ERROR_INVALID_HANDLE; /* event and stream of different contexts */
+    }
+    if (lane->capture != NULL && !lane->node_builder) {
+        return CUDA_SUCCESS; /* recorded in a capture: the capture's own (no node) */
+    }
+    record = calloc(1, sizeof(*record));
+    if (record == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    record->op.run = run_record;
+    record->op.cancel = cancel_record;
+    record->op.queued = queued_record;
+    record->op.replay = replay_record;
+    record->op.size = sizeof(*record);
+    record->op.node_type = CU_GRAPH_NODE_TYPE_EVENT_RECORD;
+    record->state = lane->capture == NULL ? event->state : NULL; /* a node: see replay */
+    record->handle = hEvent;
+    return fk_op_enqueue(&record->op, ctx, lane);
 }
 
 CUresult
@@ -165,31 +216,15 @@ fk_EventRecord(CUevent hEvent, CUstream hStream)
     CUresult res = fk_enter(GH_CU_EventRecord, FK_AFTER_INIT);
     fk_context *ctx = NULL;
     fk_lane *lane = NULL;
-    fk_event *event;
-    fk_record_op *record = NULL;
 
     if (res != CUDA_SUCCESS) {
         return res;
     }
     fk_lock();
-    event = find_event(hEvent);
-    res = event != NULL ? fk_stream_lane(hStream, &ctx, &lane) : CUDA_ERROR_INVALID_HANDLE;
-    if (res == CUDA_SUCCESS && ctx != event->res.ctx) {
-        res = CUDA_ERROR_INVALID_HANDLE; /* event and stream of different contexts */
-    }
+    res = find_event(hEvent) != NULL ? fk_stream_lane(hStream, &ctx, &lane)
+                                     : CUDA_ERROR_INVALID_HANDLE;
     if (res == CUDA_SUCCESS) {
-        record = calloc(1, sizeof(*record));
-        res = record != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    if (res == CUDA_SUCCESS) {
-        record->op.run = run_record;
-        record->op.cancel = cancel_record;
-        record->state = event->state;
-        res = fk_op_enqueue(&record->op, ctx, lane);
-    }
-    if (res == CUDA_SUCCESS) { /* the worker cannot run it before the lock is let go */
-        event->state->record_seq = record->op.seq;
-        event->state->complete = 0;
+        res = fk_event_record_on(hEvent, ctx, lane);
     }
     fk_unlock();
     return res;

@@ -71,6 +71,10 @@ typedef struct {
     unsigned long long last_seq; /* seq of the newest op queued on it (fk_op); 0: none yet */
     int non_blocking; /* a stream made with CU_STREAM_NON_BLOCKING: the legacy default stream
                          does not wait for it */
+    struct CUgraph_st *capture;       /* the graph its ops go to while it captures, or NULL */
+    int capture_invalid;              /* an illegal call invalidated the capture */
+    CUstreamCaptureMode capture_mode; /* as cuStreamBeginCapture was told */
+    int node_builder; /* a private lane of cuGraphAdd*Node (fk_graph.c), not a stream */
 } fk_lane;
 
 /* A context (the fake's primary contexts).  Never freed: a destroyed one stays allocated,
@@ -79,10 +83,12 @@ struct CUctx_st {
     struct CUctx_st *next_made; /* every context ever made, newest first */
     CUdevice device;
     int alive;
-    fk_lane ops;        /* every op of the context, for cuCtxSynchronize */
-    fk_lane blocking;   /* every op of its blocking streams: what the legacy stream waits for */
-    fk_lane legacy;     /* the legacy default stream: handles 0 and CU_STREAM_LEGACY */
-    fk_lane per_thread; /* CU_STREAM_PER_THREAD: one per context, shared by its threads */
+    fk_lane ops;           /* every op of the context, for cuCtxSynchronize */
+    fk_lane blocking;      /* every op of its blocking streams: what the legacy stream waits for */
+    fk_lane legacy;        /* the legacy default stream: handles 0 and CU_STREAM_LEGACY */
+    fk_lane per_thread;    /* CU_STREAM_PER_THREAD: one per context, shared by its threads */
+    int captures;          /* how many of its streams capture */
+    int blocking_captures; /* how many of those are blocking: the legacy stream waits for them */
     struct CUctx_st *peers[FK_MAX_DEVICES]; /* by device: the context whose memory this one
                                                was given access to (cuCtxEnablePeerAccess) */
 };
@@ -105,7 +111,9 @@ FK_HIDDEN CUresult fk_context_usable(CUcontext handle);
     K(MODULES, "modules")                                                                          \
     K(HOST_ALLOCATIONS, "host_allocations")                                                        \
     K(REGISTRATIONS, "registrations")                                                              \
-    K(IPC_MAPPINGS, "ipc_mappings")
+    K(IPC_MAPPINGS, "ipc_mappings")                                                                \
+    K(GRAPHS, "graphs")                                                                            \
+    K(GRAPH_EXECS, "graph_execs")
 
 typedef enum {
 #define FK_KIND_ENUM(kind, name) FK_##kind,
@@ -149,6 +157,14 @@ typedef struct fk_op {
     fk_context *ctx;                  /* whose op it is: dropped if ctx dies before it runs */
     void (*run)(struct fk_op *op);    /* the work, on the worker thread, lock NOT held */
     void (*cancel)(struct fk_op *op); /* NULL, or undo on drop (ctx died).  Lock held. */
+    /* Graphs (fk_graph.c): an op queued on a capturing stream is kept as a node's template
+       instead, and each launch of the graph queues a copy of its `size` bytes. */
+    size_t size;                          /* bytes of the whole struct; 0: cannot be captured */
+    CUgraphNodeType node_type;            /* the node it makes */
+    CUresult (*replay)(struct fk_op *op); /* NULL, or take what a fresh copy holds (pins, the
+                                             event it records).  Lock held. */
+    void (*queued)(struct fk_op *op);     /* NULL, or note that it was queued (seq set).  Lock
+                                             held. */
 } fk_op;
 
 /* Queue `op` at the end of the global FIFO as the newest op of `lane` (a stream) of `ctx`
@@ -156,6 +172,13 @@ typedef struct fk_op {
    starting the worker thread if needed.  op->seq is set on return.  CUDA_SUCCESS, or
    CUDA_ERROR_OUT_OF_MEMORY when the worker cannot start (op is then freed).  Lock held. */
 FK_HIDDEN CUresult fk_op_enqueue(fk_op *op, fk_context *ctx, fk_lane *lane);
+/* Whether a call that waits on `lane` of `ctx` (NULL: a synchronous call, which waits on the
+   legacy default stream) may go on, as the driver answers: a capturing stream cannot be
+   waited on (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, its capture invalidated), nor can the
+   legacy stream while a blocking stream of ctx captures (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+   CUDA_SUCCESS otherwise.  Lock held. */
+FK_HIDDEN CUresult fk_capture_check(fk_context *ctx, fk_lane *lane);
+
 /* Nonzero while op `seq` or an earlier one is queued or running.  Lock held. */
 FK_HIDDEN int fk_ops_pending(unsigned long long seq);
 /* Wait until op `seq` and every earlier one finished (or was dropped); the lock is released
@@ -173,6 +196,30 @@ FK_HIDDEN int fk_on_worker(void);
    context and lane in *ctx and *lane; CUDA_ERROR_INVALID_HANDLE for a destroyed or unknown
    stream; the current context's error for a default stream without one.  Lock held. */
 FK_HIDDEN CUresult fk_stream_lane(CUstream handle, fk_context **ctx, fk_lane **lane);
+
+/* ---- fk_graph.c ---- */
+
+/* Keep `op` (queued on a capturing lane) as a new node of graph `g`, after every node that
+   has none after it.  CUDA_SUCCESS, or CUDA_ERROR_OUT_OF_MEMORY (op cancelled and freed).
+   Lock held. */
+FK_HIDDEN CUresult fk_graph_capture_op(struct CUgraph_st *g, fk_op *op);
+/* End the capture of `lane` of `ctx` and destroy what it captured.  Lock held. */
+FK_HIDDEN void fk_capture_abandon(fk_context *ctx, fk_lane *lane);
+
+/* The ops of graph nodes, queued on `lane` of `ctx` (a capturing one: see fk_graph.c).  Lock
+   held.  fk_event.c: a record of `event` (CUDA_ERROR_INVALID_HANDLE for no live event);
+   fk_stream.c: a wait for `event`, a host function. */
+FK_HIDDEN CUresult fk_event_record_on(CUevent event, fk_context *ctx, fk_lane *lane);
+FK_HIDDEN CUresult fk_event_wait_on(CUevent event, fk_context *ctx, fk_lane *lane);
+FK_HIDDEN CUresult fk_host_func_on(CUhostFn fn, void *user_data, CUstream handle, fk_context *ctx,
+                                   fk_lane *lane);
+
+/* ---- fk_copy.c: copies and memsets of graph nodes, onto `lane` of `ctx` (a capturing one:
+   the op becomes a node).  Lock held. */
+FK_HIDDEN CUresult fk_copy_3d_on(const CUDA_MEMCPY3D *p, fk_context *ctx, fk_lane *lane);
+FK_HIDDEN CUresult fk_memset_on(CUdeviceptr dst, size_t pitch, unsigned int value,
+                                unsigned int elem, size_t width, size_t height, fk_context *ctx,
+                                fk_lane *lane);
 
 /* ---- fk_memory.c: the registry of memory ranges that copies and memsets go through ---- */
 
@@ -199,6 +246,8 @@ typedef struct {
    CUDA_ERROR_INVALID_VALUE with *span empty.  Lock held. */
 FK_HIDDEN CUresult fk_span_resolve(fk_span *span, uintptr_t addr, size_t len, fk_side side,
                                    int write, const fk_context *owner);
+/* Take one more pin on a resolved span's storage (a copy of the span).  Lock held. */
+FK_HIDDEN void fk_span_retain(fk_span *span);
 /* Drop the pin of a resolved span (an empty one is fine).  Lock held. */
 FK_HIDDEN void fk_span_release(fk_span *span);
 

@@ -417,6 +417,14 @@ fk_span_resolve(fk_span *span, uintptr_t addr, size_t len, fk_side side, int wri
 }
 
 void
+fk_span_retain(fk_span *span)
+{
+    if (span->pin != NULL) {
+        span->pin->refs++;
+    }
+}
+
+void
 fk_span_release(fk_span *span)
 {
     if (span->pin != NULL) {

@@ -157,6 +157,18 @@ start_worker(void)
 CUresult
 fk_op_enqueue(fk_op *op, fk_context *ctx, fk_lane *lane)
 {
+    op->ctx = ctx;
+    if (lane->capture != NULL) {
+        if (op->size == 0 || lane->capture_invalid) {
+            lane->capture_invalid = 1; /* what cannot be captured invalidates the capture */
+            if (op->cancel != NULL) {
+                op->cancel(op);
+            }
+            free(op);
+            return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+        }
+        return fk_graph_capture_op(lane->capture, op);
+    }
     if (start_worker() != 0) {
         free(op);
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -176,6 +188,9 @@ fk_op_enqueue(fk_op *op, fk_context *ctx, fk_lane *lane)
     ctx->ops.last_seq = op->seq;
     if (!lane->non_blocking) {
         ctx->blocking.last_seq = op->seq;
+    }
+    if (op->queued != NULL) {
+        op->queued(op);
     }
     pthread_cond_signal(&fk_work_cond);
     return CUDA_SUCCESS;

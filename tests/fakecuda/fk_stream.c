@@ -25,6 +25,7 @@ typedef struct {
     fk_op op;
     CUstream handle; /* as the caller named the stream */
     CUstreamCallback callback;
+    CUhostFn host_fn; /* cuLaunchHostFunc's instead of the callback */
     void *user_data;
 } fk_callback_op;
 
@@ -137,6 +138,10 @@ fk_StreamDestroy(CUstream hStream)
         res = CUDA_ERROR_INVALID_HANDLE;
     }
     else {
+        fk_lane *lane = &((fk_stream *)stream)->lane;
+        if (lane->capture != NULL) {
+            fk_capture_abandon(stream->ctx, lane); /* its capture ends with it */
+        }
         fk_resource_remove(stream); /* its queued ops still run, naming the dead handle */
     }
     fk_unlock();
@@ -155,6 +160,9 @@ fk_StreamSynchronize(CUstream hStream)
     }
     fk_lock();
     res = fk_stream_lane(hStream, &ctx, &lane);
+    if (res == CUDA_SUCCESS) {
+        res = fk_capture_check(ctx, lane);
+    }
     if (res == CUDA_SUCCESS) {
         fk_ops_wait(lane->last_seq); /* the lock is released while waiting */
         if (!ctx->alive) {
@@ -177,6 +185,9 @@ fk_StreamQuery(CUstream hStream)
     }
     fk_lock();
     res = fk_stream_lane(hStream, &ctx, &lane);
+    if (res == CUDA_SUCCESS) {
+        res = fk_capture_check(ctx, lane);
+    }
     if (res == CUDA_SUCCESS && fk_ops_pending(lane->last_seq)) {
         res = CUDA_ERROR_NOT_READY;
     }
@@ -193,12 +204,32 @@ run_nothing(fk_op *op)
 /* The queue is one FIFO, so the event's last record already precedes the wait: the op
    only marks the stream busy until everything before it ran. */
 CUresult
+fk_event_wait_on(CUevent hEvent, fk_context *ctx, fk_lane *lane)
+{
+    fk_op *op;
+
+    if (fk_resource_find(hEvent, FK_EVENTS) == NULL) {
+        return CUDA_ERROR_INVALID_HANDLE; /* an event of any context will do */
+    }
+    if (lane->capture != NULL && !lane->node_builder) {
+        return CUDA_SUCCESS; /* in a capture: a dependency, no node (nor a join, here) */
+    }
+    op = calloc(1, sizeof(*op));
+    if (op == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    op->run = run_nothing;
+    op->size = sizeof(*op);
+    op->node_type = CU_GRAPH_NODE_TYPE_WAIT_EVENT;
+    return fk_op_enqueue(op, ctx, lane);
+}
+
+CUresult
 fk_StreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
 {
     CUresult res = fk_enter(GH_CU_StreamWaitEvent, FK_AFTER_INIT);
     fk_context *ctx = NULL;
     fk_lane *lane = NULL;
-    fk_op *op;
 
     if (res != CUDA_SUCCESS) {
         return res;
@@ -208,16 +239,8 @@ fk_StreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
     }
     fk_lock();
     res = fk_stream_lane(hStream, &ctx, &lane);
-    if (res == CUDA_SUCCESS && fk_resource_find(hEvent, FK_EVENTS) == NULL) {
-        res = CUDA_ERROR_INVALID_HANDLE; /* an event of any context will do */
-    }
     if (res == CUDA_SUCCESS) {
-        op = calloc(1, sizeof(*op));
-        res = op != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    if (res == CUDA_SUCCESS) {
-        op->run = run_nothing;
-        res = fk_op_enqueue(op, ctx, lane);
+        res = fk_event_wait_on(hEvent, ctx, lane);
     }
     fk_unlock();
     return res;
@@ -264,7 +287,12 @@ fk_StreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
     fk_lock();
     res = resolve(hStream, &ctx, &lane, &stream);
     if (res == CUDA_SUCCESS) {
-        *captureStatus = CU_STREAM_CAPTURE_STATUS_NONE;
+        *captureStatus = lane->capture == NULL   ? CU_STREAM_CAPTURE_STATUS_NONE
+                         : lane->capture_invalid ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                                                 : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+        if (lane == &ctx->legacy && ctx->captures > 0) {
+            res = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT; /* as the driver answers */
+        }
     }
     fk_unlock();
     return res;
@@ -320,7 +348,12 @@ run_callback(fk_op *op)
 {
     fk_callback_op *cb = (fk_callback_op *)op;
 
-    cb->callback(cb->handle, CUDA_SUCCESS, cb->user_data);
+    if (cb->host_fn != NULL) {
+        cb->host_fn(cb->user_data);
+    }
+    else {
+        cb->callback(cb->handle, CUDA_SUCCESS, cb->user_data);
+    }
 }
 
 CUresult
@@ -340,6 +373,10 @@ fk_StreamAddCallback(CUstream hStream, CUstreamCallback callback, void *userData
     }
     fk_lock();
     res = fk_stream_lane(hStream, &ctx, &lane);
+    if (res == CUDA_SUCCESS && lane->capture != NULL) {
+        lane->capture_invalid = 1; /* the driver cannot capture stream callbacks */
+        res = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
     if (res == CUDA_SUCCESS) {
         op = calloc(1, sizeof(*op));
         res = op != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
@@ -350,6 +387,45 @@ fk_StreamAddCallback(CUstream hStream, CUstreamCallback callback, void *userData
         op->callback = callback;
         op->user_data = userData;
         res = fk_op_enqueue(&op->op, ctx, lane);
+    }
+    fk_unlock();
+    return res;
+}
+
+CUresult
+fk_host_func_on(CUhostFn fn, void *userData, CUstream handle, fk_context *ctx, fk_lane *lane)
+{
+    fk_callback_op *op = calloc(1, sizeof(*op));
+
+    if (op == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    op->op.run = run_callback;
+    op->op.size = sizeof(*op);
+    op->op.node_type = CU_GRAPH_NODE_TYPE_HOST;
+    op->handle = handle;
+    op->host_fn = fn;
+    op->user_data = userData;
+    return fk_op_enqueue(&op->op, ctx, lane);
+}
+
+CUresult
+fk_LaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
+{
+    CUresult res = fk_enter(GH_CU_LaunchHostFunc, FK_AFTER_INIT);
+    fk_context *ctx = NULL;
+    fk_lane *lane = NULL;
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (fn == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    fk_lock();
+    res = fk_stream_lane(hStream, &ctx, &lane);
+    if (res == CUDA_SUCCESS) {
+        res = fk_host_func_on(fn, userData, hStream, ctx, lane);
     }
     fk_unlock();
     return res;

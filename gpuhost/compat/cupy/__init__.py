@@ -22,7 +22,7 @@ README.md ("CuPy's low-level names").
 import contextlib
 
 from ... import _core
-from . import device, driver, memory, nvtx, pinned_memory, profiler, runtime, stream
+from . import device, driver, graph, memory, nvtx, pinned_memory, profiler, runtime, stream
 from ._libs import CUBLASError, CUSOLVERError, CUSPARSEError
 from .device import (
     Device,

@@ -159,14 +159,26 @@ class _BaseStream:
 
     def launch_host_func(self, callback, arg):
         """Call ``callback(arg)`` on a driver thread once the work queued so far is
-        done."""
+        done (cuLaunchHostFunc; captured into the graph while the stream captures)."""
         if not callable(callback):
             raise TypeError("callback must be callable, not %s" % type(callback).__name__)
+        self._gpuhost().launch_host_func(callback, arg)
 
-        def call(_stream, _status, _arg):
-            callback(arg)
+    def begin_capture(self, mode=None):
+        """Begin capturing this stream's work into a CUDA graph; `mode` is one of
+        runtime.streamCaptureMode* (default: relaxed, as CuPy). RuntimeError on the
+        default (legacy) stream."""
+        if self.ptr in (0, _CU_STREAM_LEGACY):
+            raise RuntimeError("cannot capture on the default (legacy) stream")
+        if mode is None:
+            mode = 2  # runtime.streamCaptureModeRelaxed
+        self._gpuhost().begin_capture(mode)
 
-        self._gpuhost().add_callback(call, None)
+    def end_capture(self):
+        """End the capture; returns the captured work as a :class:`graph.Graph`."""
+        from .graph import Graph
+
+        return Graph._from_gpuhost(self._gpuhost().end_capture())
 
     def record(self, event=None):
         """Record `event` (a new Event if None) on this stream; returns the event."""

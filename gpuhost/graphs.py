@@ -1,0 +1,146 @@
+"""CUDA graphs: capture a stream's work once, replay it for one launch.
+
+``Graph``, ``GraphExec`` and ``GraphNode`` are C types (csrc/graph.c); this module holds
+the parts written in Python: ``graph_capture()`` and the memcpy/memset node builders,
+which take arrays (gpuhost, NumPy, anything exporting the CUDA array interface).
+
+The rules, the driver's and gpuhost's:
+
+* A captured graph refers to memory by address: the arrays its work reads and writes must
+  stay alive (and in place) for as long as the graph may be launched.  Kernels launched
+  into a capture, and host functions, are kept alive by the Graph.
+* The caching pool never hands a block a graph uses to other work while the graph may
+  still be launched: blocks allocated on a stream while it captures (and blocks freed on
+  it meanwhile) belong to the Graph, and go back to the pool only once the Graph and every
+  GraphExec made from it are gone.  The driver's pool (``set_memory_manager("driver")``)
+  captures its allocations as graph nodes itself.
+* While a stream captures, nothing may wait for it: ``synchronize()``, ``query()``,
+  synchronous copies and copies from pageable host memory raise StreamCaptureError.
+"""
+
+import contextlib
+
+import numpy as np
+
+from . import _core
+
+__all__ = ["Graph", "GraphExec", "GraphNode", "graph_capture"]
+
+Graph = _core.Graph
+GraphExec = _core.GraphExec
+GraphNode = _core.GraphNode
+
+
+class _Capture:
+    """What ``graph_capture()`` yields: ``stream``, and ``graph`` once the block ended."""
+
+    __slots__ = ("stream", "graph")
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.graph = None
+
+    def __repr__(self):
+        return "<graph capture on %r: %r>" % (self.stream, self.graph)
+
+
+@contextlib.contextmanager
+def graph_capture(stream=None, mode="global"):
+    """Capture the work queued on `stream` inside the block into a graph.
+
+    `stream` defaults to a new stream (the legacy default stream cannot capture); the
+    object yielded has ``.stream`` to queue work on and ``.graph`` set on exit.  If the
+    block raises, the capture is ended and its graph dropped.
+    """
+    if stream is None:
+        stream = _core.stream()
+    cap = _Capture(stream)
+    stream.begin_capture(mode)
+    try:
+        yield cap
+    except BaseException:
+        with contextlib.suppress(Exception):
+            stream.end_capture()
+        raise
+    cap.graph = stream.end_capture()
+
+
+def _span(obj, what):
+    """(address, nbytes) of a contiguous array, or (address, None) of an int address."""
+    if isinstance(obj, int) and not isinstance(obj, bool):
+        return obj, None
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        shape, typestr = tuple(cai["shape"]), cai["typestr"]
+        itemsize = np.dtype(typestr).itemsize
+        strides = cai.get("strides")
+        if strides is not None and tuple(strides) != _c_strides(shape, itemsize):
+            raise ValueError("%s must be C-contiguous for a graph node" % what)
+        return int(cai["data"][0]), int(np.prod(shape, dtype=np.int64)) * itemsize
+    if isinstance(obj, np.ndarray):
+        if not obj.flags.c_contiguous:
+            raise ValueError("%s must be C-contiguous for a graph node" % what)
+        return obj.ctypes.data, obj.nbytes
+    raise TypeError(
+        "%s must be a device array, a NumPy array or an address (int), not %s"
+        % (what, type(obj).__name__)
+    )
+
+
+def _c_strides(shape, itemsize):
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
+
+
+def _nbytes(nbytes, *sizes):
+    known = [s for s in sizes if s is not None]
+    if nbytes is None:
+        if not known:
+            raise TypeError("nbytes is needed when both sides are addresses")
+        if len(set(known)) > 1:
+            raise ValueError("the arrays differ in size (%d and %d bytes); pass nbytes" % tuple(known))
+        return known[0]
+    nbytes = int(nbytes)
+    if nbytes < 0:
+        raise ValueError("nbytes must not be negative, not %d" % nbytes)
+    for s in known:
+        if nbytes > s:
+            raise ValueError("nbytes %d is past an array of %d bytes" % (nbytes, s))
+    return nbytes
+
+
+def _add_memcpy(graph, dst, src, nbytes=None, depends_on=()):
+    dptr, dsize = _span(dst, "dst")
+    sptr, ssize = _span(src, "src")
+    return graph._add_memcpy(dptr, sptr, _nbytes(nbytes, dsize, ssize), depends_on)
+
+
+def _add_memset(graph, dst, value, count=None, element_size=None, depends_on=()):
+    ptr, size = _span(dst, "dst")
+    if element_size is None:
+        element_size = getattr(dst, "dtype", np.dtype(np.uint8)).itemsize
+        if element_size not in (1, 2, 4):
+            element_size = 4 if size is not None and size % 4 == 0 else 1
+    element_size = int(element_size)
+    if element_size not in (1, 2, 4):
+        raise ValueError("element_size must be 1, 2 or 4, not %d" % element_size)
+    if count is None:
+        if size is None:
+            raise TypeError("count is needed for an address")
+        count = size // element_size
+    count = int(count)
+    if count < 0 or (size is not None and count * element_size > size):
+        raise ValueError("count %d of %d-byte elements does not fit dst" % (count, element_size))
+    if isinstance(value, (float, np.floating)):
+        value = np.array(value, dtype={2: np.float16, 4: np.float32}.get(element_size, np.uint8))
+        value = int(value.view({1: np.uint8, 2: np.uint16, 4: np.uint32}[element_size]))
+    value = int(value)
+    if not 0 <= value < 1 << (8 * element_size):
+        if -(1 << (8 * element_size - 1)) <= value < 0:
+            value &= (1 << (8 * element_size)) - 1
+        else:
+            raise OverflowError("value %d does not fit %d bytes" % (value, element_size))
+    return graph._add_memset(ptr, value, element_size, count, depends_on)
