@@ -4,8 +4,9 @@ Rows (issue: graphs): replaying a captured graph of 1000 empty kernels (per kern
 replay followed by a stream synchronize), launching a one-kernel graph (asynchronous), and
 capturing plus instantiating a 100-kernel stream.  gpuhost's own per-launch cost of the
 same kernel is measured in the same run: a replayed kernel must cost <= 0.25 x it.
-PyTorch's CUDAGraph and cuda.core's graph builder capture their own kernels only, not a
-raw empty kernel; they are left out of these rows.  Run on the GPU machine:
+PyTorch's torch.cuda.CUDAGraph captures the same empty kernel launched (by gpuhost) on its
+capture stream, and replays it with g.replay(); cuda.core's GraphBuilder captures it
+launched with cuda.core.launch.  Run on the GPU machine:
     python3 benchmarks/graphs.py [--json out.json]
 """
 import argparse
@@ -82,6 +83,66 @@ def cupy_cases(cp):
                 capture=timed_loop("cap()", ns, kept.clear))
 
 
+def torch_cases():
+    import torch
+
+    mod = gpuhost.Module(gpuhost.compile(SOURCE))
+    k1 = mod.get_function("empty1")
+    buf = gpuhost.device_array(64, np.float32)
+    ts = torch.cuda.Stream()
+
+    def capture(n):
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=ts):
+            for _ in range(n):
+                k1[1, 1, ts](buf)
+        return g
+
+    big, one = capture(BIG), capture(1)
+    cs = torch.cuda.current_stream()
+    kept = []
+
+    def capture_instantiate():
+        kept.append(capture(SMALL_CAPTURE))
+
+    ns = dict(big=big, one=one, cs=cs, cap=capture_instantiate)
+    return dict(replay=timed_loop("big.replay(); cs.synchronize()", ns),
+                one=timed_loop("one.replay()", ns, cs.synchronize),
+                capture=timed_loop("cap()", ns, kept.clear))
+
+
+def cuda_core_cases(dev):
+    import cuda.core as cc
+
+    if not hasattr(cc, "Program"):
+        from cuda.core import experimental as cc
+    prog = cc.Program(SOURCE, code_type="c++",
+                      options=cc.ProgramOptions(arch="sm_%d%d" % tuple(dev.compute_capability)))
+    k1 = prog.compile("cubin").get_kernel("empty1")
+    s = dev.create_stream()
+    buf = dev.allocate(256, stream=s)
+    cfg = cc.LaunchConfig(grid=1, block=1)
+
+    def capture(n):
+        gb = s.create_graph_builder()
+        gb.begin_building()
+        for _ in range(n):
+            cc.launch(gb, cfg, k1, buf)
+        gb.end_building()
+        return gb.complete()
+
+    big, one = capture(BIG), capture(1)
+    kept = []
+
+    def capture_instantiate():
+        kept.append(capture(SMALL_CAPTURE))
+
+    ns = dict(big=big, one=one, s=s, cap=capture_instantiate)
+    return dict(replay=timed_loop("big.launch(s); s.sync()", ns),
+                one=timed_loop("one.launch(s)", ns, s.sync),
+                capture=timed_loop("cap()", ns, kept.clear))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json")
@@ -93,11 +154,14 @@ def main():
         raise RuntimeError("raw C graph benchmark could not start: CUresult %d" % res)
     libs = {"gpuhost": ours()}
     p = peers()
-    if "CuPy" in p:
+    makers = [("CuPy", lambda: cupy_cases(p["CuPy"])) if "CuPy" in p else None,
+              ("cuda.core", lambda: cuda_core_cases(p["cuda.core"])) if "cuda.core" in p else None,
+              ("PyTorch", torch_cases)]
+    for name, make in filter(None, makers):
         try:
-            libs["CuPy"] = cupy_cases(p["CuPy"])
-        except Exception as e:
-            print("CuPy left out: %s: %s" % (type(e).__name__, e))
+            libs[name] = make()
+        except Exception as e:  # a peer that cannot capture is left out, said why
+            print("%s left out: %s: %s" % (name, type(e).__name__, e))
 
     launch = interleaved({"gpuhost": libs["gpuhost"]["launch"]}, N_LAUNCH)["gpuhost"]
     print("gpuhost's own launch of the same empty kernel: %.3f us" % launch)

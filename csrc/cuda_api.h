@@ -59,6 +59,7 @@
     X(LaunchHostFunc, 10000)                                                                       \
     X(StreamBeginCapture, 10010)                                                                   \
     X(StreamEndCapture, 10000)                                                                     \
+    X(ThreadExchangeStreamCaptureMode, 10010)                                                      \
     X(GraphCreate, 10000)                                                                          \
     X(GraphDestroy, 10000)                                                                         \
     X(GraphClone, 10000)                                                                           \

@@ -723,6 +723,26 @@ obtain_backed(gh_pool *p, block *b)
     return 0;
 }
 
+/* cuMemAlloc and cuMemHostAlloc are "unsafe" while a stream captures in global mode: the
+   pool growing for a capture must not break it, so around them this thread's capture mode
+   is relaxed (as CuPy's default mode and PyTorch's allocator do).  The previous mode, to
+   restore; -1 when the driver refused the exchange. */
+static int
+relax_capture(void)
+{
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    return gh_cu.ThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS ? (int)mode : -1;
+}
+
+static void
+restore_capture(int previous)
+{
+    CUstreamCaptureMode mode = (CUstreamCaptureMode)previous;
+    if (previous >= 0) {
+        gh_cu.ThreadExchangeStreamCaptureMode(&mode);
+    }
+}
+
 /* New memory for `b` from the driver (or the backing allocator); the context is current.
    0, 1 (out of memory: *id says which call) or -1 (another error, raised). */
 static int
@@ -734,10 +754,12 @@ obtain_once(gh_pool *p, block *b, gh_cu_id *id)
         return obtain_backed(p, b);
     }
     if (p->host) {
+        int previous = relax_capture();
         *id = GH_CU_MemHostAlloc;
         Py_BEGIN_ALLOW_THREADS
         res = gh_cu.MemHostAlloc(&b->host, b->size, p->host_flags);
         Py_END_ALLOW_THREADS
+        restore_capture(previous);
         if (res == CUDA_SUCCESS && (p->host_flags & CU_MEMHOSTALLOC_DEVICEMAP)) {
             *id = GH_CU_MemHostGetDevicePointer;
             res = gh_cu.MemHostGetDevicePointer(&b->dptr, b->host, 0);
@@ -753,10 +775,12 @@ obtain_once(gh_pool *p, block *b, gh_cu_id *id)
         res = gh_cu.MemAllocAsync(&b->dptr, b->size, b->stream);
     }
     else {
+        int previous = relax_capture();
         *id = GH_CU_MemAlloc;
         Py_BEGIN_ALLOW_THREADS
         res = gh_cu.MemAlloc(&b->dptr, b->size);
         Py_END_ALLOW_THREADS
+        restore_capture(previous);
     }
     if (res == CUDA_ERROR_OUT_OF_MEMORY) {
         return 1;

@@ -238,6 +238,36 @@ fk_graph_capture_op(fk_graph *g, fk_op *op)
     return CUDA_SUCCESS;
 }
 
+static _Thread_local CUstreamCaptureMode fk_thread_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+CUresult
+fk_unsafe_call_check(const fk_context *ctx)
+{
+    if (ctx->strict_captures > 0 && fk_thread_mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult
+fk_ThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+    CUresult res = fk_enter(GH_CU_ThreadExchangeStreamCaptureMode, FK_AFTER_INIT);
+    CUstreamCaptureMode old = fk_thread_mode;
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (mode == NULL ||
+        (*mode != CU_STREAM_CAPTURE_MODE_GLOBAL && *mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+         *mode != CU_STREAM_CAPTURE_MODE_RELAXED)) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    fk_thread_mode = *mode;
+    *mode = old;
+    return CUDA_SUCCESS;
+}
+
 CUresult
 fk_capture_check(fk_context *ctx, fk_lane *lane)
 {
@@ -262,6 +292,7 @@ capture_end(fk_context *ctx, fk_lane *lane)
     lane->capture = NULL;
     ctx->captures--;
     ctx->blocking_captures -= !lane->non_blocking;
+    ctx->strict_captures -= lane->capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED;
     g->capture_last = NULL;
     return g;
 }
@@ -310,6 +341,7 @@ fk_StreamBeginCapture(CUstream hStream, CUstreamCaptureMode mode)
             lane->capture_mode = mode;
             ctx->captures++;
             ctx->blocking_captures += !lane->non_blocking;
+            ctx->strict_captures += mode != CU_STREAM_CAPTURE_MODE_RELAXED;
         }
     }
     fk_unlock();

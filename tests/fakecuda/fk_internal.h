@@ -89,6 +89,7 @@ struct CUctx_st {
     fk_lane per_thread;    /* CU_STREAM_PER_THREAD: one per context, shared by its threads */
     int captures;          /* how many of its streams capture */
     int blocking_captures; /* how many of those are blocking: the legacy stream waits for them */
+    int strict_captures;   /* how many of those are not relaxed: no unsafe calls meanwhile */
     struct CUctx_st *peers[FK_MAX_DEVICES]; /* by device: the context whose memory this one
                                                was given access to (cuCtxEnablePeerAccess) */
 };
@@ -178,6 +179,11 @@ FK_HIDDEN CUresult fk_op_enqueue(fk_op *op, fk_context *ctx, fk_lane *lane);
    legacy stream while a blocking stream of ctx captures (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
    CUDA_SUCCESS otherwise.  Lock held. */
 FK_HIDDEN CUresult fk_capture_check(fk_context *ctx, fk_lane *lane);
+/* Whether an "unsafe" call (cuMemAlloc, cuMemHostAlloc) may be made now in `ctx`: not while
+   one of its streams captures in global or thread-local mode, unless this thread exchanged
+   its mode to relaxed (cuThreadExchangeStreamCaptureMode).  CUDA_SUCCESS or
+   CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED.  Lock held. */
+FK_HIDDEN CUresult fk_unsafe_call_check(const fk_context *ctx);
 
 /* Nonzero while op `seq` or an earlier one is queued or running.  Lock held. */
 FK_HIDDEN int fk_ops_pending(unsigned long long seq);

@@ -489,6 +489,9 @@ fk_MemAlloc(CUdeviceptr *dptr, size_t bytesize)
     fk_lock();
     res = fk_current_context(&ctx);
     if (res == CUDA_SUCCESS) {
+        res = fk_unsafe_call_check(ctx);
+    }
+    if (res == CUDA_SUCCESS) {
         dev = fk_device_get(ctx->device);
         if (bytesize > dev->total_mem - dev->used_mem) {
             res = CUDA_ERROR_OUT_OF_MEMORY;
@@ -523,6 +526,11 @@ host_visible_alloc(void **out, fk_region_type type, size_t bytesize, unsigned in
     fk_region *region;
     CUresult res = current_context(&ctx);
 
+    if (res == CUDA_SUCCESS) {
+        fk_lock();
+        res = fk_unsafe_call_check(ctx);
+        fk_unlock();
+    }
     if (res != CUDA_SUCCESS) {
         return res;
     }
