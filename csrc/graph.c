@@ -8,42 +8,16 @@
  * pool only when the Graph and every GraphExec made from it are gone.  Kernel nodes take
  * their arguments checked and packed exactly as a launch does (kernel_args.c).
  */
-#include "kernel.h"
+#include "graph.h"
 
+#include <limits.h>
 #include <string.h>
-
-typedef struct {
-    PyObject_HEAD
-    gh_context *context; /* strong */
-    uint64_t generation;
-    CUgraph handle;
-    PyObject *keep;    /* list: objects the nodes use */
-    PyObject *kernels; /* set: the Kernels of its kernel nodes, checked before each launch */
-    PyObject *exec;    /* the GraphExec launch() instantiated, or NULL */
-    unsigned long version, exec_version; /* bumped by each node added; exec made at which */
-    int launched; /* a GraphExec of it was launched: its work may still run */
-} gh_graph;
-
-typedef struct {
-    PyObject_HEAD
-    gh_graph *graph; /* strong: what it launches stays alive */
-    CUgraphExec handle;
-    PyObject *keep; /* list: what updates and set_kernel_args() put in it */
-    PyObject *kernels;
-} gh_graphexec;
-
-typedef struct {
-    PyObject_HEAD
-    gh_graph *graph; /* strong: the node is the graph's */
-    CUgraphNode handle;
-    PyObject *kernel; /* a kernel node's Kernel, when known, else NULL */
-} gh_graphnode;
 
 /* ---- shared helpers ---- */
 
 /* Check g's context is alive and make it current; 0 or -1. */
-static int
-graph_enter(gh_graph *g, gh_cu_id id, int *pushed)
+int
+gh_graph_enter(gh_graph *g, gh_cu_id id, int *pushed)
 {
     *pushed = 0;
     if (gh_context_check_alive(g->context, g->generation, id) < 0) {
@@ -52,8 +26,8 @@ graph_enter(gh_graph *g, gh_cu_id id, int *pushed)
     return gh_context_enter(g->context, pushed);
 }
 
-static int
-graph_leave_check(gh_graph *g, int pushed, CUresult res, gh_cu_id id)
+int
+gh_graph_leave_check(gh_graph *g, int pushed, CUresult res, gh_cu_id id)
 {
     if (gh_context_leave(g->context, pushed) < 0) {
         return -1;
@@ -79,8 +53,8 @@ gh_graph_add_kernels(PyObject *to, PyObject *from)
 }
 
 /* Each kernel of `kernels` can still be launched (its module loaded, its context alive). */
-static int
-check_kernels(PyObject *kernels, gh_cu_id id)
+int
+gh_graph_check_kernels(PyObject *kernels, gh_cu_id id)
 {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(kernels); i++) {
         gh_module *m = ((gh_kernel *)PyList_GET_ITEM(kernels, i))->module;
@@ -144,20 +118,6 @@ fail:
     return -1;
 }
 
-static PyObject *
-node_new(gh_graph *g, CUgraphNode handle, PyObject *kernel)
-{
-    gh_graphnode *n = PyObject_GC_New(gh_graphnode, gh_state_of_type(Py_TYPE(g))->GraphNodeType);
-    if (n == NULL) {
-        return NULL;
-    }
-    n->graph = (gh_graph *)Py_NewRef(g);
-    n->handle = handle;
-    n->kernel = Py_XNewRef(kernel);
-    PyObject_GC_Track(n);
-    return (PyObject *)n;
-}
-
 /* ---- Graph ---- */
 
 static void wait_for_work(gh_graph *g);
@@ -178,6 +138,7 @@ gh_graph_wrap(gh_state *st, gh_context *ctx, CUgraph handle, PyObject *keep, PyO
     g->exec = NULL;
     g->version = g->exec_version = 0;
     g->launched = 0;
+    g->owner = NULL;
     PyObject_GC_Track(g);
     if (g->keep == NULL || g->kernels == NULL) {
         Py_DECREF(g);
@@ -224,6 +185,7 @@ graph_traverse(gh_graph *self, visitproc visit, void *arg)
     Py_VISIT(self->keep);
     Py_VISIT(self->kernels);
     Py_VISIT(self->exec);
+    Py_VISIT(self->owner);
     return 0;
 }
 
@@ -240,9 +202,10 @@ graph_dealloc(gh_graph *self)
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     Py_CLEAR(self->exec);
-    if (self->handle != NULL) {
+    if (self->handle != NULL && self->owner == NULL) { /* a body is its owner's */
         gh_release(self->context, self->generation, GH_CU_GraphDestroy, self->handle);
     }
+    Py_CLEAR(self->owner);
     if (self->launched && self->keep != NULL && PyList_GET_SIZE(self->keep) > 0) {
         wait_for_work(self); /* what it holds may be in use by a launch still running */
     }
@@ -280,8 +243,6 @@ wait_for_work(gh_graph *g)
     PyErr_Restore(type, value, tb);
 }
 
-static PyObject *exec_new(gh_graph *g, unsigned long long flags);
-
 static PyObject *
 graph_instantiate(gh_graph *self, PyObject *args, PyObject *kwargs)
 {
@@ -290,7 +251,7 @@ graph_instantiate(gh_graph *self, PyObject *args, PyObject *kwargs)
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|K:instantiate", kwlist, &flags)) {
         return NULL;
     }
-    return exec_new(self, flags);
+    return gh_graphexec_new(self, flags);
 }
 
 /* The GraphExec launch() and upload() use: made once, again after nodes were added. */
@@ -298,7 +259,7 @@ static gh_graphexec *
 cached_exec(gh_graph *self)
 {
     if (self->exec == NULL || self->exec_version != self->version) {
-        PyObject *e = exec_new(self, 0);
+        PyObject *e = gh_graphexec_new(self, 0);
         if (e == NULL) {
             return NULL;
         }
@@ -308,22 +269,18 @@ cached_exec(gh_graph *self)
     return (gh_graphexec *)self->exec;
 }
 
-static PyObject *exec_launch(gh_graphexec *self, PyObject *const *args, Py_ssize_t nargs,
-                             PyObject *kwnames);
-static PyObject *exec_upload(gh_graphexec *self, PyObject *args, PyObject *kwargs);
-
 static PyObject *
 graph_launch(gh_graph *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     gh_graphexec *e = cached_exec(self);
-    return e != NULL ? exec_launch(e, args, nargs, kwnames) : NULL;
+    return e != NULL ? gh_graphexec_launch(e, args, nargs, kwnames) : NULL;
 }
 
 static PyObject *
 graph_upload(gh_graph *self, PyObject *args, PyObject *kwargs)
 {
     gh_graphexec *e = cached_exec(self);
-    return e != NULL ? exec_upload(e, args, kwargs) : NULL;
+    return e != NULL ? gh_graphexec_upload(e, args, kwargs) : NULL;
 }
 
 static PyObject *
@@ -335,7 +292,7 @@ graph_get_nodes(gh_graph *self, void *Py_UNUSED(closure))
     CUresult res;
     int pushed;
 
-    if (graph_enter(self, GH_CU_GraphGetNodes, &pushed) < 0) {
+    if (gh_graph_enter(self, GH_CU_GraphGetNodes, &pushed) < 0) {
         return NULL;
     }
     res = gh_cu.GraphGetNodes(self->handle, NULL, &n);
@@ -344,13 +301,13 @@ graph_get_nodes(gh_graph *self, void *Py_UNUSED(closure))
         res =
             nodes != NULL ? gh_cu.GraphGetNodes(self->handle, nodes, &n) : CUDA_ERROR_OUT_OF_MEMORY;
     }
-    if (graph_leave_check(self, pushed, res, GH_CU_GraphGetNodes) < 0) {
+    if (gh_graph_leave_check(self, pushed, res, GH_CU_GraphGetNodes) < 0) {
         PyMem_Free(nodes);
         return NULL;
     }
     list = PyList_New((Py_ssize_t)n);
     for (size_t i = 0; list != NULL && i < n; i++) {
-        PyObject *node = node_new(self, nodes[i], NULL);
+        PyObject *node = gh_graphnode_new(self, nodes[i], NULL);
         if (node == NULL) {
             Py_CLEAR(list);
             break;
@@ -374,13 +331,13 @@ graph_debug_dot_print(gh_graph *self, PyObject *args, PyObject *kwargs)
                                      PyUnicode_FSConverter, &path, &flags)) {
         return NULL;
     }
-    if (graph_enter(self, GH_CU_GraphDebugDotPrint, &pushed) < 0) {
+    if (gh_graph_enter(self, GH_CU_GraphDebugDotPrint, &pushed) < 0) {
         Py_DECREF(path);
         return NULL;
     }
     res = gh_cu.GraphDebugDotPrint(self->handle, PyBytes_AS_STRING(path), flags);
     Py_DECREF(path);
-    if (graph_leave_check(self, pushed, res, GH_CU_GraphDebugDotPrint) < 0) {
+    if (gh_graph_leave_check(self, pushed, res, GH_CU_GraphDebugDotPrint) < 0) {
         return NULL;
     }
     Py_RETURN_NONE;
@@ -394,11 +351,11 @@ graph_clone(gh_graph *self, PyObject *Py_UNUSED(ignored))
     CUresult res;
     int pushed;
 
-    if (graph_enter(self, GH_CU_GraphClone, &pushed) < 0) {
+    if (gh_graph_enter(self, GH_CU_GraphClone, &pushed) < 0) {
         return NULL;
     }
     res = gh_cu.GraphClone(&handle, self->handle);
-    if (graph_leave_check(self, pushed, res, GH_CU_GraphClone) < 0) {
+    if (gh_graph_leave_check(self, pushed, res, GH_CU_GraphClone) < 0) {
         return NULL;
     }
     keep = PyList_New(1); /* the clone's nodes use what this graph's do */
@@ -425,7 +382,7 @@ node_added(gh_graph *self, CUresult res, gh_cu_id id, int pushed, CUgraphNode *d
            CUgraphNode handle, PyObject *obj, PyObject *kernel)
 {
     PyMem_Free(deps);
-    if (graph_leave_check(self, pushed, res, id) < 0) {
+    if (gh_graph_leave_check(self, pushed, res, id) < 0) {
         return NULL;
     }
     self->version++;
@@ -444,7 +401,7 @@ node_added(gh_graph *self, CUresult res, gh_cu_id id, int pushed, CUgraphNode *d
             return NULL;
         }
     }
-    return node_new(self, handle, kernel);
+    return gh_graphnode_new(self, handle, kernel);
 }
 
 /* Common start of the _add methods: deps parsed, context entered. */
@@ -455,7 +412,7 @@ add_begin(gh_graph *self, PyObject *depends_on, gh_cu_id id, CUgraphNode **deps,
     if (parse_deps(self, depends_on, deps, n) < 0) {
         return -1;
     }
-    if (graph_enter(self, id, pushed) < 0) {
+    if (gh_graph_enter(self, id, pushed) < 0) {
         PyMem_Free(*deps);
         return -1;
     }
@@ -752,6 +709,148 @@ graph_add_empty(gh_graph *self, PyObject *args, PyObject *kwargs)
     return node_added(self, res, GH_CU_GraphAddEmptyNode, pushed, deps, handle, NULL, NULL);
 }
 
+/* ---- Graph: conditional nodes (CUDA 12.4) ---- */
+
+static int
+need_conditionals(void)
+{
+    if (gh_cu.GraphConditionalHandleCreate == NULL || gh_cu.GraphAddNode == NULL) {
+        return gh_raise("CudaSupportError",
+                        "conditional graph nodes need a CUDA 12.4 driver or newer (this one is "
+                        "%d)",
+                        gh_driver_version());
+    }
+    return 0;
+}
+
+static PyObject *
+graph_conditional_handle(gh_graph *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"default", NULL};
+    PyObject *dflt = Py_None;
+    CUgraphConditionalHandle handle = 0;
+    unsigned int value = 0, flags = 0;
+    CUresult res;
+    int pushed;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:conditional_handle", kwlist, &dflt) ||
+        need_conditionals() < 0) {
+        return NULL;
+    }
+    if (dflt != Py_None) {
+        unsigned long v = PyLong_AsUnsignedLong(dflt);
+        if (v == (unsigned long)-1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        if (v > UINT_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "default must fit an unsigned int");
+            return NULL;
+        }
+        value = (unsigned int)v;
+        flags = CU_GRAPH_COND_ASSIGN_DEFAULT;
+    }
+    if (gh_graph_enter(self, GH_CU_GraphConditionalHandleCreate, &pushed) < 0) {
+        return NULL;
+    }
+    res = gh_cu.GraphConditionalHandleCreate(&handle, self->handle, self->context->handle, value,
+                                             flags);
+    if (gh_graph_leave_check(self, pushed, res, GH_CU_GraphConditionalHandleCreate) < 0) {
+        return NULL;
+    }
+    return PyLong_FromUnsignedLongLong((unsigned long long)handle);
+}
+
+/* A body graph of a conditional node: the owner's, sharing what it keeps and checks. */
+static PyObject *
+body_wrap(gh_graph *owner, CUgraph handle)
+{
+    gh_graph *b = PyObject_GC_New(gh_graph, Py_TYPE(owner));
+    if (b == NULL) {
+        return NULL;
+    }
+    b->context = (gh_context *)Py_NewRef(owner->context);
+    b->generation = owner->generation;
+    b->handle = handle;
+    b->keep = Py_NewRef(owner->keep);
+    b->kernels = Py_NewRef(owner->kernels);
+    b->exec = NULL;
+    b->version = b->exec_version = 0;
+    b->launched = 0;
+    b->owner = Py_NewRef(owner);
+    PyObject_GC_Track(b);
+    return (PyObject *)b;
+}
+
+static PyObject *
+graph_add_conditional(gh_graph *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"handle", "kind", "size", "depends_on", NULL};
+    static const char *kinds[] = {"if", "while", "switch"};
+    static const CUgraphConditionalNodeType types[] = {
+        CU_GRAPH_COND_TYPE_IF, CU_GRAPH_COND_TYPE_WHILE, CU_GRAPH_COND_TYPE_SWITCH};
+    unsigned long long handle;
+    const char *kind = "if";
+    unsigned int size = 0;
+    PyObject *depends_on = NULL, *node, *bodies, *result;
+    CUgraphNodeParams p;
+    CUgraphNode *deps = NULL, hnode = NULL;
+    size_t n = 0;
+    int which = -1, pushed;
+    CUresult res;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "K|sIO:add_conditional", kwlist, &handle, &kind,
+                                     &size, &depends_on) ||
+        need_conditionals() < 0) {
+        return NULL;
+    }
+    for (int i = 0; i < 3; i++) {
+        if (strcmp(kind, kinds[i]) == 0) {
+            which = i;
+        }
+    }
+    if (which < 0) {
+        PyErr_Format(PyExc_ValueError, "kind must be 'if', 'while' or 'switch', not %R",
+                     PyTuple_GET_SIZE(args) > 1 ? PyTuple_GET_ITEM(args, 1) : Py_None);
+        return NULL;
+    }
+    if (size == 0) {
+        size = 1;
+    }
+    if ((which == 0 && size > 2) || (which == 1 && size != 1)) {
+        PyErr_Format(PyExc_ValueError,
+                     "an 'if' node has 1 or 2 bodies (then, else) and a 'while' node 1, not %u",
+                     size);
+        return NULL;
+    }
+    if (add_begin(self, depends_on, GH_CU_GraphAddNode, &deps, &n, &pushed) < 0) {
+        return NULL;
+    }
+    memset(&p, 0, sizeof(p));
+    p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+    p.conditional.handle = (CUgraphConditionalHandle)handle;
+    p.conditional.type = types[which];
+    p.conditional.size = size;
+    p.conditional.ctx = self->context->handle;
+    res = gh_cu.GraphAddNode(&hnode, self->handle, deps, NULL, n, &p);
+    node = node_added(self, res, GH_CU_GraphAddNode, pushed, deps, hnode, NULL, NULL);
+    if (node == NULL) {
+        return NULL;
+    }
+    bodies = PyList_New(size);
+    for (unsigned int i = 0; bodies != NULL && i < size; i++) {
+        PyObject *b = body_wrap(self, p.conditional.phGraph_out[i]);
+        if (b == NULL) {
+            Py_CLEAR(bodies);
+            break;
+        }
+        PyList_SET_ITEM(bodies, i, b);
+    }
+    result = bodies != NULL ? PyTuple_Pack(2, node, bodies) : NULL;
+    Py_DECREF(node);
+    Py_XDECREF(bodies);
+    return result;
+}
+
 static PyObject *
 graph_get_handle(gh_graph *self, void *Py_UNUSED(closure))
 {
@@ -821,6 +920,20 @@ static PyMethodDef graph_methods[] = {
     {"add_child_graph", (PyCFunction)(void (*)(void))graph_add_child, METH_VARARGS | METH_KEYWORDS,
      "add_child_graph($self, graph, depends_on=())\n--\n\nA node (a GraphNode) running a copy of "
      "`graph`."},
+    {"conditional_handle", (PyCFunction)(void (*)(void))graph_conditional_handle,
+     METH_VARARGS | METH_KEYWORDS,
+     "conditional_handle($self, default=None)\n--\n\nA new conditional handle of this graph "
+     "(an int, the kernel parameter type cudaGraphConditionalHandle), set to `default` at each "
+     "launch unless None; kernels set it with cudaGraphSetConditional(handle, value), "
+     "declared in their source as extern \"C\" __device__ void "
+     "cudaGraphSetConditional(unsigned long long, unsigned int). CUDA 12.4."},
+    {"add_conditional", (PyCFunction)(void (*)(void))graph_add_conditional,
+     METH_VARARGS | METH_KEYWORDS,
+     "add_conditional($self, handle, kind='if', size=1, depends_on=())\n--\n\nA conditional "
+     "node on `handle`: 'if' runs body 0 when the handle is non-zero (body 1, if size is 2, "
+     "when it is zero), 'while' runs body 0 while it is non-zero, 'switch' runs body n when "
+     "it is n. Returns (node, bodies): build each body Graph with the add_* methods. CUDA "
+     "12.4."},
     {"add_empty", (PyCFunction)(void (*)(void))graph_add_empty, METH_VARARGS | METH_KEYWORDS,
      "add_empty($self, depends_on=())\n--\n\nA node (a GraphNode) that does nothing: a join "
      "point."},
@@ -854,483 +967,12 @@ static PyType_Spec graph_spec = {
     .slots = graph_slots,
 };
 
-/* ---- GraphExec ---- */
-
-static PyObject *
-exec_new(gh_graph *g, unsigned long long flags)
-{
-    gh_graphexec *e;
-    CUgraphExec handle = NULL;
-    CUresult res;
-    int pushed;
-
-    if (check_kernels(g->kernels, GH_CU_GraphInstantiateWithFlags) < 0 ||
-        graph_enter(g, GH_CU_GraphInstantiateWithFlags, &pushed) < 0) {
-        return NULL;
-    }
-    res = gh_cu.GraphInstantiateWithFlags(&handle, g->handle, flags);
-    if (graph_leave_check(g, pushed, res, GH_CU_GraphInstantiateWithFlags) < 0) {
-        return NULL;
-    }
-    e = PyObject_GC_New(gh_graphexec, gh_state_of_type(Py_TYPE(g))->GraphExecType);
-    if (e == NULL) {
-        gh_release(g->context, g->generation, GH_CU_GraphExecDestroy, handle);
-        return NULL;
-    }
-    e->graph = (gh_graph *)Py_NewRef(g);
-    e->handle = handle;
-    e->keep = PyList_New(0);
-    e->kernels = PyList_GetSlice(g->kernels, 0, PY_SSIZE_T_MAX);
-    PyObject_GC_Track(e);
-    if (e->keep == NULL || e->kernels == NULL) {
-        Py_DECREF(e);
-        return NULL;
-    }
-    return (PyObject *)e;
-}
-
-static int
-exec_traverse(gh_graphexec *self, visitproc visit, void *arg)
-{
-    Py_VISIT(Py_TYPE(self));
-    Py_VISIT(self->graph);
-    Py_VISIT(self->keep);
-    Py_VISIT(self->kernels);
-    return 0;
-}
-
-static void
-exec_dealloc(gh_graphexec *self)
-{
-    PyTypeObject *tp = Py_TYPE(self);
-    PyObject_GC_UnTrack(self);
-    if (self->handle != NULL && self->graph != NULL) {
-        gh_release(self->graph->context, self->graph->generation, GH_CU_GraphExecDestroy,
-                   self->handle);
-    }
-    Py_CLEAR(self->keep);
-    Py_CLEAR(self->kernels);
-    Py_CLEAR(self->graph);
-    tp->tp_free(self);
-    Py_DECREF(tp);
-}
-
-/* Resolve `stream` for g: its handle, and whether g's context must be made current. */
-static int
-exec_stream(gh_graphexec *self, PyObject *stream, gh_stream_ref *ref)
-{
-    gh_graph *g = self->graph;
-    if (gh_stream_resolve(gh_state_of_type(Py_TYPE(self)), stream, ref) < 0) {
-        return -1;
-    }
-    if (ref->context != NULL && ref->context != g->context) {
-        PyErr_Format(PyExc_ValueError,
-                     "the graph is device %d's; it cannot be launched on a stream of device %d",
-                     g->context->device->id, ref->context->device->id);
-        return -1;
-    }
-    return 0;
-}
-
-static PyObject *
-exec_on_stream(gh_graphexec *self, PyObject *stream, int launch)
-{
-    gh_graph *g = self->graph;
-    gh_cu_id id = launch ? GH_CU_GraphLaunch : GH_CU_GraphUpload;
-    gh_stream_ref ref;
-    CUresult res = CUDA_ERROR_INVALID_CONTEXT;
-    int pushed;
-
-    if ((g->generation != g->context->generation || g->context->handle == NULL) &&
-        gh_context_check_alive(g->context, g->generation, id) < 0) {
-        return NULL;
-    }
-    if (PyList_GET_SIZE(self->kernels) > 0 && check_kernels(self->kernels, id) < 0) {
-        return NULL;
-    }
-    if (exec_stream(self, stream, &ref) < 0) {
-        return NULL;
-    }
-    if (ref.context == g->context && !ref.is_default) {
-        res = launch ? gh_cu.GraphLaunch(self->handle, ref.handle)
-                     : gh_cu.GraphUpload(self->handle, ref.handle);
-    }
-    if (res == CUDA_ERROR_INVALID_CONTEXT || res == CUDA_ERROR_INVALID_HANDLE) {
-        if (gh_context_enter(g->context, &pushed) < 0) {
-            return NULL;
-        }
-        res = launch ? gh_cu.GraphLaunch(self->handle, ref.handle)
-                     : gh_cu.GraphUpload(self->handle, ref.handle);
-        if (gh_context_leave(g->context, pushed) < 0) {
-            return NULL;
-        }
-    }
-    if (gh_check(res, id) < 0) {
-        return NULL;
-    }
-    g->launched |= launch;
-    if (launch && stream != NULL &&
-        Py_IS_TYPE(stream, gh_state_of_type(Py_TYPE(self))->StreamType)) {
-        ((gh_stream *)stream)->launched = 1;
-    }
-    Py_RETURN_NONE;
-}
-
-static PyObject *
-exec_launch(gh_graphexec *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
-{
-    PyObject *stream = nargs > 0 ? args[0] : NULL;
-    Py_ssize_t nkw = kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0;
-
-    if (nargs + nkw > 1 || (nkw == 1 && !PyUnicode_CompareWithASCIIString(
-                                            PyTuple_GET_ITEM(kwnames, 0), "stream") == 0)) {
-        PyErr_SetString(PyExc_TypeError, "launch() takes one argument, stream=None");
-        return NULL;
-    }
-    if (nkw == 1) {
-        stream = args[nargs];
-    }
-    return exec_on_stream(self, stream == Py_None ? NULL : stream, 1);
-}
-
-static PyObject *
-exec_upload(gh_graphexec *self, PyObject *args, PyObject *kwargs)
-{
-    static char *kwlist[] = {"stream", NULL};
-    PyObject *stream = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:upload", kwlist, &stream)) {
-        return NULL;
-    }
-    return exec_on_stream(self, stream == Py_None ? NULL : stream, 0);
-}
-
-static const char *
-update_reason(CUgraphExecUpdateResult r)
-{
-    switch (r) {
-        case CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED:
-            return "the graph's topology differs (nodes or dependencies added or removed)";
-        case CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED:
-            return "a node's type differs";
-        case CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED:
-            return "a kernel node runs another function";
-        case CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED:
-            return "a node's parameters changed in a way that cannot be updated";
-        case CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED:
-            return "something about the nodes cannot be updated";
-        case CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE:
-            return "a kernel node's function changed in an unsupported way";
-        case CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED:
-            return "a node's attributes changed";
-        default:
-            return "the driver refused the update";
-    }
-}
-
-static PyObject *
-exec_update(gh_graphexec *self, PyObject *arg)
-{
-    gh_graph *g = self->graph, *other;
-    CUgraphExecUpdateResultInfo info;
-    CUresult res;
-    int pushed;
-
-    if (!Py_IS_TYPE(arg, gh_state_of_type(Py_TYPE(self))->GraphType)) {
-        PyErr_Format(PyExc_TypeError, "update() takes a Graph, not %.100s", Py_TYPE(arg)->tp_name);
-        return NULL;
-    }
-    other = (gh_graph *)arg;
-    if (other->context != g->context) {
-        PyErr_SetString(PyExc_ValueError, "update(): the graph is of another device");
-        return NULL;
-    }
-    if (check_kernels(other->kernels, GH_CU_GraphExecUpdate) < 0 ||
-        graph_enter(g, GH_CU_GraphExecUpdate, &pushed) < 0) {
-        return NULL;
-    }
-    memset(&info, 0, sizeof(info));
-    res = gh_cu.GraphExecUpdate(self->handle, other->handle, &info);
-    if (gh_context_leave(g->context, pushed) < 0) {
-        return NULL;
-    }
-    if (res == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE) {
-        gh_raise("GraphUpdateError", "update() refused: %s (%s)", update_reason(info.result),
-                 gh_cu_result_name(res));
-        return NULL;
-    }
-    if (gh_check(res, GH_CU_GraphExecUpdate) < 0) {
-        return NULL;
-    }
-    if (PyList_Append(self->keep, other->keep) < 0 ||
-        gh_graph_add_kernels(self->kernels, other->kernels) < 0) {
-        return NULL;
-    }
-    Py_RETURN_NONE;
-}
-
-/* set_kernel_args(node, *args): new arguments for a kernel node of the executable graph,
-   checked and packed as a launch's (cuGraphExecKernelNodeSetParams). */
-static PyObject *
-exec_set_kernel_args(gh_graphexec *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    gh_state *st = gh_state_of_type(Py_TYPE(self));
-    gh_graphnode *node;
-    gh_kernel *k;
-    CUDA_KERNEL_NODE_PARAMS p;
-    gh_argbuf ab;
-    CUresult res;
-    int pushed;
-
-    if (nargs < 1 || !Py_IS_TYPE(args[0], st->GraphNodeType)) {
-        PyErr_SetString(PyExc_TypeError, "set_kernel_args() takes a GraphNode, then the arguments");
-        return NULL;
-    }
-    node = (gh_graphnode *)args[0];
-    if (node->graph != self->graph) {
-        PyErr_SetString(PyExc_ValueError,
-                        "set_kernel_args(): the node is not of the graph this was made from");
-        return NULL;
-    }
-    if (node->kernel == NULL) {
-        PyErr_SetString(PyExc_ValueError,
-                        "set_kernel_args() takes a kernel node that Graph.add_kernel() returned");
-        return NULL;
-    }
-    k = (gh_kernel *)node->kernel;
-    if (gh_kernel_check_call(k, GH_CU_GraphExecKernelNodeSetParams, nargs - 1) < 0) {
-        return NULL;
-    }
-    if (gh_kernel_pack(st, k, args + 1, nargs - 1, NULL, &ab) < 0) {
-        gh_argbuf_free(&ab);
-        return NULL;
-    }
-    if (graph_enter(self->graph, GH_CU_GraphExecKernelNodeSetParams, &pushed) < 0) {
-        gh_argbuf_free(&ab);
-        return NULL;
-    }
-    res = gh_cu.GraphKernelNodeGetParams(node->handle, &p);
-    if (res == CUDA_SUCCESS) {
-        p.kernelParams = ab.ptrs;
-        p.extra = NULL;
-        res = gh_cu.GraphExecKernelNodeSetParams(self->handle, node->handle, &p);
-    }
-    gh_argbuf_free(&ab);
-    if (graph_leave_check(self->graph, pushed, res, GH_CU_GraphExecKernelNodeSetParams) < 0) {
-        return NULL;
-    }
-    Py_RETURN_NONE;
-}
-
-static PyObject *
-exec_get_graph(gh_graphexec *self, void *Py_UNUSED(closure))
-{
-    return Py_NewRef(self->graph);
-}
-
-static PyObject *
-exec_get_handle(gh_graphexec *self, void *Py_UNUSED(closure))
-{
-    return PyLong_FromVoidPtr(self->handle);
-}
-
-static PyObject *
-exec_repr(gh_graphexec *self)
-{
-    return PyUnicode_FromFormat("<gpuhost.GraphExec %p of %R>", (void *)self->handle,
-                                (PyObject *)self->graph);
-}
-
-static PyMethodDef exec_methods[] = {
-    {"launch", (PyCFunction)(void (*)(void))exec_launch, METH_FASTCALL | METH_KEYWORDS,
-     "launch($self, stream=None)\n--\n\nLaunch the executable graph on `stream` (cuGraphLaunch)."},
-    {"upload", (PyCFunction)(void (*)(void))exec_upload, METH_VARARGS | METH_KEYWORDS,
-     "upload($self, stream=None)\n--\n\nUpload it to the device ahead of its first launch."},
-    {"update", (PyCFunction)exec_update, METH_O,
-     "update($self, graph)\n--\n\nTake the parameters of `graph`, which must have this graph's "
-     "topology "
-     "(cuGraphExecUpdate); GraphUpdateError with the driver's reason when refused."},
-    {"set_kernel_args", (PyCFunction)(void (*)(void))exec_set_kernel_args, METH_FASTCALL,
-     "set_kernel_args($self, node, /, *args)\n--\n\nNew arguments for kernel node `node` (from "
-     "Graph.add_kernel), checked and packed as a launch's."},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyGetSetDef exec_getset[] = {
-    {"graph", (getter)exec_get_graph, NULL, "The Graph it was made from.", NULL},
-    {"handle", (getter)exec_get_handle, NULL, "The CUgraphExec as an int.", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
-static PyType_Slot exec_slots[] = {
-    {Py_tp_doc, "An executable graph: Graph.instantiate()."},
-    {Py_tp_dealloc, exec_dealloc},
-    {Py_tp_traverse, exec_traverse},
-    {Py_tp_methods, exec_methods},
-    {Py_tp_getset, exec_getset},
-    {Py_tp_repr, exec_repr},
-    {0, NULL},
-};
-
-static PyType_Spec exec_spec = {
-    .name = "gpuhost.GraphExec",
-    .basicsize = sizeof(gh_graphexec),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE |
-             Py_TPFLAGS_DISALLOW_INSTANTIATION,
-    .slots = exec_slots,
-};
-
-/* ---- GraphNode ---- */
-
-static int
-node_traverse(gh_graphnode *self, visitproc visit, void *arg)
-{
-    Py_VISIT(Py_TYPE(self));
-    Py_VISIT(self->graph);
-    Py_VISIT(self->kernel);
-    return 0;
-}
-
-static void
-node_dealloc(gh_graphnode *self)
-{
-    PyTypeObject *tp = Py_TYPE(self);
-    PyObject_GC_UnTrack(self);
-    Py_CLEAR(self->graph);
-    Py_CLEAR(self->kernel);
-    tp->tp_free(self);
-    Py_DECREF(tp);
-}
-
-static const char *
-node_type_name(CUgraphNodeType t)
-{
-    switch (t) {
-        case CU_GRAPH_NODE_TYPE_KERNEL:
-            return "kernel";
-        case CU_GRAPH_NODE_TYPE_MEMCPY:
-            return "memcpy";
-        case CU_GRAPH_NODE_TYPE_MEMSET:
-            return "memset";
-        case CU_GRAPH_NODE_TYPE_HOST:
-            return "host";
-        case CU_GRAPH_NODE_TYPE_GRAPH:
-            return "graph";
-        case CU_GRAPH_NODE_TYPE_EMPTY:
-            return "empty";
-        case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
-            return "event_wait";
-        case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
-            return "event_record";
-        case CU_GRAPH_NODE_TYPE_MEM_ALLOC:
-            return "mem_alloc";
-        case CU_GRAPH_NODE_TYPE_MEM_FREE:
-            return "mem_free";
-        case CU_GRAPH_NODE_TYPE_CONDITIONAL:
-            return "conditional";
-        default:
-            return "other";
-    }
-}
-
-static PyObject *
-node_get_type(gh_graphnode *self, void *Py_UNUSED(closure))
-{
-    CUgraphNodeType t = CU_GRAPH_NODE_TYPE_EMPTY;
-    CUresult res;
-    int pushed;
-    if (graph_enter(self->graph, GH_CU_GraphNodeGetType, &pushed) < 0) {
-        return NULL;
-    }
-    res = gh_cu.GraphNodeGetType(self->handle, &t);
-    if (graph_leave_check(self->graph, pushed, res, GH_CU_GraphNodeGetType) < 0) {
-        return NULL;
-    }
-    return PyUnicode_FromString(node_type_name(t));
-}
-
-static PyObject *
-node_get_graph(gh_graphnode *self, void *Py_UNUSED(closure))
-{
-    return Py_NewRef(self->graph);
-}
-
-static PyObject *
-node_get_handle(gh_graphnode *self, void *Py_UNUSED(closure))
-{
-    return PyLong_FromVoidPtr(self->handle);
-}
-
-static PyObject *
-node_repr(gh_graphnode *self)
-{
-    PyObject *t = node_get_type(self, NULL), *r;
-    if (t == NULL) {
-        PyErr_Clear();
-        t = PyUnicode_FromString("?");
-    }
-    r = t ? PyUnicode_FromFormat("<gpuhost.GraphNode %U %p>", t, (void *)self->handle) : NULL;
-    Py_XDECREF(t);
-    return r;
-}
-
-static Py_hash_t
-node_hash(gh_graphnode *self)
-{
-    return _Py_HashPointer(self->handle);
-}
-
-static PyObject *
-node_richcompare(PyObject *a, PyObject *b, int op)
-{
-    if (!Py_IS_TYPE(b, Py_TYPE(a)) || (op != Py_EQ && op != Py_NE)) {
-        Py_RETURN_NOTIMPLEMENTED;
-    }
-    int eq = ((gh_graphnode *)a)->handle == ((gh_graphnode *)b)->handle;
-    return PyBool_FromLong(op == Py_EQ ? eq : !eq);
-}
-
-static PyGetSetDef node_getset[] = {
-    {"type", (getter)node_get_type, NULL,
-     "The node's kind: 'kernel', 'memcpy', 'memset', 'host', 'graph', 'empty', 'event_wait', "
-     "'event_record', 'mem_alloc', 'mem_free', 'conditional' or 'other'.",
-     NULL},
-    {"graph", (getter)node_get_graph, NULL, "The Graph it belongs to.", NULL},
-    {"handle", (getter)node_get_handle, NULL, "The CUgraphNode as an int.", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
-static PyType_Slot node_slots[] = {
-    {Py_tp_doc, "A node of a Graph (Graph.nodes, Graph.add_*)."},
-    {Py_tp_dealloc, node_dealloc},
-    {Py_tp_traverse, node_traverse},
-    {Py_tp_getset, node_getset},
-    {Py_tp_repr, node_repr},
-    {Py_tp_hash, node_hash},
-    {Py_tp_richcompare, node_richcompare},
-    {0, NULL},
-};
-
-static PyType_Spec node_spec = {
-    .name = "gpuhost.GraphNode",
-    .basicsize = sizeof(gh_graphnode),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE |
-             Py_TPFLAGS_DISALLOW_INSTANTIATION,
-    .slots = node_slots,
-};
-
 int
 gh_graph_init_type(PyObject *module, gh_state *st)
 {
     st->GraphType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &graph_spec, NULL);
-    st->GraphExecType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &exec_spec, NULL);
-    st->GraphNodeType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &node_spec, NULL);
-    if (st->GraphType == NULL || st->GraphExecType == NULL || st->GraphNodeType == NULL) {
+    if (st->GraphType == NULL || PyModule_AddType(module, st->GraphType) < 0) {
         return -1;
     }
-    if (PyModule_AddType(module, st->GraphType) < 0 ||
-        PyModule_AddType(module, st->GraphExecType) < 0 ||
-        PyModule_AddType(module, st->GraphNodeType) < 0) {
-        return -1;
-    }
-    return 0;
+    return gh_graphexec_init_types(module, st);
 }

@@ -535,3 +535,101 @@ def test_the_pool_grows_during_a_global_capture():
         big_ptr = big.device_ctypes_pointer.value
     assert isinstance(cap.graph, gpuhost.Graph)
     assert big_ptr != 0
+
+
+# ---- conditional nodes ----
+
+def _fill_node(graph, dst, value):
+    return graph.add_memset(dst, value)
+
+
+def test_conditional_if_else_and_switch_by_default_values():
+    s = gpuhost.stream()
+    d = gpuhost.device_array(8, np.int32)
+    out = gpuhost.pinned_array(8, np.int32)
+    for default, expected in ((1, 11), (0, 22)):
+        g = gpuhost.Graph()
+        h = g.conditional_handle(default=default)
+        node, (then, other) = g.add_conditional(h, "if", size=2)
+        assert node.type == "conditional"
+        then.add_memset(d, 11)
+        other.add_memset(d, 22)
+        g.add_memcpy(out, d, depends_on=node)
+        g.launch(s)
+        s.synchronize()
+        np.testing.assert_array_equal(out, np.full(8, expected, np.int32))
+    g = gpuhost.Graph()
+    h = g.conditional_handle(default=2)
+    node, bodies = g.add_conditional(h, "switch", size=3)
+    for i, body in enumerate(bodies):
+        body.add_memset(d, 100 + i)
+    g.add_memcpy(out, d, depends_on=node)
+    g.instantiate().launch(s)
+    s.synchronize()
+    np.testing.assert_array_equal(out, np.full(8, 102, np.int32))
+
+
+def test_conditional_misuse():
+    g = gpuhost.Graph()
+    h = g.conditional_handle()
+    with pytest.raises(ValueError, match="kind must be"):
+        g.add_conditional(h, "unless")
+    with pytest.raises(ValueError, match="1 or 2 bodies"):
+        g.add_conditional(h, "if", size=3)
+    with pytest.raises(ValueError, match="1 or 2 bodies"):
+        g.add_conditional(h, "while", size=2)
+    with pytest.raises(OverflowError):
+        g.conditional_handle(default=1 << 40)
+    with pytest.raises(gpuhost.CudaAPIError):
+        gpuhost.Graph().add_conditional(h)  # a handle of another graph
+    assert g.nodes == []
+
+
+@pytest.mark.fake
+def test_fake_while_with_a_nonzero_value_is_refused_at_launch():
+    s = gpuhost.stream()
+    g = gpuhost.Graph()
+    node, (body,) = g.add_conditional(g.conditional_handle(default=0), "while")
+    body.add_empty()
+    g.launch(s)  # value 0: the body never runs
+    g2 = gpuhost.Graph()
+    g2.add_conditional(g2.conditional_handle(default=1), "while")
+    with pytest.raises(gpuhost.CudaAPIError, match="CUDA_ERROR_NOT_SUPPORTED"):
+        g2.launch(s)
+    s.synchronize()
+
+
+COUNTDOWN = r"""
+extern "C" __device__ void cudaGraphSetConditional(unsigned long long handle, unsigned int value);
+
+extern "C" __global__ void count_down(unsigned long long handle, int *left, int *total)
+{
+    if (threadIdx.x == 0 && blockIdx.x == 0) {
+        *total += *left;
+        *left -= 1;
+        cudaGraphSetConditional(handle, *left > 0 ? 1u : 0u);
+    }
+}
+"""
+
+
+@pytest.mark.gpu
+def test_while_node_runs_until_a_kernel_clears_the_handle():
+    k = gpuhost.SourceModule(COUNTDOWN).get_function("count_down")
+    s = gpuhost.stream()
+    n = int(rng.integers(3, 30))
+    left = gpuhost.to_device(np.array([n], np.int32))
+    total = gpuhost.to_device(np.array([0], np.int32))
+    g = gpuhost.Graph()
+    h = g.conditional_handle(default=1)
+    node, (body,) = g.add_conditional(h, "while")
+    body.add_kernel(k[1, 32], h, left, total)
+    exe = g.instantiate()
+    exe.launch(s)
+    s.synchronize()
+    assert left.copy_to_host()[0] == 0
+    assert total.copy_to_host()[0] == n * (n + 1) // 2
+    left.copy_to_device(np.array([2], np.int32))
+    exe.launch(s)  # the default value is assigned again at each launch
+    s.synchronize()
+    assert total.copy_to_host()[0] == n * (n + 1) // 2 + 3

@@ -7,45 +7,20 @@
  * holds its own copy of the graph; launching it queues a copy of each template op in node
  * order (insertion order is a topological order: dependencies exist before their
  * dependents), after the op's `replay` hook took what the copy holds.  Kernel nodes are as
- * unsupported as kernel launches: the fake has no kernels.
+ * unsupported as kernel launches: the fake has no kernels.  Conditional nodes run their
+ * bodies by their handle's default value (no kernel can set it here); a 'while' whose
+ * value is non-zero would never end, and is refused at launch (CUDA_ERROR_NOT_SUPPORTED).
  *
  * Graphs and executable graphs are resources of the context current when they were made
  * (live counters "graphs" and "graph_execs").
  */
-#include "fk_internal.h"
+#include "fk_graph.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct CUgraphNode_st {
-    struct CUgraphNode_st *next; /* in its graph, oldest first */
-    struct CUgraph_st *graph;
-    CUgraphNodeType type;
-    fk_op *tmpl;              /* the op a launch queues a copy of; NULL: none */
-    struct CUgraph_st *child; /* a child graph node's own copy of the graph */
-    size_t ndeps;
-    struct CUgraphNode_st **deps;
-};
-typedef struct CUgraphNode_st fk_node;
-
-struct CUgraph_st {
-    fk_resource res; /* first: the handle is its address (unregistered for an exec's copy) */
-    fk_node *head, *tail;
-    size_t count;
-    fk_node *capture_last; /* while captured into: the newest node, the next one's dependency */
-};
-typedef struct CUgraph_st fk_graph;
-
-struct CUgraphExec_st {
-    fk_resource res;
-    fk_graph *graph; /* its own copy */
-};
-typedef struct CUgraphExec_st fk_exec;
-
 /* ---- graphs and nodes ---- */
-
-static void graph_free(fk_graph *g);
 
 static void
 node_free(fk_node *n)
@@ -57,15 +32,24 @@ node_free(fk_node *n)
         free(n->tmpl);
     }
     if (n->child != NULL) {
-        graph_free(n->child);
+        fk_graph_free(n->child);
     }
+    for (unsigned int i = 0; i < n->nbodies; i++) {
+        if (n->bodies[i] != NULL) {
+            if (n->bodies[i]->res.ctx != NULL) {
+                fk_resource_remove(&n->bodies[i]->res);
+            }
+            fk_graph_free(n->bodies[i]);
+        }
+    }
+    free(n->bodies);
     free(n->deps);
     free(n);
 }
 
 /* Free a graph's nodes and the graph.  Lock held. */
-static void
-graph_free(fk_graph *g)
+void
+fk_graph_free(fk_graph *g)
 {
     fk_node *n = g->head, *next;
 
@@ -79,12 +63,12 @@ graph_free(fk_graph *g)
 static void
 graph_destroy_res(fk_resource *res)
 {
-    graph_free((fk_graph *)res);
+    fk_graph_free((fk_graph *)res);
 }
 
 /* A new empty graph, registered with `ctx` (NULL: unregistered), or NULL.  Lock held. */
-static fk_graph *
-graph_new(fk_context *ctx)
+fk_graph *
+fk_graph_new(fk_context *ctx)
 {
     fk_graph *g = calloc(1, sizeof(*g));
 
@@ -94,8 +78,8 @@ graph_new(fk_context *ctx)
     return g;
 }
 
-static fk_graph *
-find_graph(CUgraph handle)
+fk_graph *
+fk_graph_find(CUgraph handle)
 {
     return (fk_graph *)fk_resource_find(handle, FK_GRAPHS);
 }
@@ -141,8 +125,8 @@ node_add(fk_graph *g, CUgraphNodeType type, fk_node *const *deps, size_t ndeps)
 
 /* A copy of template op `op` for a launch or a clone, its replay hook run; NULL when out of
    memory.  Lock held. */
-static fk_op *
-op_copy(const fk_op *op, CUresult *res)
+fk_op *
+fk_op_copy(const fk_op *op, CUresult *res)
 {
     fk_op *copy = malloc(op->size);
 
@@ -162,10 +146,10 @@ op_copy(const fk_op *op, CUresult *res)
 }
 
 /* A deep copy of g (registered with ctx unless NULL), or NULL.  Lock held. */
-static fk_graph *
-graph_clone(const fk_graph *g, fk_context *ctx, CUresult *res)
+fk_graph *
+fk_graph_clone(const fk_graph *g, fk_context *ctx, CUresult *res)
 {
-    fk_graph *copy = graph_new(NULL);
+    fk_graph *copy = fk_graph_new(NULL);
     fk_node **map = calloc(g->count + 1, sizeof(*map));
     size_t i = 0;
 
@@ -198,11 +182,24 @@ graph_clone(const fk_graph *g, fk_context *ctx, CUresult *res)
             goto fail;
         }
         map[i] = c;
-        if (n->tmpl != NULL && (c->tmpl = op_copy(n->tmpl, res)) == NULL) {
+        if (n->tmpl != NULL && (c->tmpl = fk_op_copy(n->tmpl, res)) == NULL) {
             goto fail;
         }
-        if (n->child != NULL && (c->child = graph_clone(n->child, NULL, res)) == NULL) {
+        if (n->child != NULL && (c->child = fk_graph_clone(n->child, NULL, res)) == NULL) {
             goto fail;
+        }
+        if (n->nbodies > 0) {
+            c->cond = n->cond;
+            c->cond_type = n->cond_type;
+            if ((c->bodies = calloc(n->nbodies, sizeof(*c->bodies))) == NULL) {
+                goto fail;
+            }
+            c->nbodies = n->nbodies;
+            for (unsigned int b = 0; b < n->nbodies; b++) {
+                if ((c->bodies[b] = fk_graph_clone(n->bodies[b], NULL, res)) == NULL) {
+                    goto fail;
+                }
+            }
         }
     }
     free(map);
@@ -213,7 +210,7 @@ graph_clone(const fk_graph *g, fk_context *ctx, CUresult *res)
     return copy;
 fail:
     free(map);
-    graph_free(copy);
+    fk_graph_free(copy);
     if (*res == CUDA_SUCCESS) {
         *res = CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -238,148 +235,6 @@ fk_graph_capture_op(fk_graph *g, fk_op *op)
     return CUDA_SUCCESS;
 }
 
-static _Thread_local CUstreamCaptureMode fk_thread_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
-
-CUresult
-fk_unsafe_call_check(const fk_context *ctx)
-{
-    if (ctx->strict_captures > 0 && fk_thread_mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    }
-    return CUDA_SUCCESS;
-}
-
-CUresult
-fk_ThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
-{
-    CUresult res = fk_enter(GH_CU_ThreadExchangeStreamCaptureMode, FK_AFTER_INIT);
-    CUstreamCaptureMode old = fk_thread_mode;
-
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (mode == NULL ||
-        (*mode != CU_STREAM_CAPTURE_MODE_GLOBAL && *mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
-         *mode != CU_STREAM_CAPTURE_MODE_RELAXED)) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_thread_mode = *mode;
-    *mode = old;
-    return CUDA_SUCCESS;
-}
-
-CUresult
-fk_capture_check(fk_context *ctx, fk_lane *lane)
-{
-    if (lane != NULL && lane->capture != NULL) {
-        lane->capture_invalid = 1;
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    }
-    if ((lane == NULL || lane == &ctx->legacy) && ctx->blocking_captures > 0) {
-        return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
-    }
-    return CUDA_SUCCESS;
-}
-
-/* ---- capture ---- */
-
-/* Take the capture off `lane`: its graph, or NULL. */
-static fk_graph *
-capture_end(fk_context *ctx, fk_lane *lane)
-{
-    fk_graph *g = lane->capture;
-
-    lane->capture = NULL;
-    ctx->captures--;
-    ctx->blocking_captures -= !lane->non_blocking;
-    ctx->strict_captures -= lane->capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED;
-    g->capture_last = NULL;
-    return g;
-}
-
-void
-fk_capture_abandon(fk_context *ctx, fk_lane *lane)
-{
-    fk_graph *g = capture_end(ctx, lane);
-
-    lane->capture_invalid = 0;
-    fk_resource_remove(&g->res);
-    graph_free(g);
-}
-
-CUresult
-fk_StreamBeginCapture(CUstream hStream, CUstreamCaptureMode mode)
-{
-    CUresult res = fk_enter(GH_CU_StreamBeginCapture, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-    fk_lane *lane = NULL;
-    fk_graph *g;
-
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
-        mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    res = fk_stream_lane(hStream, &ctx, &lane);
-    if (res == CUDA_SUCCESS && lane == &ctx->legacy) {
-        res = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* the legacy stream cannot capture */
-    }
-    else if (res == CUDA_SUCCESS && lane->capture != NULL) {
-        res = CUDA_ERROR_ILLEGAL_STATE;
-    }
-    if (res == CUDA_SUCCESS) {
-        g = graph_new(ctx);
-        if (g == NULL) {
-            res = CUDA_ERROR_OUT_OF_MEMORY;
-        }
-        else {
-            lane->capture = g;
-            lane->capture_invalid = 0;
-            lane->capture_mode = mode;
-            ctx->captures++;
-            ctx->blocking_captures += !lane->non_blocking;
-            ctx->strict_captures += mode != CU_STREAM_CAPTURE_MODE_RELAXED;
-        }
-    }
-    fk_unlock();
-    return res;
-}
-
-CUresult
-fk_StreamEndCapture(CUstream hStream, CUgraph *phGraph)
-{
-    CUresult res = fk_enter(GH_CU_StreamEndCapture, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-    fk_lane *lane = NULL;
-
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (phGraph == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    res = fk_stream_lane(hStream, &ctx, &lane);
-    if (res == CUDA_SUCCESS && lane->capture == NULL) {
-        res = CUDA_ERROR_ILLEGAL_STATE; /* not capturing */
-    }
-    if (res == CUDA_SUCCESS) {
-        *phGraph = NULL;
-        if (lane->capture_invalid) {
-            fk_capture_abandon(ctx, lane);
-            res = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-        }
-        else {
-            *phGraph = capture_end(ctx, lane);
-        }
-    }
-    fk_unlock();
-    return res;
-}
-
 /* ---- building graphs ---- */
 
 CUresult
@@ -398,7 +253,7 @@ fk_GraphCreate(CUgraph *phGraph, unsigned int flags)
     fk_lock();
     res = fk_current_context(&ctx);
     if (res == CUDA_SUCCESS) {
-        g = graph_new(ctx);
+        g = fk_graph_new(ctx);
         res = g != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
         *phGraph = g;
     }
@@ -416,13 +271,13 @@ fk_GraphDestroy(CUgraph hGraph)
         return res;
     }
     fk_lock();
-    g = find_graph(hGraph);
+    g = fk_graph_find(hGraph);
     if (g == NULL) {
         res = CUDA_ERROR_INVALID_VALUE;
     }
     else {
         fk_resource_remove(&g->res);
-        graph_free(g);
+        fk_graph_free(g);
     }
     fk_unlock();
     return res;
@@ -441,12 +296,12 @@ fk_GraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
         return CUDA_ERROR_INVALID_VALUE;
     }
     fk_lock();
-    g = find_graph(originalGraph);
+    g = fk_graph_find(originalGraph);
     if (g == NULL) {
         res = CUDA_ERROR_INVALID_VALUE;
     }
     else {
-        *phGraphClone = graph_clone(g, g->res.ctx, &res);
+        *phGraphClone = fk_graph_clone(g, g->res.ctx, &res);
     }
     fk_unlock();
     return res;
@@ -467,7 +322,7 @@ add_begin(gh_cu_id id, CUgraphNode *phNode, CUgraph hGraph, const CUgraphNode *d
         return CUDA_ERROR_INVALID_VALUE;
     }
     fk_lock();
-    *g = find_graph(hGraph);
+    *g = fk_graph_find(hGraph);
     res = *g != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
     for (size_t i = 0; res == CUDA_SUCCESS && i < ndeps; i++) {
         if (!graph_has(*g, deps[i])) {
@@ -670,7 +525,7 @@ fk_GraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgrap
     if (res != CUDA_SUCCESS) {
         return res;
     }
-    child = find_graph(childGraph);
+    child = fk_graph_find(childGraph);
     if (child == NULL || child == g) {
         res = CUDA_ERROR_INVALID_VALUE;
     }
@@ -678,7 +533,7 @@ fk_GraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgrap
         n = node_add(g, CU_GRAPH_NODE_TYPE_GRAPH, dependencies, numDependencies);
         res = n != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
         if (n != NULL) {
-            n->child = graph_clone(child, NULL, &res); /* the driver keeps a copy too */
+            n->child = fk_graph_clone(child, NULL, &res); /* the driver keeps a copy too */
             *phGraphNode = n;
         }
     }
@@ -741,6 +596,106 @@ fk_GraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
     return res != CUDA_SUCCESS ? res : CUDA_ERROR_NOT_SUPPORTED;
 }
 
+/* ---- conditional nodes ---- */
+
+#define FK_MAX_HANDLES 4096
+
+/* Conditional handles, by handle - 1.  Under the lock. */
+static struct {
+    const fk_graph *graph;
+    unsigned int value;
+    int assign_default;
+} fk_handles[FK_MAX_HANDLES];
+static unsigned int fk_nhandles;
+
+/* The value a conditional handle has at a node (its default, assigned at each launch). */
+unsigned int
+fk_cond_value(CUgraphConditionalHandle h)
+{
+    return h >= 1 && h <= fk_nhandles ? fk_handles[h - 1].value : 0;
+}
+
+CUresult
+fk_GraphConditionalHandleCreate(CUgraphConditionalHandle *pHandle_out, CUgraph hGraph,
+                                CUcontext ctx, unsigned int defaultLaunchValue, unsigned int flags)
+{
+    CUresult res = fk_enter(GH_CU_GraphConditionalHandleCreate, FK_AFTER_INIT);
+    fk_graph *g;
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (pHandle_out == NULL || (flags & ~(unsigned int)CU_GRAPH_COND_ASSIGN_DEFAULT) != 0) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    fk_lock();
+    g = fk_graph_find(hGraph);
+    if (g == NULL || ctx != g->res.ctx) {
+        res = CUDA_ERROR_INVALID_VALUE;
+    }
+    else if (fk_nhandles == FK_MAX_HANDLES) {
+        res = CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    else {
+        fk_handles[fk_nhandles].graph = g;
+        fk_handles[fk_nhandles].value = flags ? defaultLaunchValue : 0;
+        fk_handles[fk_nhandles].assign_default = flags != 0;
+        *pHandle_out = ++fk_nhandles;
+    }
+    fk_unlock();
+    return res;
+}
+
+/* Only conditional nodes come through cuGraphAddNode here. */
+CUresult
+fk_GraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                const CUgraphEdgeData *dependencyData, size_t numDependencies,
+                CUgraphNodeParams *nodeParams)
+{
+    fk_graph *g;
+    fk_node *n;
+    const CUDA_CONDITIONAL_NODE_PARAMS *p;
+    CUresult res =
+        add_begin(GH_CU_GraphAddNode, phGraphNode, hGraph, dependencies, numDependencies, &g);
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    (void)dependencyData;
+    p = nodeParams != NULL ? &nodeParams->conditional : NULL;
+    if (p == NULL || nodeParams->type != CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+        res = p == NULL ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_SUPPORTED;
+    }
+    else if (p->handle < 1 || p->handle > fk_nhandles || fk_handles[p->handle - 1].graph != g ||
+             p->ctx != g->res.ctx || p->size == 0 ||
+             (p->type == CU_GRAPH_COND_TYPE_IF && p->size > 2) ||
+             (p->type == CU_GRAPH_COND_TYPE_WHILE && p->size != 1) ||
+             (p->type != CU_GRAPH_COND_TYPE_IF && p->type != CU_GRAPH_COND_TYPE_WHILE &&
+              p->type != CU_GRAPH_COND_TYPE_SWITCH)) {
+        res = CUDA_ERROR_INVALID_VALUE;
+    }
+    else if ((n = node_add(g, CU_GRAPH_NODE_TYPE_CONDITIONAL, dependencies, numDependencies)) ==
+                 NULL ||
+             (n->bodies = calloc(p->size, sizeof(*n->bodies))) == NULL) {
+        res = CUDA_ERROR_OUT_OF_MEMORY; /* a node without bodies launches as empty */
+    }
+    else {
+        n->cond = p->handle;
+        n->cond_type = p->type;
+        n->nbodies = p->size;
+        for (unsigned int i = 0; i < p->size && res == CUDA_SUCCESS; i++) {
+            n->bodies[i] = fk_graph_new(g->res.ctx);
+            if (n->bodies[i] == NULL) {
+                res = CUDA_ERROR_OUT_OF_MEMORY;
+            }
+        }
+        nodeParams->conditional.phGraph_out = n->bodies; /* the driver's array: the node's */
+        *phGraphNode = n;
+    }
+    fk_unlock();
+    return res;
+}
+
 /* ---- inspecting ---- */
 
 CUresult
@@ -756,7 +711,7 @@ fk_GraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
         return CUDA_ERROR_INVALID_VALUE;
     }
     fk_lock();
-    g = find_graph(hGraph);
+    g = fk_graph_find(hGraph);
     if (g == NULL) {
         res = CUDA_ERROR_INVALID_VALUE;
     }
@@ -815,6 +770,8 @@ type_name(CUgraphNodeType type)
             return "wait_event";
         case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
             return "event_record";
+        case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+            return "conditional";
         default:
             return "other";
     }
@@ -852,7 +809,7 @@ fk_GraphDebugDotPrint(CUgraph hGraph, const char *path, unsigned int flags)
         return CUDA_ERROR_INVALID_VALUE;
     }
     fk_lock();
-    g = find_graph(hGraph);
+    g = fk_graph_find(hGraph);
     if (g == NULL) {
         res = CUDA_ERROR_INVALID_VALUE;
     }
@@ -866,195 +823,5 @@ fk_GraphDebugDotPrint(CUgraph hGraph, const char *path, unsigned int flags)
         res = fclose(f) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OPERATING_SYSTEM;
     }
     fk_unlock();
-    return res;
-}
-
-/* ---- executable graphs ---- */
-
-static void
-exec_destroy_res(fk_resource *res)
-{
-    fk_exec *e = (fk_exec *)res;
-
-    graph_free(e->graph);
-    free(e);
-}
-
-static fk_exec *
-find_exec(CUgraphExec handle)
-{
-    return (fk_exec *)fk_resource_find(handle, FK_GRAPH_EXECS);
-}
-
-CUresult
-fk_GraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags)
-{
-    CUresult res = fk_enter(GH_CU_GraphInstantiateWithFlags, FK_AFTER_INIT);
-    const unsigned long long known =
-        CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD |
-        CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
-    fk_graph *g;
-    fk_exec *e = NULL;
-
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (phGraphExec == NULL || (flags & ~known) != 0) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    g = find_graph(hGraph);
-    if (g == NULL) {
-        res = CUDA_ERROR_INVALID_VALUE;
-    }
-    else if ((e = calloc(1, sizeof(*e))) == NULL) {
-        res = CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    else if ((e->graph = graph_clone(g, NULL, &res)) == NULL) {
-        free(e);
-    }
-    else {
-        fk_resource_add(&e->res, FK_GRAPH_EXECS, g->res.ctx, exec_destroy_res);
-        *phGraphExec = e;
-    }
-    fk_unlock();
-    return res;
-}
-
-CUresult
-fk_GraphExecDestroy(CUgraphExec hGraphExec)
-{
-    CUresult res = fk_enter(GH_CU_GraphExecDestroy, FK_AFTER_INIT);
-    fk_exec *e;
-
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    fk_lock();
-    e = find_exec(hGraphExec);
-    if (e == NULL) {
-        res = CUDA_ERROR_INVALID_VALUE;
-    }
-    else {
-        fk_resource_remove(&e->res); /* its launches already queued hold copies */
-        exec_destroy_res(&e->res);
-    }
-    fk_unlock();
-    return res;
-}
-
-/* Queue a copy of each node's op on `lane` of `ctx`, children inline.  Lock held. */
-static CUresult
-launch_nodes(const fk_graph *g, fk_context *ctx, fk_lane *lane)
-{
-    CUresult res = CUDA_SUCCESS;
-
-    for (const fk_node *n = g->head; n != NULL && res == CUDA_SUCCESS; n = n->next) {
-        if (n->tmpl != NULL) {
-            fk_op *op = op_copy(n->tmpl, &res);
-            if (op != NULL) {
-                res = fk_op_enqueue(op, ctx, lane);
-            }
-        }
-        if (n->child != NULL && res == CUDA_SUCCESS) {
-            res = launch_nodes(n->child, ctx, lane);
-        }
-    }
-    return res;
-}
-
-static CUresult
-exec_on_stream(gh_cu_id id, CUgraphExec hGraphExec, CUstream hStream, int launch)
-{
-    CUresult res = fk_enter(id, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-    fk_lane *lane = NULL;
-    fk_exec *e;
-
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    fk_lock();
-    e = find_exec(hGraphExec);
-    res = e != NULL ? fk_stream_lane(hStream, &ctx, &lane) : CUDA_ERROR_INVALID_VALUE;
-    if (res == CUDA_SUCCESS && ctx != e->res.ctx) {
-        res = CUDA_ERROR_INVALID_VALUE; /* a stream of another context */
-    }
-    if (res == CUDA_SUCCESS && launch) {
-        res = launch_nodes(e->graph, ctx, lane);
-    }
-    fk_unlock();
-    return res;
-}
-
-CUresult
-fk_GraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
-{
-    return exec_on_stream(GH_CU_GraphLaunch, hGraphExec, hStream, 1);
-}
-
-CUresult
-fk_GraphUpload(CUgraphExec hGraphExec, CUstream hStream)
-{
-    return exec_on_stream(GH_CU_GraphUpload, hGraphExec, hStream, 0);
-}
-
-/* Whether `b` has a's topology: the same node types, dependencies and children.  Sets the
-   first node that differs and why. */
-static int
-same_topology(const fk_graph *a, const fk_graph *b, CUgraphExecUpdateResultInfo *info)
-{
-    const fk_node *m = a->head, *n = b->head;
-
-    if (a->count != b->count) {
-        info->result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
-        return 0;
-    }
-    for (; m != NULL; m = m->next, n = n->next) {
-        if (m->type != n->type) {
-            info->result = CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
-            info->errorNode = (CUgraphNode)n;
-            return 0;
-        }
-        if (m->ndeps != n->ndeps ||
-            (m->child != NULL && n->child != NULL && !same_topology(m->child, n->child, info))) {
-            info->result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
-            info->errorNode = (CUgraphNode)n;
-            return 0;
-        }
-    }
-    return 1;
-}
-
-CUresult
-fk_GraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo)
-{
-    CUresult res = fk_enter(GH_CU_GraphExecUpdate, FK_AFTER_INIT);
-    CUgraphExecUpdateResultInfo info;
-    fk_exec *e;
-    fk_graph *g, *copy;
-
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    memset(&info, 0, sizeof(info));
-    fk_lock();
-    e = find_exec(hGraphExec);
-    g = find_graph(hGraph);
-    if (e == NULL || g == NULL) {
-        res = CUDA_ERROR_INVALID_VALUE;
-    }
-    else if (!same_topology(e->graph, g, &info)) {
-        res = CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
-    }
-    else if ((copy = graph_clone(g, NULL, &res)) != NULL) {
-        graph_free(e->graph);
-        e->graph = copy;
-        info.result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
-    }
-    fk_unlock();
-    if (resultInfo != NULL) {
-        *resultInfo = info;
-    }
     return res;
 }
