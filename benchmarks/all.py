@@ -1,11 +1,15 @@
-"""Every row of ANCHORS.md in one run: gpuhost next to raw C, cuda.core, CuPy and
-numba-cuda, with ratios to raw C and to the best peer, as a table, JSON and a PNG chart.
+"""Every row of ANCHORS.md in one run: gpuhost next to raw C, cuda.core, CuPy, numba-cuda
+and PyTorch, with ratios to raw C and to the best peer, as a table, JSON and a PNG chart.
 
-Each area (launch, streams and events, transfers, allocation, compile, import time) runs
-in its own process, interleaving the libraries repetition by repetition as
-_harness.interleaved does; this script collects them.  On the GPU machine:
-    python3 benchmarks/all.py --json out.json --png out.png
+Each area (launch, graphs, streams and events, transfers, allocation, compile, import time)
+runs in its own process, interleaving the libraries repetition by repetition as
+_harness.interleaved does; this script collects them.  With --repeat N the whole table is
+measured N times: each figure is the median of the N runs, each ratio to raw C is given as
+its median with its spread (lowest-highest), and a row is met only if it met its goal in
+every run.  On the GPU machine:
+    python3 benchmarks/all.py --repeat 5 --json out.json --png out.png
 """
+import statistics
 import argparse
 import datetime
 import json
@@ -16,8 +20,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 AREAS = ["launch", "graphs", "streams_events", "transfers", "pools", "compile"]
-LIBS = ["raw C", "gpuhost", "cuda.core", "CuPy", "numba-cuda"]
-PEERS = ["cuda.core", "CuPy", "numba-cuda"]
+LIBS = ["raw C", "gpuhost", "cuda.core", "CuPy", "numba-cuda", "PyTorch"]
+PEERS = ["cuda.core", "CuPy", "numba-cuda", "PyTorch"]
 
 
 FAILED = []  # the areas whose script failed: the run then exits 1, after what it has
@@ -81,34 +85,76 @@ def ratio(op, ours, other):
     return ours / other if higher_is_better(op) else other / ours
 
 
+def combine(runs):
+    """One table from N runs' tables: per library the median figure; per row the ratio to
+    raw C of each run (median and spread), and met only if met in every run."""
+    rows = {}
+    for run in runs:
+        for op in run:
+            rows.setdefault(op, None)
+    for op in rows:
+        recs = [run[op] for run in runs if op in run]
+        rec = {"goal": recs[0].get("goal", "-")}
+        for lib in LIBS:
+            values = [r[lib] for r in recs if isinstance(r.get(lib), (int, float))]
+            if values:
+                rec[lib] = statistics.median(values)
+        ratios = [ratio(op, r.get("gpuhost"), r.get("raw C")) for r in recs]
+        ratios = [x for x in ratios if x]
+        if ratios:
+            rec["vs_raw_runs"] = ratios
+        mets = [r.get("met") for r in recs]
+        rec["met_runs"] = "%d/%d" % (sum(m is True for m in mets), len(mets))
+        rec["met"] = (None if all(m is None for m in mets)
+                      else all(m is True for m in mets))
+        rows[op] = rec
+    return rows
+
+
+def vs_raw_text(op, rec, fmt="%.2fx"):
+    """The ratio to raw C: one run's, or the median of several with its spread."""
+    runs = rec.get("vs_raw_runs")
+    if runs and len(runs) > 1:
+        return (fmt + " (" + fmt + "-" + fmt + ")") % (statistics.median(runs), min(runs),
+                                                       max(runs))
+    raw = ratio(op, rec.get("gpuhost"), rec.get("raw C"))
+    return fmt % raw if raw else "-"
+
+
+def met_text(rec, yes="met", no="NOT met"):
+    text = {True: yes, False: no, None: "-"}[rec.get("met")]
+    if rec.get("met") is not None and "met_runs" in rec and not rec["met_runs"].endswith("/1"):
+        text += " (%s)" % rec["met_runs"]
+    return text
+
+
 def print_table(rows):
     head = "%-30s" % "operation" + "".join("%11s" % l for l in LIBS)
-    print("\n" + head + "  %8s %9s  %-24s %s" % ("vs raw", "vs peer", "goal", "met"))
+    print("\n" + head + "  %-22s %9s  %-24s %s" % ("vs raw", "vs peer", "goal", "met"))
     for op, rec in rows.items():
         cells = "".join("%11s" % ("%.3f" % rec[l] if isinstance(rec.get(l), (int, float))
                                   else "-") for l in LIBS)
-        raw, peer = ratio(op, rec.get("gpuhost"), rec.get("raw C")), \
-            ratio(op, rec.get("gpuhost"), best_peer(op, rec))
-        met = {True: "met", False: "NOT met", None: "-"}[rec.get("met")]
-        print("%-30s%s  %8s %9s  %-24s %s" % (op, cells, "%.2fx" % raw if raw else "-",
-                                               "%.2fx" % peer if peer else "-",
-                                               rec.get("goal", "-"), met))
+        peer = ratio(op, rec.get("gpuhost"), best_peer(op, rec))
+        print("%-30s%s  %-22s %9s  %-24s %s" % (op, cells, vs_raw_text(op, rec),
+                                                 "%.2fx" % peer if peer else "-",
+                                                 rec.get("goal", "-"), met_text(rec)))
     print("\n(vs raw / vs peer: how many times faster gpuhost is than raw C / the best peer;"
           " below 1 is slower)")
 
 
-def markdown(rows, machine, when):
-    lines = ["Measured %s on %s (`python3 benchmarks/all.py`):" % (when, machine), "",
+def markdown(rows, machine, when, repeat=1):
+    lines = ["Measured %s on %s (`python3 benchmarks/all.py --repeat %d`; figures are "
+             "medians of the runs, vs raw C the median ratio (lowest-highest), met only if "
+             "met in every run):" % (when, machine, repeat), "",
              "| operation | " + " | ".join(LIBS) + " | vs raw C | vs best peer | goal | met |",
              "|---" * (len(LIBS) + 5) + "|"]
     for op, rec in rows.items():
         cells = ["%.3g" % rec[l] if isinstance(rec.get(l), (int, float)) else "-" for l in LIBS]
-        raw = ratio(op, rec.get("gpuhost"), rec.get("raw C"))
         peer = ratio(op, rec.get("gpuhost"), best_peer(op, rec))
-        met = {True: "met", False: "**not met**", None: "-"}[rec.get("met")]
         lines.append("| %s | %s | %s | %s | %s | %s |" % (
-            op, " | ".join(cells), "%.2f×" % raw if raw else "-", "%.2f×" % peer if peer else "-",
-            rec.get("goal", "-"), met))
+            op, " | ".join(cells), vs_raw_text(op, rec, "%.2f×"),
+            "%.2f×" % peer if peer else "-", rec.get("goal", "-"),
+            met_text(rec, "met", "**not met**")))
     return "\n".join(lines)
 
 
@@ -151,20 +197,33 @@ def main():
     parser.add_argument("--json")
     parser.add_argument("--png")
     parser.add_argument("--markdown", help="write the table as Markdown (for README)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="measure the whole table this many times (default 1)")
     args = parser.parse_args()
-    rows = {}
-    with tempfile.TemporaryDirectory() as out_dir:
-        for area in AREAS:
-            rows.update(run_area(area, out_dir))
-        rows.update(import_row(out_dir))
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    runs = []
+    for i in range(args.repeat):
+        if args.repeat > 1:
+            print("\n===== run %d of %d" % (i + 1, args.repeat))
+        run = {}
+        with tempfile.TemporaryDirectory() as out_dir:
+            for area in AREAS:
+                run.update(run_area(area, out_dir))
+            run.update(import_row(out_dir))
+        runs.append(run)
+    rows = combine(runs)
+    if args.repeat > 1:
+        print("\n===== %d runs combined" % args.repeat)
     print_table(rows)
     when, machine = datetime.date.today().isoformat(), machine_name()
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"date": when, "machine": machine, "rows": rows}, f, indent=2)
+            json.dump({"date": when, "machine": machine, "repeat": args.repeat, "rows": rows,
+                       "runs": runs}, f, indent=2)
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write(markdown(rows, machine, when) + "\n")
+            f.write(markdown(rows, machine, when, args.repeat) + "\n")
     if args.png:
         try:
             chart(rows, args.png, "gpuhost and peers, %s, %s" % (machine, when))

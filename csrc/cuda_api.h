@@ -82,7 +82,7 @@
     X(GraphExecKernelNodeSetParams, 12000)                                                         \
     X(GraphDebugDotPrint, 11030)                                                                   \
     X(GraphConditionalHandleCreate, 12030)                                                         \
-    X(GraphAddNode, 12030)                                                                   \
+    X(GraphAddNode, 12030)                                                                         \
     X(EventCreate, 2000)                                                                           \
     X(EventDestroy, 4000)                                                                          \
     X(EventRecord, 2000)                                                                           \

@@ -1,36 +1,98 @@
 /* Copies between pageable host memory and the device through a pinned staging ring.
  *
  * The driver copies pageable memory through its own small staging buffer with one thread.
- * Here large copies go through GH_STAGE_SLOTS pinned chunks: several host threads copy
- * one chunk between the pageable buffer and its slot while the DMA engine moves the
- * previous chunk, so the host side runs at memory bandwidth instead of one core's.
- * The ring is allocated once (GH_STAGE_SLOTS * chunk bytes, registered portable) and
- * never grows; one staged copy runs at a time.  Everything here runs without the GIL.
+ * Here large copies go through a ring of pinned slots: several host threads copy parts of
+ * chunks between the pageable buffer and the slots while the DMA engine moves the chunks
+ * already staged, so the host side runs at memory bandwidth instead of one core's.  The
+ * threads stream through the whole copy without a handshake per chunk (see "a staged copy
+ * as one stream of parts").  The ring is allocated once (8 slots of 4 MiB by default,
+ * registered portable) and never grows; one staged copy runs at a time.  Everything here
+ * runs without the GIL.
  */
 #include "module.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#define GH_STAGE_SLOTS       4
-#define GH_STAGE_CHUNK       ((size_t)8 << 20)
+#if defined(__x86_64__) || defined(__i386__)
+#include <emmintrin.h>
+#define GH_HAVE_STREAM_STORES 1
+#endif
+
+#define GH_STAGE_MAX_SLOTS   16
 #define GH_STAGE_MAX_THREADS 16
 #define GH_STAGE_MIN_PART    ((size_t)256 << 10)
 
+/* The ring's shape: GPUHOST_STAGE_SLOTS chunks (default 8) of GPUHOST_STAGE_CHUNK_MB MiB
+   (default 4), read once.  tools/staging_sweep.py varies them: on the H100 machine (16
+   cores) 8 x 4 MiB with 12 threads did best, 4 x 8 MiB with a handshake per chunk gave
+   0.4-0.7 of the pinned bandwidth host to device. */
+static int stage_slots = 8;
+static size_t stage_chunk = (size_t)4 << 20;
+#define GH_STAGE_SLOTS stage_slots
+#define GH_STAGE_CHUNK stage_chunk
+
+static void
+read_shape(void)
+{
+    const char *env = getenv("GPUHOST_STAGE_SLOTS");
+    long v = env && *env ? strtol(env, NULL, 10) : 0;
+    if (v >= 2 && v <= GH_STAGE_MAX_SLOTS) {
+        stage_slots = (int)v;
+    }
+    env = getenv("GPUHOST_STAGE_CHUNK_MB");
+    v = env && *env ? strtol(env, NULL, 10) : 0;
+    if (v >= 1 && v <= 256) {
+        stage_chunk = (size_t)v << 20;
+    }
+}
+
+/* Device-to-host copies write the user's memory with the CPU's streaming (non-temporal)
+   stores where it has them: each byte is written once and not read back here, so the
+   stores skip the read-for-ownership of the destination and leave the caches alone.
+   Host-to-device copies keep ordinary stores: the slot they fill is read next by the DMA
+   engine, which finds it in the last-level cache.  GPUHOST_STAGE_NT=0 turns streaming
+   stores off, =2 uses them both ways (for tools/staging_sweep.py). */
+static int stream_stores = 1; /* 0 never, 1 device-to-host, 2 both ways */
+
+static void
+copy_bytes(char *dst, const char *src, size_t n, int to_host)
+{
+#ifdef GH_HAVE_STREAM_STORES
+    if (stream_stores > !to_host && n >= 4096) {
+        size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
+        memcpy(dst, src, head);
+        dst += head, src += head, n -= head;
+        for (; n >= 64; n -= 64, dst += 64, src += 64) {
+            __m128i a = _mm_loadu_si128((const __m128i *)src);
+            __m128i b = _mm_loadu_si128((const __m128i *)(src + 16));
+            __m128i c = _mm_loadu_si128((const __m128i *)(src + 32));
+            __m128i d = _mm_loadu_si128((const __m128i *)(src + 48));
+            _mm_stream_si128((__m128i *)dst, a);
+            _mm_stream_si128((__m128i *)(dst + 16), b);
+            _mm_stream_si128((__m128i *)(dst + 32), c);
+            _mm_stream_si128((__m128i *)(dst + 48), d);
+        }
+        _mm_sfence();
+    }
+#endif
+    memcpy(dst, src, n);
+}
+
 /* ---- a small pool of copying threads ---- */
 
+/* What the workers are given: a staged copy (below), and how many of them hold it. */
 typedef struct {
-    char *dst;
-    const char *src;
-    size_t n, part;
-    int parts;
-    atomic_int next;      /* next part to take */
-    atomic_int remaining; /* parts not yet copied */
-    int users;            /* workers holding the job (under pool.lock) */
+    struct stream_job *stream;
+    int users; /* workers holding the job (under pool.lock) */
 } copy_job;
+
+static void run_stream_parts(struct stream_job *j);
 
 static struct {
     pthread_mutex_t lock;
@@ -40,18 +102,6 @@ static struct {
     int nthreads; /* workers started (the caller copies too) */
 } pool = {
     PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0};
-
-static void
-run_parts(copy_job *job)
-{
-    int p;
-    while ((p = atomic_fetch_add(&job->next, 1)) < job->parts) {
-        size_t off = (size_t)p * job->part;
-        size_t len = off + job->part > job->n ? job->n - off : job->part;
-        memcpy(job->dst + off, job->src + off, len);
-        atomic_fetch_sub(&job->remaining, 1);
-    }
-}
 
 static void *
 worker_main(void *arg)
@@ -69,7 +119,7 @@ worker_main(void *arg)
         job = pool.job;
         job->users++;
         pthread_mutex_unlock(&pool.lock);
-        run_parts(job);
+        run_stream_parts(job->stream);
         pthread_mutex_lock(&pool.lock);
         job->users--;
         pthread_cond_broadcast(&pool.done);
@@ -107,45 +157,11 @@ start_workers(void)
     }
 }
 
-/* memcpy(dst, src, n) by the caller and the workers together. */
-static void
-parallel_copy(char *dst, const char *src, size_t n)
-{
-    int threads = pool.nthreads + 1;
-    copy_job job;
-    size_t part = (n + (size_t)threads - 1) / (size_t)threads;
-
-    if (part < GH_STAGE_MIN_PART) {
-        part = GH_STAGE_MIN_PART;
-    }
-    job.dst = dst, job.src = src, job.n = n, job.part = part;
-    job.parts = (int)((n + part - 1) / part);
-    atomic_init(&job.next, 0);
-    atomic_init(&job.remaining, job.parts);
-    job.users = 0;
-    if (job.parts > 1 && pool.nthreads > 0) {
-        pthread_mutex_lock(&pool.lock);
-        pool.job = &job;
-        pool.seq++;
-        pthread_cond_broadcast(&pool.wake);
-        pthread_mutex_unlock(&pool.lock);
-    }
-    run_parts(&job);
-    if (job.parts > 1 && pool.nthreads > 0) {
-        pthread_mutex_lock(&pool.lock);
-        pool.job = NULL; /* no new worker takes it; wait for those that did */
-        while (atomic_load(&job.remaining) > 0 || job.users > 0) {
-            pthread_cond_wait(&pool.done, &pool.lock);
-        }
-        pthread_mutex_unlock(&pool.lock);
-    }
-}
-
 /* ---- the ring ---- */
 
 static pthread_mutex_t stage_lock = PTHREAD_MUTEX_INITIALIZER;
-static char *ring;                  /* GH_STAGE_SLOTS chunks, page-aligned, never freed */
-static char *slots[GH_STAGE_SLOTS]; /* into ring */
+static char *ring;                      /* GH_STAGE_SLOTS chunks, page-aligned, never freed */
+static char *slots[GH_STAGE_MAX_SLOTS]; /* into ring */
 
 /* The ring allocated and pinned; 0, or the CUresult that failed.  The memory is ours
    (aligned_alloc) and registered portable: a context reset or close undoes the
@@ -158,6 +174,10 @@ ensure_ring(gh_cu_id *failed)
     unsigned int type = 0;
     CUresult res;
     if (ring == NULL) {
+        const char *nt = getenv("GPUHOST_STAGE_NT");
+        stream_stores = nt && *nt ? (int)strtol(nt, NULL, 10) : 1;
+        read_shape();
+        size = (size_t)GH_STAGE_SLOTS * GH_STAGE_CHUNK;
         ring = aligned_alloc(4096, size);
         if (ring == NULL) {
             *failed = GH_CU_MemHostRegister;
@@ -217,6 +237,41 @@ chunk_dma(int to_host, CUdeviceptr dptr, size_t off, size_t len, int i, CUstream
     return res;
 }
 
+/* ---- a staged copy as one stream of parts ----
+ *
+ * The copy is cut into chunks (one slot each, in turn) and each chunk into parts.  The
+ * workers take parts in order for the whole copy, without a handshake per chunk: a part
+ * waits (spinning) until its chunk is open, that is, host to device, until the slot's
+ * previous DMA has finished; device to host, until the chunk's DMA has landed in the slot.
+ * The calling thread drives the DMA engine: it issues a chunk's DMA as soon as its parts
+ * are copied (host to device) or its slot is free again (device to host), watches the
+ * chunks' events, opens chunks, and copies parts itself in between.
+ */
+
+#define GH_STAGE_PART ((size_t)256 << 10)
+
+typedef struct stream_job {
+    char *host;
+    CUdeviceptr dptr;
+    size_t nbytes;
+    int to_host, nchunks, parts_per_chunk;
+    long total_parts;
+    atomic_long next;                         /* the next part to take, over the whole copy */
+    atomic_int open_upto;                     /* chunks below this one may be copied */
+    atomic_int abort;                         /* an error: everyone stops */
+    atomic_int remaining[GH_STAGE_MAX_SLOTS]; /* parts left of the chunk in each slot */
+} stream_job;
+
+static inline void
+cpu_relax(void)
+{
+#ifdef GH_HAVE_STREAM_STORES
+    _mm_pause();
+#else
+    sched_yield();
+#endif
+}
+
 static size_t
 chunk_len(size_t nbytes, int i)
 {
@@ -224,50 +279,187 @@ chunk_len(size_t nbytes, int i)
     return nbytes - off < GH_STAGE_CHUNK ? nbytes - off : GH_STAGE_CHUNK;
 }
 
-static CUresult
-staged_to_device(char *host, CUdeviceptr dptr, size_t nbytes, CUstream stream, CUevent *events,
-                 gh_cu_id *failed)
+/* Copy part g (its chunk open) and count it done. */
+static void
+stream_part(stream_job *j, long g)
 {
-    int nchunks = (int)((nbytes + GH_STAGE_CHUNK - 1) / GH_STAGE_CHUNK);
+    int c = (int)(g / j->parts_per_chunk);
+    size_t off = (size_t)(g % j->parts_per_chunk) * GH_STAGE_PART, len = chunk_len(j->nbytes, c);
+    if (off < len) {
+        char *host = j->host + (size_t)c * GH_STAGE_CHUNK + off;
+        char *slot = slots[c % GH_STAGE_SLOTS] + off;
+        len = len - off < GH_STAGE_PART ? len - off : GH_STAGE_PART;
+        if (j->to_host) {
+            copy_bytes(host, slot, len, 1);
+        }
+        else {
+            copy_bytes(slot, host, len, 0);
+        }
+    }
+    atomic_fetch_sub_explicit(&j->remaining[c % GH_STAGE_SLOTS], 1, memory_order_release);
+}
+
+/* A worker: parts in order until none is left (or the copy failed). */
+static void
+run_stream_parts(stream_job *j)
+{
+    long g;
+    while (!atomic_load(&j->abort) && (g = atomic_fetch_add(&j->next, 1)) < j->total_parts) {
+        int c = (int)(g / j->parts_per_chunk);
+        while (c >= atomic_load_explicit(&j->open_upto, memory_order_acquire)) {
+            if (atomic_load(&j->abort)) {
+                return;
+            }
+            cpu_relax();
+        }
+        stream_part(j, g);
+    }
+}
+
+/* The calling thread copies a part if the next one's chunk is open: 1 if it did. */
+static int
+help(stream_job *j)
+{
+    long g = atomic_load(&j->next);
+    if (g < j->total_parts &&
+        g / j->parts_per_chunk < atomic_load_explicit(&j->open_upto, memory_order_acquire) &&
+        atomic_compare_exchange_strong(&j->next, &g, g + 1)) {
+        stream_part(j, g);
+        return 1;
+    }
+    return 0;
+}
+
+/* Open chunk c: its slot's part count set, then the workers let in. */
+static void
+open_chunk(stream_job *j, int c)
+{
+    atomic_store_explicit(&j->remaining[c % GH_STAGE_SLOTS], j->parts_per_chunk,
+                          memory_order_relaxed);
+    atomic_store_explicit(&j->open_upto, c + 1, memory_order_release);
+}
+
+static int
+chunk_copied(stream_job *j, int c)
+{
+    return atomic_load_explicit(&j->remaining[c % GH_STAGE_SLOTS], memory_order_acquire) == 0;
+}
+
+static CUresult
+drive_to_device(stream_job *j, CUstream stream, CUevent *events, gh_cu_id *failed)
+{
+    int issued = 0, open = 0;
     CUresult res = CUDA_SUCCESS;
-    for (int i = 0; i < nchunks && res == CUDA_SUCCESS; i++) {
-        size_t off = (size_t)i * GH_STAGE_CHUNK, len = chunk_len(nbytes, i);
-        if (i >= GH_STAGE_SLOTS) { /* the slot's previous DMA must be done */
-            *failed = GH_CU_EventSynchronize;
-            res = gh_cu.EventSynchronize(events[i % GH_STAGE_SLOTS]);
-            if (res != CUDA_SUCCESS) {
+    while (open < j->nchunks && open < GH_STAGE_SLOTS) {
+        open_chunk(j, open++);
+    }
+    while (issued < j->nchunks && res == CUDA_SUCCESS) {
+        if (issued < open && chunk_copied(j, issued)) { /* its parts are in the slot */
+            res = chunk_dma(0, j->dptr, (size_t)issued * GH_STAGE_CHUNK,
+                            chunk_len(j->nbytes, issued), issued, stream, events, failed);
+            issued++;
+            continue;
+        }
+        if (open < j->nchunks && open - GH_STAGE_SLOTS < issued) { /* free the oldest slot */
+            res = gh_cu.EventQuery(events[(open - GH_STAGE_SLOTS) % GH_STAGE_SLOTS]);
+            if (res == CUDA_SUCCESS) {
+                open_chunk(j, open++);
+                continue;
+            }
+            if (res != CUDA_ERROR_NOT_READY) {
+                *failed = GH_CU_EventQuery;
                 break;
             }
+            res = CUDA_SUCCESS;
         }
-        parallel_copy(slots[i % GH_STAGE_SLOTS], host + off, len);
-        res = chunk_dma(0, dptr, off, len, i, stream, events, failed);
+        if (!help(j)) {
+            cpu_relax();
+        }
     }
     return res;
 }
 
 static CUresult
-staged_to_host(char *host, CUdeviceptr dptr, size_t nbytes, CUstream stream, CUevent *events,
-               gh_cu_id *failed)
+drive_to_host(stream_job *j, CUstream stream, CUevent *events, gh_cu_id *failed)
 {
-    int nchunks = (int)((nbytes + GH_STAGE_CHUNK - 1) / GH_STAGE_CHUNK);
+    int issued = 0, landed = 0, done = 0;
     CUresult res = CUDA_SUCCESS;
-    for (int i = 0; i < nchunks && i < GH_STAGE_SLOTS && res == CUDA_SUCCESS; i++) {
-        res = chunk_dma(1, dptr, (size_t)i * GH_STAGE_CHUNK, chunk_len(nbytes, i), i, stream,
-                        events, failed);
+    for (; issued < j->nchunks && issued < GH_STAGE_SLOTS && res == CUDA_SUCCESS; issued++) {
+        atomic_store_explicit(&j->remaining[issued % GH_STAGE_SLOTS], j->parts_per_chunk,
+                              memory_order_relaxed);
+        res = chunk_dma(1, j->dptr, (size_t)issued * GH_STAGE_CHUNK, chunk_len(j->nbytes, issued),
+                        issued, stream, events, failed);
     }
-    for (int i = 0; i < nchunks && res == CUDA_SUCCESS; i++) {
-        size_t off = (size_t)i * GH_STAGE_CHUNK;
-        *failed = GH_CU_EventSynchronize;
-        res = gh_cu.EventSynchronize(events[i % GH_STAGE_SLOTS]);
-        if (res != CUDA_SUCCESS) {
-            break;
+    while (done < j->nchunks && res == CUDA_SUCCESS) {
+        if (landed < issued) { /* let the workers at a chunk whose DMA landed */
+            res = gh_cu.EventQuery(events[landed % GH_STAGE_SLOTS]);
+            if (res == CUDA_SUCCESS) {
+                atomic_store_explicit(&j->open_upto, ++landed, memory_order_release);
+                continue;
+            }
+            if (res != CUDA_ERROR_NOT_READY) {
+                *failed = GH_CU_EventQuery;
+                break;
+            }
+            res = CUDA_SUCCESS;
         }
-        parallel_copy(host + off, slots[i % GH_STAGE_SLOTS], chunk_len(nbytes, i));
-        if (i + GH_STAGE_SLOTS < nchunks) {
-            int j = i + GH_STAGE_SLOTS;
-            res = chunk_dma(1, dptr, (size_t)j * GH_STAGE_CHUNK, chunk_len(nbytes, j), j, stream,
-                            events, failed);
+        if (done < landed && chunk_copied(j, done)) { /* its slot is free: the next DMA */
+            done++;
+            if (issued < j->nchunks) {
+                atomic_store_explicit(&j->remaining[issued % GH_STAGE_SLOTS], j->parts_per_chunk,
+                                      memory_order_relaxed);
+                res = chunk_dma(1, j->dptr, (size_t)issued * GH_STAGE_CHUNK,
+                                chunk_len(j->nbytes, issued), issued, stream, events, failed);
+                issued++;
+            }
+            continue;
         }
+        if (!help(j)) {
+            cpu_relax();
+        }
+    }
+    return res;
+}
+
+/* The whole staged copy: the workers on its parts, this thread on the DMAs. */
+static CUresult
+staged_stream(int to_host, char *host, CUdeviceptr dptr, size_t nbytes, CUstream stream,
+              CUevent *events, gh_cu_id *failed)
+{
+    stream_job j;
+    copy_job wrapper = {NULL, 0};
+    CUresult res;
+
+    j.host = host, j.dptr = dptr, j.nbytes = nbytes, j.to_host = to_host;
+    j.nchunks = (int)((nbytes + GH_STAGE_CHUNK - 1) / GH_STAGE_CHUNK);
+    j.parts_per_chunk = (int)((GH_STAGE_CHUNK + GH_STAGE_PART - 1) / GH_STAGE_PART);
+    j.total_parts = (long)j.nchunks * j.parts_per_chunk;
+    atomic_init(&j.next, 0);
+    atomic_init(&j.open_upto, 0);
+    atomic_init(&j.abort, 0);
+    for (int s = 0; s < GH_STAGE_MAX_SLOTS; s++) {
+        atomic_init(&j.remaining[s], 0);
+    }
+    wrapper.stream = &j;
+    if (pool.nthreads > 0) {
+        pthread_mutex_lock(&pool.lock);
+        pool.job = &wrapper;
+        pool.seq++;
+        pthread_cond_broadcast(&pool.wake);
+        pthread_mutex_unlock(&pool.lock);
+    }
+    res = to_host ? drive_to_host(&j, stream, events, failed)
+                  : drive_to_device(&j, stream, events, failed);
+    if (res != CUDA_SUCCESS) {
+        atomic_store(&j.abort, 1);
+    }
+    if (pool.nthreads > 0) {
+        pthread_mutex_lock(&pool.lock);
+        pool.job = NULL; /* no new worker takes it; wait for those that did */
+        while (wrapper.users > 0) {
+            pthread_cond_wait(&pool.done, &pool.lock);
+        }
+        pthread_mutex_unlock(&pool.lock);
     }
     return res;
 }
@@ -276,7 +468,7 @@ CUresult
 gh_staged_copy(int to_host, void *host, CUdeviceptr dptr, size_t nbytes, CUstream stream,
                gh_cu_id *failed)
 {
-    CUevent events[GH_STAGE_SLOTS] = {NULL};
+    CUevent events[GH_STAGE_MAX_SLOTS] = {NULL};
     CUresult res, destroyed = CUDA_SUCCESS;
 
     if (gh_driver_forked()) {
@@ -303,8 +495,7 @@ gh_staged_copy(int to_host, void *host, CUdeviceptr dptr, size_t nbytes, CUstrea
         res = gh_cu.EventCreate(&events[s], CU_EVENT_DISABLE_TIMING);
     }
     if (res == CUDA_SUCCESS) {
-        res = to_host ? staged_to_host(host, dptr, nbytes, stream, events, failed)
-                      : staged_to_device(host, dptr, nbytes, stream, events, failed);
+        res = staged_stream(to_host, host, dptr, nbytes, stream, events, failed);
     }
     /* The slots must be idle before the next copy uses them, error or not. */
     for (int s = 0; s < GH_STAGE_SLOTS; s++) {

@@ -11,7 +11,7 @@ import gpuhost
 from gpuhost import CudaAPIError
 
 rng = np.random.default_rng()
-CHUNK = 8 << 20
+CHUNK = 4 << 20  # the ring's chunk (csrc/staging.c)
 THRESHOLD = 4 << 20
 
 
@@ -110,3 +110,33 @@ def test_the_ring_survives_a_context_reset():
     gpuhost.get_current_device().reset()  # undoes the ring's registration with the driver
     host = random_bytes(CHUNK * 2 + 3)
     np.testing.assert_array_equal(gpuhost.to_device(host).copy_to_host(), host)
+
+
+@pytest.mark.fake
+def test_a_failing_event_query_stops_the_stream_of_parts(fake):
+    # More chunks than slots, both ways: the driving thread waits on the slots' events
+    # while the workers stream through the parts; a failing query stops them all.
+    host = random_bytes(CHUNK * 20 + 17)
+    dev = gpuhost.device_array(host.size, np.uint8)
+    for direction in ("htod", "dtoh"):
+        fake.gate_close()  # the DMAs wait: the first queries answer "not ready"
+        fake.fail("cuEventQuery", 999, nth=1, times=1)
+        threading.Timer(0.05, fake.gate_open).start()
+        with pytest.raises(CudaAPIError) as info:
+            if direction == "htod":
+                dev.copy_to_device(host)
+            else:
+                dev.copy_to_host()
+        assert info.value.call == "cuEventQuery"
+        fake.clear_faults()
+        fake.gate_open()
+    dev.copy_to_device(host)
+    np.testing.assert_array_equal(dev.copy_to_host(), host)
+
+
+@pytest.mark.parametrize("chunks", [1, 8, 9, 33])
+def test_streamed_copies_of_every_ring_shape_are_exact(chunks):
+    for extra in (0, 4095):
+        host = random_bytes(CHUNK * chunks + extra)
+        dev = gpuhost.to_device(host)
+        np.testing.assert_array_equal(dev.copy_to_host(), host)
