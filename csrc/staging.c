@@ -200,15 +200,20 @@ ensure_ring(gh_cu_id *failed)
 }
 
 size_t
-gh_staging_threshold(void)
+gh_staging_threshold(int to_host)
 {
-    static size_t threshold = 0;
-    if (threshold == 0) {
+    static size_t from_env = 0;
+    static int read = 0;
+    if (!read) {
         const char *env = getenv("GPUHOST_STAGING_THRESHOLD");
         long long v = env && *env ? strtoll(env, NULL, 10) : 0;
-        threshold = v > 0 ? (size_t)v : (size_t)4 << 20;
+        from_env = v > 0 ? (size_t)v : 0;
+        read = 1;
     }
-    return threshold;
+    if (from_env != 0) {
+        return from_env;
+    }
+    return to_host ? (size_t)4 << 20 : (size_t)8 << 20;
 }
 
 int
@@ -254,6 +259,7 @@ typedef struct stream_job {
     char *host;
     CUdeviceptr dptr;
     size_t nbytes;
+    size_t chunk; /* bytes per chunk: the slots' size, less for a copy of a few slots */
     int to_host, nchunks, parts_per_chunk;
     long total_parts;
     atomic_long next;                         /* the next part to take, over the whole copy */
@@ -272,11 +278,14 @@ cpu_relax(void)
 #endif
 }
 
+/* The bytes of chunk i of j. */
+static size_t chunk_len(const struct stream_job *j, int i);
+
 static size_t
-chunk_len(size_t nbytes, int i)
+chunk_len(const stream_job *j, int i)
 {
-    size_t off = (size_t)i * GH_STAGE_CHUNK;
-    return nbytes - off < GH_STAGE_CHUNK ? nbytes - off : GH_STAGE_CHUNK;
+    size_t off = (size_t)i * j->chunk;
+    return j->nbytes - off < j->chunk ? j->nbytes - off : j->chunk;
 }
 
 /* Copy part g (its chunk open) and count it done. */
@@ -284,9 +293,9 @@ static void
 stream_part(stream_job *j, long g)
 {
     int c = (int)(g / j->parts_per_chunk);
-    size_t off = (size_t)(g % j->parts_per_chunk) * GH_STAGE_PART, len = chunk_len(j->nbytes, c);
+    size_t off = (size_t)(g % j->parts_per_chunk) * GH_STAGE_PART, len = chunk_len(j, c);
     if (off < len) {
-        char *host = j->host + (size_t)c * GH_STAGE_CHUNK + off;
+        char *host = j->host + (size_t)c * j->chunk + off;
         char *slot = slots[c % GH_STAGE_SLOTS] + off;
         len = len - off < GH_STAGE_PART ? len - off : GH_STAGE_PART;
         if (j->to_host) {
@@ -355,8 +364,8 @@ drive_to_device(stream_job *j, CUstream stream, CUevent *events, gh_cu_id *faile
     }
     while (issued < j->nchunks && res == CUDA_SUCCESS) {
         if (issued < open && chunk_copied(j, issued)) { /* its parts are in the slot */
-            res = chunk_dma(0, j->dptr, (size_t)issued * GH_STAGE_CHUNK,
-                            chunk_len(j->nbytes, issued), issued, stream, events, failed);
+            res = chunk_dma(0, j->dptr, (size_t)issued * j->chunk, chunk_len(j, issued), issued,
+                            stream, events, failed);
             issued++;
             continue;
         }
@@ -387,8 +396,8 @@ drive_to_host(stream_job *j, CUstream stream, CUevent *events, gh_cu_id *failed)
     for (; issued < j->nchunks && issued < GH_STAGE_SLOTS && res == CUDA_SUCCESS; issued++) {
         atomic_store_explicit(&j->remaining[issued % GH_STAGE_SLOTS], j->parts_per_chunk,
                               memory_order_relaxed);
-        res = chunk_dma(1, j->dptr, (size_t)issued * GH_STAGE_CHUNK, chunk_len(j->nbytes, issued),
-                        issued, stream, events, failed);
+        res = chunk_dma(1, j->dptr, (size_t)issued * j->chunk, chunk_len(j, issued), issued, stream,
+                        events, failed);
     }
     while (done < j->nchunks && res == CUDA_SUCCESS) {
         if (landed < issued) { /* let the workers at a chunk whose DMA landed */
@@ -408,8 +417,8 @@ drive_to_host(stream_job *j, CUstream stream, CUevent *events, gh_cu_id *failed)
             if (issued < j->nchunks) {
                 atomic_store_explicit(&j->remaining[issued % GH_STAGE_SLOTS], j->parts_per_chunk,
                                       memory_order_relaxed);
-                res = chunk_dma(1, j->dptr, (size_t)issued * GH_STAGE_CHUNK,
-                                chunk_len(j->nbytes, issued), issued, stream, events, failed);
+                res = chunk_dma(1, j->dptr, (size_t)issued * j->chunk, chunk_len(j, issued), issued,
+                                stream, events, failed);
                 issued++;
             }
             continue;
@@ -431,8 +440,15 @@ staged_stream(int to_host, char *host, CUdeviceptr dptr, size_t nbytes, CUstream
     CUresult res;
 
     j.host = host, j.dptr = dptr, j.nbytes = nbytes, j.to_host = to_host;
-    j.nchunks = (int)((nbytes + GH_STAGE_CHUNK - 1) / GH_STAGE_CHUNK);
-    j.parts_per_chunk = (int)((GH_STAGE_CHUNK + GH_STAGE_PART - 1) / GH_STAGE_PART);
+    /* At least two slots' worth of chunks, so that copying and DMA overlap even for a copy
+       of a few MiB; whole parts, and no more than a slot holds. */
+    j.chunk =
+        (nbytes / (2 * (size_t)GH_STAGE_SLOTS) + GH_STAGE_PART - 1) / GH_STAGE_PART * GH_STAGE_PART;
+    j.chunk = j.chunk < GH_STAGE_PART    ? GH_STAGE_PART
+              : j.chunk > GH_STAGE_CHUNK ? GH_STAGE_CHUNK
+                                         : j.chunk;
+    j.nchunks = (int)((nbytes + j.chunk - 1) / j.chunk);
+    j.parts_per_chunk = (int)((j.chunk + GH_STAGE_PART - 1) / GH_STAGE_PART);
     j.total_parts = (long)j.nchunks * j.parts_per_chunk;
     atomic_init(&j.next, 0);
     atomic_init(&j.open_upto, 0);

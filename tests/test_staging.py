@@ -11,8 +11,20 @@ import gpuhost
 from gpuhost import CudaAPIError
 
 rng = np.random.default_rng()
-CHUNK = 4 << 20  # the ring's chunk (csrc/staging.c)
-THRESHOLD = 4 << 20
+CHUNK = 4 << 20  # the ring's slots (csrc/staging.c): 8 of 4 MiB
+SLOTS, PART = 8, 256 << 10
+
+
+def dma_count(n):
+    """How many DMAs a staged copy of n bytes makes: chunks of at least two slots' worth,
+    whole parts, at most a slot (csrc/staging.c, staged_stream)."""
+    chunk = -(-(n // (2 * SLOTS)) // PART) * PART
+    chunk = min(max(chunk, PART), CHUNK)
+    return -(-n // chunk)
+
+
+THRESHOLD = 4 << 20  # device to host; host to device stages from 8 MiB
+HTOD_THRESHOLD = 8 << 20
 
 
 def random_bytes(n):
@@ -71,17 +83,23 @@ def test_pageable_copies_go_in_chunks_and_pinned_ones_do_not(fake):
     host = random_bytes(n)
     before = fake.calls("cuMemcpyHtoDAsync")
     dev = gpuhost.to_device(host)
-    assert fake.calls("cuMemcpyHtoDAsync") - before == 4
+    assert fake.calls("cuMemcpyHtoDAsync") - before == dma_count(n) == 17
     pinned = gpuhost.pinned_array(n, np.uint8)
     pinned[:] = host
     before_async, before_sync = fake.calls("cuMemcpyHtoDAsync"), fake.calls("cuMemcpyHtoD")
     dev.copy_to_device(pinned)
     assert fake.calls("cuMemcpyHtoDAsync") == before_async
     assert fake.calls("cuMemcpyHtoD") == before_sync + 1
-    small = random_bytes(THRESHOLD - 1)
+    small = random_bytes(HTOD_THRESHOLD - 1)
     before_async = fake.calls("cuMemcpyHtoDAsync")
-    gpuhost.to_device(small)
+    small_dev = gpuhost.to_device(small)
     assert fake.calls("cuMemcpyHtoDAsync") == before_async
+    before_async = fake.calls("cuMemcpyDtoHAsync")
+    small_dev[:THRESHOLD].copy_to_host()  # device to host: staged from 4 MiB
+    assert fake.calls("cuMemcpyDtoHAsync") - before_async == dma_count(THRESHOLD)
+    before_async = fake.calls("cuMemcpyDtoHAsync")
+    small_dev[:THRESHOLD - 1].copy_to_host()
+    assert fake.calls("cuMemcpyDtoHAsync") == before_async
     np.testing.assert_array_equal(dev.copy_to_host(), host)
 
 
