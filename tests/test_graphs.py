@@ -633,3 +633,32 @@ def test_while_node_runs_until_a_kernel_clears_the_handle():
     exe.launch(s)  # the default value is assigned again at each launch
     s.synchronize()
     assert total.copy_to_host()[0] == n * (n + 1) // 2 + 3
+
+
+def test_memsets_on_the_stream_are_captured():
+    s = gpuhost.stream()
+    d = gpuhost.device_array(64, np.int32, stream=s)
+    out = gpuhost.pinned_array(64, np.int32)
+    value = int(rng.integers(1, 1000))
+    with gpuhost.graph_capture(s) as cap:
+        d[:] = value  # a memset on the array's stream
+        d.copy_to_host(out, stream=s)
+    assert [n.type for n in cap.graph.nodes] == ["memset", "memcpy"]
+    out[:] = 0
+    cap.graph.launch(s)
+    s.synchronize()
+    np.testing.assert_array_equal(out, np.full(64, value, np.int32))
+
+
+@pytest.mark.gpu
+def test_driver_mode_pool_allocations_become_graph_memory_nodes():
+    pool = gpuhost._core.Pool(mode="driver")
+    s = gpuhost.stream()
+    with gpuhost.graph_capture(s) as cap:
+        a = pool.allocate(1 << 20, stream=s)  # cuMemAllocAsync: captured
+        del a  # cuMemFreeAsync on the capturing stream: captured too
+    types = [n.type for n in cap.graph.nodes]
+    assert types == ["mem_alloc", "mem_free"], types
+    for _ in range(3):
+        cap.graph.launch(s)
+    s.synchronize()
