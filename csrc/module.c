@@ -166,6 +166,20 @@ release_held(gh_state *st)
     }
 }
 
+void
+gh_cleanup_defer(gh_state *st)
+{
+    st->defer_depth++;
+}
+
+void
+gh_cleanup_resume(gh_state *st)
+{
+    if (st->defer_depth > 0 && --st->defer_depth == 0) {
+        release_held(st);
+    }
+}
+
 static PyObject *
 mod_defer_cleanup_enter(PyObject *module, PyObject *Py_UNUSED(ignored))
 {

@@ -122,6 +122,12 @@ extern _Thread_local int gh_on_driver_thread;
    Never raises; a failure becomes a warning. */
 void gh_release(gh_context *ctx, uint64_t generation, gh_cu_id id, void *handle);
 
+/* Hold every gh_release until the matching gh_cleanup_resume (as a defer_cleanup() block
+   does): while gpuhost captures on a stream, a free the garbage collector triggers would
+   otherwise be a call the driver refuses during a capture, and would invalidate it. */
+void gh_cleanup_defer(gh_state *st);
+void gh_cleanup_resume(gh_state *st);
+
 /* Whether the interpreter is shutting down (a driver thread must not take the GIL). */
 static inline int
 gh_python_finalizing(void)

@@ -437,7 +437,10 @@ cache_put(gh_pool *p, block *b)
     Py_XDECREF(obj);
 }
 
-/* Driver mode: cuMemFreeAsync on the block's stream.  Never raises. */
+static gh_stream *capturing_stream(gh_pool *p, PyObject *obj);
+
+/* Driver mode: cuMemFreeAsync on the block's stream (on a capturing one, a free node of the
+   graph).  Never raises. */
 static void
 free_ordered(gh_pool *p, block *b)
 {
@@ -446,7 +449,8 @@ free_ordered(gh_pool *p, block *b)
     CUresult res;
     int pushed;
 
-    if (gh_on_driver_thread || st->defer_depth > 0 || b->backing != NULL) {
+    if (gh_on_driver_thread || b->backing != NULL ||
+        (st->defer_depth > 0 && capturing_stream(p, b->stream_obj) == NULL)) {
         free_block(p, b); /* cuMemFree, which may free stream-ordered memory, held or deferred */
         return;
     }

@@ -354,6 +354,21 @@ chunk_copied(stream_job *j, int c)
     return atomic_load_explicit(&j->remaining[c % GH_STAGE_SLOTS], memory_order_acquire) == 0;
 }
 
+/* Wait for chunk c's DMA (its event); 0 or the failure. */
+static CUresult
+wait_dma(CUevent *events, int c, gh_cu_id *failed)
+{
+    CUresult res = gh_cu.EventSynchronize(events[c % GH_STAGE_SLOTS]);
+    if (res != CUDA_SUCCESS) {
+        *failed = GH_CU_EventSynchronize;
+    }
+    return res;
+}
+
+/* Host to device.  Chunk c may be staged once the slot's previous DMA (chunk c - SLOTS)
+   finished: that one is waited for once a later DMA is queued behind it (the engine stays
+   busy) or nothing else is left to do.  Driver calls: one DMA, one record and at most one
+   wait per chunk, whatever the timing. */
 static CUresult
 drive_to_device(stream_job *j, CUstream stream, CUevent *events, gh_cu_id *failed)
 {
@@ -369,25 +384,24 @@ drive_to_device(stream_job *j, CUstream stream, CUevent *events, gh_cu_id *faile
             issued++;
             continue;
         }
-        if (open < j->nchunks && open - GH_STAGE_SLOTS < issued) { /* free the oldest slot */
-            res = gh_cu.EventQuery(events[(open - GH_STAGE_SLOTS) % GH_STAGE_SLOTS]);
+        if (help(j)) {
+            continue;
+        }
+        if (open < j->nchunks && (open - GH_STAGE_SLOTS < issued - 1 || issued == open)) {
+            res = wait_dma(events, open - GH_STAGE_SLOTS, failed);
             if (res == CUDA_SUCCESS) {
                 open_chunk(j, open++);
-                continue;
             }
-            if (res != CUDA_ERROR_NOT_READY) {
-                *failed = GH_CU_EventQuery;
-                break;
-            }
-            res = CUDA_SUCCESS;
+            continue;
         }
-        if (!help(j)) {
-            cpu_relax();
-        }
+        cpu_relax();
     }
     return res;
 }
 
+/* Device to host.  Chunk c may be copied out once its DMA landed (waited for in order);
+   its slot takes the DMA of chunk c + SLOTS once its parts are copied.  Driver calls: one
+   DMA, one record and one wait per chunk. */
 static CUresult
 drive_to_host(stream_job *j, CUstream stream, CUevent *events, gh_cu_id *failed)
 {
@@ -400,18 +414,6 @@ drive_to_host(stream_job *j, CUstream stream, CUevent *events, gh_cu_id *failed)
                         events, failed);
     }
     while (done < j->nchunks && res == CUDA_SUCCESS) {
-        if (landed < issued) { /* let the workers at a chunk whose DMA landed */
-            res = gh_cu.EventQuery(events[landed % GH_STAGE_SLOTS]);
-            if (res == CUDA_SUCCESS) {
-                atomic_store_explicit(&j->open_upto, ++landed, memory_order_release);
-                continue;
-            }
-            if (res != CUDA_ERROR_NOT_READY) {
-                *failed = GH_CU_EventQuery;
-                break;
-            }
-            res = CUDA_SUCCESS;
-        }
         if (done < landed && chunk_copied(j, done)) { /* its slot is free: the next DMA */
             done++;
             if (issued < j->nchunks) {
@@ -423,9 +425,17 @@ drive_to_host(stream_job *j, CUstream stream, CUevent *events, gh_cu_id *failed)
             }
             continue;
         }
-        if (!help(j)) {
-            cpu_relax();
+        if (help(j)) {
+            continue;
         }
+        if (landed < issued) { /* let the workers at the next chunk once its DMA landed */
+            res = wait_dma(events, landed, failed);
+            if (res == CUDA_SUCCESS) {
+                atomic_store_explicit(&j->open_upto, ++landed, memory_order_release);
+            }
+            continue;
+        }
+        cpu_relax();
     }
     return res;
 }

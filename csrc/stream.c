@@ -735,6 +735,7 @@ stream_begin_capture(gh_stream *self, PyObject *args, PyObject *kwargs)
     }
     self->capture = keep;
     self->capture_kernels = kernels;
+    gh_cleanup_defer(gh_state_of_type(Py_TYPE(self))); /* frees wait for the capture's end */
     Py_RETURN_NONE;
 }
 
@@ -750,6 +751,9 @@ stream_end_capture(gh_stream *self, PyObject *Py_UNUSED(ignored))
         return NULL;
     }
     res = gh_cu.StreamEndCapture(self->handle, &handle);
+    if (keep != NULL) {
+        gh_cleanup_resume(gh_state_of_type(Py_TYPE(self)));
+    }
     self->capture = self->capture_kernels = NULL;
     if (gh_context_leave(self->context, pushed) < 0) {
         graph = NULL;
@@ -862,6 +866,9 @@ stream_dealloc(gh_stream *self)
     gh_context *ctx = self->context;
     if (self->kind == GH_STREAM_OWNED) {
         gh_release(ctx, self->generation, GH_CU_StreamDestroy, self->handle);
+    }
+    if (self->capture != NULL) { /* never ended: its deferral ends here */
+        gh_cleanup_resume(gh_state_of_type(tp));
     }
     Py_XDECREF(self->capture);
     Py_XDECREF(self->capture_kernels);

@@ -662,3 +662,22 @@ def test_driver_mode_pool_allocations_become_graph_memory_nodes():
     for _ in range(3):
         cap.graph.launch(s)
     s.synchronize()
+
+
+@pytest.mark.fake
+def test_frees_wait_for_the_end_of_a_capture(fake):
+    # A free the garbage collector triggers during a capture would be a call the driver
+    # refuses then (and the capture invalidated): gpuhost holds it until end_capture().
+    s = gpuhost.stream()
+    other = gpuhost.stream()
+    pinned = gpuhost.pinned_array(1 << 20, np.uint8)
+    gc.collect()
+    streams, hosts = fake.live("streams"), fake.live("host_allocations")
+    s.begin_capture()
+    del other, pinned
+    gc.collect()
+    assert fake.live("streams") == streams
+    graph = s.end_capture()
+    assert isinstance(graph, gpuhost.Graph)
+    assert fake.live("streams") == streams - 1
+    assert fake.live("host_allocations") <= hosts

@@ -131,25 +131,41 @@ def test_the_ring_survives_a_context_reset():
 
 
 @pytest.mark.fake
-def test_a_failing_event_query_stops_the_stream_of_parts(fake):
-    # More chunks than slots, both ways: the driving thread waits on the slots' events
-    # while the workers stream through the parts; a failing query stops them all.
+def test_a_failing_wait_stops_the_stream_of_parts(fake):
+    # More chunks than slots, both ways: the driving thread waits for the slots' DMAs
+    # while the workers stream through the parts; a failing wait stops them all, and the
+    # ring works again after.
     host = random_bytes(CHUNK * 20 + 17)
     dev = gpuhost.device_array(host.size, np.uint8)
-    for direction in ("htod", "dtoh"):
-        fake.gate_close()  # the DMAs wait: the first queries answer "not ready"
-        fake.fail("cuEventQuery", 999, nth=1, times=1)
+    for direction, nth in (("htod", 3), ("dtoh", 5)):
+        fake.gate_close()  # the DMAs wait: workers and driver wait with them
+        fake.fail("cuEventSynchronize", 999, nth=nth, times=1)
         threading.Timer(0.05, fake.gate_open).start()
         with pytest.raises(CudaAPIError) as info:
             if direction == "htod":
                 dev.copy_to_device(host)
             else:
                 dev.copy_to_host()
-        assert info.value.call == "cuEventQuery"
+        assert info.value.call == "cuEventSynchronize"
         fake.clear_faults()
         fake.gate_open()
     dev.copy_to_device(host)
     np.testing.assert_array_equal(dev.copy_to_host(), host)
+
+
+@pytest.mark.fake
+def test_a_staged_copy_makes_a_bounded_number_of_driver_calls(fake):
+    # One DMA, one record and at most one wait per chunk, however the threads are timed
+    # (the fault sweep fails each call in turn: the count must not depend on timing).
+    n = CHUNK * 20 + 17
+    host = random_bytes(n)
+    dev = gpuhost.device_array(n, np.uint8)
+    chunks = dma_count(n)
+    for copy in (lambda: dev.copy_to_device(host), lambda: dev.copy_to_host()):
+        waits, records = fake.calls("cuEventSynchronize"), fake.calls("cuEventRecord")
+        copy()
+        assert fake.calls("cuEventRecord") - records == chunks
+        assert fake.calls("cuEventSynchronize") - waits <= chunks + SLOTS
 
 
 @pytest.mark.parametrize("chunks", [1, 8, 9, 33])
