@@ -846,7 +846,10 @@ take_slow(gh_pool *p, size_t size, const key *k)
     int failed = 0, bin = p->mode == MODE_CACHE ? bin_of(size) : 0;
     block *b = NULL;
 
-    if (p->mode == MODE_CACHE && (b = steal(p, bin, k, &failed)) != NULL) {
+    /* No stealing for a stream gpuhost captures on: ordering it after another stream's
+       work is a dependency on work outside the capture, which the driver refuses. */
+    if (p->mode == MODE_CACHE && capturing_stream(p, k->obj) == NULL &&
+        (b = steal(p, bin, k, &failed)) != NULL) {
         b->stream = k->stream; /* it belongs to k's stream now */
         b->tid = k->tid;
         p->used_bytes += b->size;

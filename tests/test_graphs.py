@@ -681,3 +681,19 @@ def test_frees_wait_for_the_end_of_a_capture(fake):
     assert isinstance(graph, gpuhost.Graph)
     assert fake.live("streams") == streams - 1
     assert fake.live("host_allocations") <= hosts
+
+
+def test_a_capture_never_takes_blocks_cached_for_other_streams():
+    # A block cached on another (busy) stream would have to be ordered after that stream's
+    # work: a dependency outside the capture, which the driver refuses.  The pool gives the
+    # capture fresh memory instead.
+    other, s = gpuhost.stream(), gpuhost.stream()
+    size = 12288 + int(rng.integers(1, 1024))
+    cached = gpuhost.device_array(size, np.uint8, stream=other)
+    cached_ptr = cached.device_ctypes_pointer.value
+    del cached  # now cached on `other`'s lane
+    gc.collect()
+    with gpuhost.graph_capture(s) as cap:
+        mine = gpuhost.device_array(size, np.uint8, stream=s)
+        assert mine.device_ctypes_pointer.value != cached_ptr
+    assert isinstance(cap.graph, gpuhost.Graph)
