@@ -35,17 +35,26 @@ gh_graph_leave_check(gh_graph *g, int pushed, CUresult res, gh_cu_id id)
     return gh_check(res, id);
 }
 
-/* Add the kernels of list `from` missing from list `to`; 0 or -1. */
+int
+gh_graph_add_kernel(PyObject *list, PyObject *kernel)
+{
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    if (n > 0 && PyList_GET_ITEM(list, n - 1) == kernel) {
+        return 0; /* the common loop: the same kernel again */
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (PyList_GET_ITEM(list, i) == kernel) {
+            return 0;
+        }
+    }
+    return PyList_Append(list, kernel);
+}
+
 int
 gh_graph_add_kernels(PyObject *to, PyObject *from)
 {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(from); i++) {
-        PyObject *k = PyList_GET_ITEM(from, i);
-        int has = 0;
-        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(to) && !has; j++) {
-            has = PyList_GET_ITEM(to, j) == k;
-        }
-        if (!has && PyList_Append(to, k) < 0) {
+        if (gh_graph_add_kernel(to, PyList_GET_ITEM(from, i)) < 0) {
             return -1;
         }
     }
@@ -389,17 +398,8 @@ node_added(gh_graph *self, CUresult res, gh_cu_id id, int pushed, CUgraphNode *d
     if (obj != NULL && PyList_Append(self->keep, obj) < 0) {
         return NULL;
     }
-    if (kernel != NULL) {
-        PyObject *one = PyList_New(1);
-        int err = one == NULL;
-        if (one != NULL) {
-            PyList_SET_ITEM(one, 0, Py_NewRef(kernel));
-            err = gh_graph_add_kernels(self->kernels, one) < 0;
-            Py_DECREF(one);
-        }
-        if (err) {
-            return NULL;
-        }
+    if (kernel != NULL && gh_graph_add_kernel(self->kernels, kernel) < 0) {
+        return NULL;
     }
     return gh_graphnode_new(self, handle, kernel);
 }

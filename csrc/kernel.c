@@ -58,23 +58,6 @@ launch_any(gh_kernel *k, const launch_dims *d, CUstream stream, void **params)
                               d->block[1], d->block[2], d->shared, stream, params, NULL);
 }
 
-/* A launch went into the capture of stream s: its graph will check k's module. */
-static int
-note_captured(gh_stream *s, gh_kernel *k)
-{
-    PyObject *list = s->capture_kernels;
-    Py_ssize_t n = PyList_GET_SIZE(list);
-    if (n > 0 && PyList_GET_ITEM(list, n - 1) == (PyObject *)k) {
-        return 0; /* the common loop: the same kernel again */
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (PyList_GET_ITEM(list, i) == (PyObject *)k) {
-            return 0;
-        }
-    }
-    return PyList_Append(list, (PyObject *)k);
-}
-
 static PyObject *
 kernel_launch(gh_kernel *k, const launch_dims *d, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -129,7 +112,9 @@ kernel_launch(gh_kernel *k, const launch_dims *d, PyObject *const *args, Py_ssiz
     if (d->stream != NULL && Py_IS_TYPE(d->stream, st->StreamType)) {
         gh_stream *s = (gh_stream *)d->stream;
         s->launched = 1;
-        if (s->capture_kernels != NULL && note_captured(s, k) < 0) {
+        /* launched into a capture: its graph will check k's module before each launch */
+        if (s->capture_kernels != NULL &&
+            gh_graph_add_kernel(s->capture_kernels, (PyObject *)k) < 0) {
             goto done;
         }
     }

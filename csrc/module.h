@@ -430,7 +430,9 @@ int gh_graph_init_type(PyObject *module, gh_state *st);
    failure the handle is destroyed. */
 PyObject *gh_graph_wrap(gh_state *st, gh_context *ctx, CUgraph handle, PyObject *keep,
                         PyObject *kernels);
-/* Add the items of list `from` missing from list `to`; 0 or -1. */
+/* Add `kernel` to list `list` (a graph's or a capture's Kernels) unless it is there, and
+   the items of list `from` missing from list `to`; 0 or -1. */
+int gh_graph_add_kernel(PyObject *list, PyObject *kernel);
 int gh_graph_add_kernels(PyObject *to, PyObject *from);
 /* The host function of graph host nodes and captured host functions: `data` is a
    (fn,) or (fn, arg) tuple the graph keeps; fn() or fn(arg) runs with the GIL. */

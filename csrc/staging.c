@@ -26,7 +26,6 @@
 
 #define GH_STAGE_MAX_SLOTS   16
 #define GH_STAGE_MAX_THREADS 16
-#define GH_STAGE_MIN_PART    ((size_t)256 << 10)
 
 /* The ring's shape: GPUHOST_STAGE_SLOTS chunks (default 8) of GPUHOST_STAGE_CHUNK_MB MiB
    (default 4), read once.  tools/staging_sweep.py varies them: on the H100 machine (16
@@ -34,11 +33,18 @@
    0.4-0.7 of the pinned bandwidth host to device. */
 static int stage_slots = 8;
 static size_t stage_chunk = (size_t)4 << 20;
-#define GH_STAGE_SLOTS stage_slots
-#define GH_STAGE_CHUNK stage_chunk
 
+/* Device-to-host copies write the user's memory with the CPU's streaming (non-temporal)
+   stores where it has them: each byte is written once and not read back here, so the
+   stores skip the read-for-ownership of the destination and leave the caches alone.
+   Host-to-device copies keep ordinary stores: the slot they fill is read next by the DMA
+   engine, which finds it in the last-level cache.  GPUHOST_STAGE_NT=0 turns streaming
+   stores off, =2 uses them both ways (for tools/staging_sweep.py). */
+static int stream_stores = 1; /* 0 never, 1 device-to-host, 2 both ways */
+
+/* The ring's shape and the stores, from the environment, once (before the ring is made). */
 static void
-read_shape(void)
+read_settings(void)
 {
     const char *env = getenv("GPUHOST_STAGE_SLOTS");
     long v = env && *env ? strtol(env, NULL, 10) : 0;
@@ -50,15 +56,9 @@ read_shape(void)
     if (v >= 1 && v <= 256) {
         stage_chunk = (size_t)v << 20;
     }
+    env = getenv("GPUHOST_STAGE_NT");
+    stream_stores = env && *env ? (int)strtol(env, NULL, 10) : 1;
 }
-
-/* Device-to-host copies write the user's memory with the CPU's streaming (non-temporal)
-   stores where it has them: each byte is written once and not read back here, so the
-   stores skip the read-for-ownership of the destination and leave the caches alone.
-   Host-to-device copies keep ordinary stores: the slot they fill is read next by the DMA
-   engine, which finds it in the last-level cache.  GPUHOST_STAGE_NT=0 turns streaming
-   stores off, =2 uses them both ways (for tools/staging_sweep.py). */
-static int stream_stores = 1; /* 0 never, 1 device-to-host, 2 both ways */
 
 static void
 copy_bytes(char *dst, const char *src, size_t n, int to_host)
@@ -160,7 +160,7 @@ start_workers(void)
 /* ---- the ring ---- */
 
 static pthread_mutex_t stage_lock = PTHREAD_MUTEX_INITIALIZER;
-static char *ring;                      /* GH_STAGE_SLOTS chunks, page-aligned, never freed */
+static char *ring;                      /* stage_slots chunks, page-aligned, never freed */
 static char *slots[GH_STAGE_MAX_SLOTS]; /* into ring */
 
 /* The ring allocated and pinned; 0, or the CUresult that failed.  The memory is ours
@@ -170,21 +170,21 @@ static char *slots[GH_STAGE_MAX_SLOTS]; /* into ring */
 static CUresult
 ensure_ring(gh_cu_id *failed)
 {
-    size_t size = (size_t)GH_STAGE_SLOTS * GH_STAGE_CHUNK;
+    size_t size;
     unsigned int type = 0;
     CUresult res;
     if (ring == NULL) {
-        const char *nt = getenv("GPUHOST_STAGE_NT");
-        stream_stores = nt && *nt ? (int)strtol(nt, NULL, 10) : 1;
-        read_shape();
-        size = (size_t)GH_STAGE_SLOTS * GH_STAGE_CHUNK;
+        read_settings();
+    }
+    size = (size_t)stage_slots * stage_chunk;
+    if (ring == NULL) {
         ring = aligned_alloc(4096, size);
         if (ring == NULL) {
             *failed = GH_CU_MemHostRegister;
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
-        for (int s = 0; s < GH_STAGE_SLOTS; s++) {
-            slots[s] = ring + (size_t)s * GH_STAGE_CHUNK;
+        for (int s = 0; s < stage_slots; s++) {
+            slots[s] = ring + (size_t)s * stage_chunk;
         }
     }
     if (gh_cu.PointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)ring) !=
@@ -230,14 +230,14 @@ static CUresult
 chunk_dma(int to_host, CUdeviceptr dptr, size_t off, size_t len, int i, CUstream stream,
           CUevent *events, gh_cu_id *failed)
 {
-    char *slot = slots[i % GH_STAGE_SLOTS];
+    char *slot = slots[i % stage_slots];
     CUresult res;
     *failed = to_host ? GH_CU_MemcpyDtoHAsync : GH_CU_MemcpyHtoDAsync;
     res = to_host ? gh_cu.MemcpyDtoHAsync(slot, dptr + off, len, stream)
                   : gh_cu.MemcpyHtoDAsync(dptr + off, slot, len, stream);
     if (res == CUDA_SUCCESS) {
         *failed = GH_CU_EventRecord;
-        res = gh_cu.EventRecord(events[i % GH_STAGE_SLOTS], stream);
+        res = gh_cu.EventRecord(events[i % stage_slots], stream);
     }
     return res;
 }
@@ -296,7 +296,7 @@ stream_part(stream_job *j, long g)
     size_t off = (size_t)(g % j->parts_per_chunk) * GH_STAGE_PART, len = chunk_len(j, c);
     if (off < len) {
         char *host = j->host + (size_t)c * j->chunk + off;
-        char *slot = slots[c % GH_STAGE_SLOTS] + off;
+        char *slot = slots[c % stage_slots] + off;
         len = len - off < GH_STAGE_PART ? len - off : GH_STAGE_PART;
         if (j->to_host) {
             copy_bytes(host, slot, len, 1);
@@ -305,7 +305,7 @@ stream_part(stream_job *j, long g)
             copy_bytes(slot, host, len, 0);
         }
     }
-    atomic_fetch_sub_explicit(&j->remaining[c % GH_STAGE_SLOTS], 1, memory_order_release);
+    atomic_fetch_sub_explicit(&j->remaining[c % stage_slots], 1, memory_order_release);
 }
 
 /* A worker: parts in order until none is left (or the copy failed). */
@@ -343,22 +343,21 @@ help(stream_job *j)
 static void
 open_chunk(stream_job *j, int c)
 {
-    atomic_store_explicit(&j->remaining[c % GH_STAGE_SLOTS], j->parts_per_chunk,
-                          memory_order_relaxed);
+    atomic_store_explicit(&j->remaining[c % stage_slots], j->parts_per_chunk, memory_order_relaxed);
     atomic_store_explicit(&j->open_upto, c + 1, memory_order_release);
 }
 
 static int
 chunk_copied(stream_job *j, int c)
 {
-    return atomic_load_explicit(&j->remaining[c % GH_STAGE_SLOTS], memory_order_acquire) == 0;
+    return atomic_load_explicit(&j->remaining[c % stage_slots], memory_order_acquire) == 0;
 }
 
 /* Wait for chunk c's DMA (its event); 0 or the failure. */
 static CUresult
 wait_dma(CUevent *events, int c, gh_cu_id *failed)
 {
-    CUresult res = gh_cu.EventSynchronize(events[c % GH_STAGE_SLOTS]);
+    CUresult res = gh_cu.EventSynchronize(events[c % stage_slots]);
     if (res != CUDA_SUCCESS) {
         *failed = GH_CU_EventSynchronize;
     }
@@ -374,7 +373,7 @@ drive_to_device(stream_job *j, CUstream stream, CUevent *events, gh_cu_id *faile
 {
     int issued = 0, open = 0;
     CUresult res = CUDA_SUCCESS;
-    while (open < j->nchunks && open < GH_STAGE_SLOTS) {
+    while (open < j->nchunks && open < stage_slots) {
         open_chunk(j, open++);
     }
     while (issued < j->nchunks && res == CUDA_SUCCESS) {
@@ -387,8 +386,8 @@ drive_to_device(stream_job *j, CUstream stream, CUevent *events, gh_cu_id *faile
         if (help(j)) {
             continue;
         }
-        if (open < j->nchunks && (open - GH_STAGE_SLOTS < issued - 1 || issued == open)) {
-            res = wait_dma(events, open - GH_STAGE_SLOTS, failed);
+        if (open < j->nchunks && (open - stage_slots < issued - 1 || issued == open)) {
+            res = wait_dma(events, open - stage_slots, failed);
             if (res == CUDA_SUCCESS) {
                 open_chunk(j, open++);
             }
@@ -407,8 +406,8 @@ drive_to_host(stream_job *j, CUstream stream, CUevent *events, gh_cu_id *failed)
 {
     int issued = 0, landed = 0, done = 0;
     CUresult res = CUDA_SUCCESS;
-    for (; issued < j->nchunks && issued < GH_STAGE_SLOTS && res == CUDA_SUCCESS; issued++) {
-        atomic_store_explicit(&j->remaining[issued % GH_STAGE_SLOTS], j->parts_per_chunk,
+    for (; issued < j->nchunks && issued < stage_slots && res == CUDA_SUCCESS; issued++) {
+        atomic_store_explicit(&j->remaining[issued % stage_slots], j->parts_per_chunk,
                               memory_order_relaxed);
         res = chunk_dma(1, j->dptr, (size_t)issued * j->chunk, chunk_len(j, issued), issued, stream,
                         events, failed);
@@ -417,7 +416,7 @@ drive_to_host(stream_job *j, CUstream stream, CUevent *events, gh_cu_id *failed)
         if (done < landed && chunk_copied(j, done)) { /* its slot is free: the next DMA */
             done++;
             if (issued < j->nchunks) {
-                atomic_store_explicit(&j->remaining[issued % GH_STAGE_SLOTS], j->parts_per_chunk,
+                atomic_store_explicit(&j->remaining[issued % stage_slots], j->parts_per_chunk,
                                       memory_order_relaxed);
                 res = chunk_dma(1, j->dptr, (size_t)issued * j->chunk, chunk_len(j, issued), issued,
                                 stream, events, failed);
@@ -453,10 +452,10 @@ staged_stream(int to_host, char *host, CUdeviceptr dptr, size_t nbytes, CUstream
     /* At least two slots' worth of chunks, so that copying and DMA overlap even for a copy
        of a few MiB; whole parts, and no more than a slot holds. */
     j.chunk =
-        (nbytes / (2 * (size_t)GH_STAGE_SLOTS) + GH_STAGE_PART - 1) / GH_STAGE_PART * GH_STAGE_PART;
-    j.chunk = j.chunk < GH_STAGE_PART    ? GH_STAGE_PART
-              : j.chunk > GH_STAGE_CHUNK ? GH_STAGE_CHUNK
-                                         : j.chunk;
+        (nbytes / (2 * (size_t)stage_slots) + GH_STAGE_PART - 1) / GH_STAGE_PART * GH_STAGE_PART;
+    j.chunk = j.chunk < GH_STAGE_PART ? GH_STAGE_PART
+              : j.chunk > stage_chunk ? stage_chunk
+                                      : j.chunk;
     j.nchunks = (int)((nbytes + j.chunk - 1) / j.chunk);
     j.parts_per_chunk = (int)((j.chunk + GH_STAGE_PART - 1) / GH_STAGE_PART);
     j.total_parts = (long)j.nchunks * j.parts_per_chunk;
@@ -516,7 +515,7 @@ gh_staged_copy(int to_host, void *host, CUdeviceptr dptr, size_t nbytes, CUstrea
         return res;
     }
     res = CUDA_SUCCESS;
-    for (int s = 0; s < GH_STAGE_SLOTS && res == CUDA_SUCCESS; s++) {
+    for (int s = 0; s < stage_slots && res == CUDA_SUCCESS; s++) {
         *failed = GH_CU_EventCreate;
         res = gh_cu.EventCreate(&events[s], CU_EVENT_DISABLE_TIMING);
     }
@@ -524,7 +523,7 @@ gh_staged_copy(int to_host, void *host, CUdeviceptr dptr, size_t nbytes, CUstrea
         res = staged_stream(to_host, host, dptr, nbytes, stream, events, failed);
     }
     /* The slots must be idle before the next copy uses them, error or not. */
-    for (int s = 0; s < GH_STAGE_SLOTS; s++) {
+    for (int s = 0; s < stage_slots; s++) {
         if (events[s] != NULL) {
             CUresult r = gh_cu.EventSynchronize(events[s]);
             if (res == CUDA_SUCCESS && r != CUDA_SUCCESS) {

@@ -23,6 +23,7 @@ import contextlib
 import numpy as np
 
 from . import _core
+from ._arrays import _contiguous_strides
 
 __all__ = ["Graph", "GraphExec", "GraphNode", "graph_capture"]
 
@@ -74,7 +75,7 @@ def _span(obj, what):
         shape, typestr = tuple(cai["shape"]), cai["typestr"]
         itemsize = np.dtype(typestr).itemsize
         strides = cai.get("strides")
-        if strides is not None and tuple(strides) != _c_strides(shape, itemsize):
+        if strides is not None and tuple(strides) != _contiguous_strides(shape, itemsize):
             raise ValueError("%s must be C-contiguous for a graph node" % what)
         return int(cai["data"][0]), int(np.prod(shape, dtype=np.int64)) * itemsize
     if isinstance(obj, np.ndarray):
@@ -85,14 +86,6 @@ def _span(obj, what):
         "%s must be a device array, a NumPy array or an address (int), not %s"
         % (what, type(obj).__name__)
     )
-
-
-def _c_strides(shape, itemsize):
-    strides, step = [], itemsize
-    for n in reversed(shape):
-        strides.append(step)
-        step *= n
-    return tuple(reversed(strides))
 
 
 def _nbytes(nbytes, *sizes):

@@ -697,3 +697,34 @@ def test_a_capture_never_takes_blocks_cached_for_other_streams():
         mine = gpuhost.device_array(size, np.uint8, stream=s)
         assert mine.device_ctypes_pointer.value != cached_ptr
     assert isinstance(cap.graph, gpuhost.Graph)
+
+
+def test_graph_exec_and_node_misuse():
+    with pytest.raises(TypeError, match="takes no arguments"):
+        gpuhost.Graph(1)
+    g, other = gpuhost.Graph(), gpuhost.Graph()
+    empty = g.add_empty()
+    foreign = other.add_empty()
+    exe = g.instantiate()
+    with pytest.raises(TypeError, match="takes one argument"):
+        exe.launch(None, None)
+    with pytest.raises(TypeError, match="takes one argument"):
+        exe.launch(strean=None)
+    with pytest.raises(TypeError, match="takes a GraphNode"):
+        exe.set_kernel_args(1)
+    with pytest.raises(ValueError, match="not of the graph this was made from"):
+        exe.set_kernel_args(foreign)
+    with pytest.raises(ValueError, match="a kernel node that Graph.add_kernel"):
+        exe.set_kernel_args(empty, 1)
+    with pytest.raises(TypeError, match="add_kernel\\(\\) got an unexpected keyword"):
+        g.add_kernel(None, deps=())
+    assert empty == g.nodes[0] and empty != foreign and hash(empty) == hash(g.nodes[0])
+
+
+@pytest.mark.gpu
+def test_add_kernel_refuses_cooperative_configurations(saxpy):
+    d = gpuhost.device_array(16, np.float32)
+    g = gpuhost.Graph()
+    with pytest.raises(ValueError, match="cooperative and cluster launches are captured"):
+        g.add_kernel(saxpy.configure(1, 16, cooperative=True), np.float32(1), d, d, 16)
+    assert g.nodes == []

@@ -7,6 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int
+mode_known(CUstreamCaptureMode mode)
+{
+    return mode == CU_STREAM_CAPTURE_MODE_GLOBAL || mode == CU_STREAM_CAPTURE_MODE_THREAD_LOCAL ||
+           mode == CU_STREAM_CAPTURE_MODE_RELAXED;
+}
+
 static _Thread_local CUstreamCaptureMode fk_thread_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 
 CUresult
@@ -27,9 +34,7 @@ fk_ThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
     if (res != CUDA_SUCCESS) {
         return res;
     }
-    if (mode == NULL ||
-        (*mode != CU_STREAM_CAPTURE_MODE_GLOBAL && *mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
-         *mode != CU_STREAM_CAPTURE_MODE_RELAXED)) {
+    if (mode == NULL || !mode_known(*mode)) {
         return CUDA_ERROR_INVALID_VALUE;
     }
     fk_thread_mode = *mode;
@@ -87,8 +92,7 @@ fk_StreamBeginCapture(CUstream hStream, CUstreamCaptureMode mode)
     if (res != CUDA_SUCCESS) {
         return res;
     }
-    if (mode != CU_STREAM_CAPTURE_MODE_GLOBAL && mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
-        mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+    if (!mode_known(mode)) {
         return CUDA_ERROR_INVALID_VALUE;
     }
     fk_lock();
