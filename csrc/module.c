@@ -5,6 +5,7 @@
  * driver's function table is plain C data, shared by all.
  */
 #include "module.h"
+#include "nccl_comm.h"
 
 #define PY_ARRAY_UNIQUE_SYMBOL gh_ARRAY_API
 #include <numpy/arrayobject.h>
@@ -420,7 +421,8 @@ module_exec(PyObject *module)
         gh_memory_init_type(module, st) < 0 || gh_devicearray_init_type(module, st) < 0 ||
         gh_dlpack_init(module, st) < 0 || gh_cumodule_init_type(module, st) < 0 ||
         gh_kernel_init_type(module, st) < 0 || gh_pool_init_type(module, st) < 0 ||
-        gh_graph_init_type(module, st) < 0 || PyModule_AddFunctions(module, gh_nvtx_methods) < 0 ||
+        gh_graph_init_type(module, st) < 0 || gh_nccl_init(module, st) < 0 ||
+        PyModule_AddFunctions(module, gh_nvtx_methods) < 0 ||
         PyModule_AddFunctions(module, gh_address_methods) < 0 ||
         PyModule_AddFunctions(module, gh_program_methods) < 0 ||
         PyModule_AddFunctions(module, gh_display_methods) < 0) {
@@ -448,6 +450,7 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->GraphType);
     Py_VISIT(st->GraphExecType);
     Py_VISIT(st->GraphNodeType);
+    Py_VISIT(st->NcclCommType);
     Py_VISIT(st->default_pools);
     Py_VISIT(st->devices);
     return 0;
@@ -475,6 +478,7 @@ module_clear(PyObject *module)
     Py_CLEAR(st->GraphType);
     Py_CLEAR(st->GraphExecType);
     Py_CLEAR(st->GraphNodeType);
+    Py_CLEAR(st->NcclCommType);
     return 0;
 }
 

@@ -52,6 +52,7 @@ typedef struct {
     PyTypeObject *GraphType;
     PyTypeObject *GraphExecType;
     PyTypeObject *GraphNodeType;
+    PyTypeObject *NcclCommType;
     PyObject *devices;        /* list of Device or None, one per ordinal, made on first use */
     int defer_depth;          /* nesting of defer_cleanup() blocks */
     gh_pending_release *held; /* releases held by defer_cleanup(), n_held of cap_held */

@@ -69,6 +69,8 @@ from .errors import (
     NvrtcError,
     NvrtcSupportError,
     NvrtcWarning,
+    NcclError,
+    NcclSupportError,
 )
 
 __version__ = "0.1.0"
@@ -155,6 +157,8 @@ __all__ = [
     "NvrtcError",
     "NvrtcSupportError",
     "NvrtcWarning",
+    "NcclError",
+    "NcclSupportError",
     "CompiledCode",
     "compile",
     "compile_ptx",

@@ -1,4 +1,4 @@
-"""Where gpuhost looks for libnvrtc (DESIGN.md point 1).
+"""Where gpuhost looks for libnvrtc (DESIGN.md point 1) and libnccl.
 
 Order: GPUHOST_NVRTC (a file path; when set, the only one tried), then CUDA_HOME and
 CUDA_PATH, /usr/local/cuda, the pip wheels (nvidia-cuda-nvrtc), then the loader's default.
@@ -32,6 +32,26 @@ def nvrtc_candidates(major):
             if path not in out and os.path.exists(path):
                 out.append(path)
     out.extend(names)  # the dynamic loader's own search (LD_LIBRARY_PATH, ldconfig)
+    return out
+
+
+def nccl_candidates(major):
+    """The libnccl paths to try, in order: GPUHOST_NCCL (a file path; when set, the only one
+    tried), the nvidia-nccl-cu13 / -cu12 wheels on sys.path, CUDA_HOME / CUDA_PATH and
+    /usr/local/cuda, then the loader's default (LD_LIBRARY_PATH, ldconfig)."""
+    explicit = os.environ.get("GPUHOST_NCCL")
+    if explicit:
+        return [explicit]
+    name = "libnccl.so.%d" % major
+    wheels = [os.path.join(p, "nvidia", sub, "lib") for p in sys.path if p
+              for sub in ("nccl", "cu13", "cu12")]
+    out, seen = [], set()
+    for d in wheels + _toolkit_dirs():
+        path = os.path.join(d, name)
+        if os.path.exists(path) and os.path.realpath(path) not in seen:
+            seen.add(os.path.realpath(path))
+            out.append(path)
+    out.append(name)
     return out
 
 

@@ -15,6 +15,8 @@ __all__ = [
     "NvrtcError",
     "NvrtcSupportError",
     "NvrtcWarning",
+    "NcclError",
+    "NcclSupportError",
 ]
 
 
@@ -105,3 +107,54 @@ class NvrtcWarning(UserWarning):
 
     def __init__(self, *args):
         super().__init__(*args)
+
+
+# ncclResult_t's names, as NCCL's own messages and CuPy's NcclError spell them.
+_NCCL_RESULT_NAMES = {
+    0: "NCCL_ERROR_SUCCESS",
+    1: "NCCL_ERROR_UNHANDLED_CUDA_ERROR",
+    2: "NCCL_ERROR_SYSTEM_ERROR",
+    3: "NCCL_ERROR_INTERNAL_ERROR",
+    4: "NCCL_ERROR_INVALID_ARGUMENT",
+    5: "NCCL_ERROR_INVALID_USAGE",
+    6: "NCCL_ERROR_REMOTE_ERROR",
+    7: "NCCL_ERROR_IN_PROGRESS",
+}
+
+
+class NcclError(RuntimeError):
+    """NCCL returned an error. ``status`` is the ncclResult_t code (``name`` its name),
+    ``call`` the NCCL function (empty when not known) and ``detail`` NCCL's own last-error
+    text (ncclGetLastError), which is in the message.  ``NcclError(status)`` alone makes the
+    message from NCCL's description of the code, as CuPy's NcclError does."""
+
+    def __init__(self, status, call="", detail=""):
+        self.status = int(status)
+        self.name = _NCCL_RESULT_NAMES.get(self.status, "NCCL_ERROR_%d" % self.status)
+        self.call = call
+        self.detail = detail
+        from . import _core
+
+        text = _core._nccl_error_string(self.status) or "NCCL error %d" % self.status
+        msg = "%s: %s" % (self.name, text)
+        if call:
+            msg = "%s failed: %s" % (call, msg)
+        if detail:
+            msg += " (NCCL: %s)" % detail
+        super().__init__(msg)
+
+    def __reduce__(self):
+        return (type(self), (self.status, self.call, self.detail))
+
+
+class NcclSupportError(RuntimeError):
+    """libnccl could not be found or loaded; the message lists the paths tried (set
+    GPUHOST_NCCL, or install the nvidia-nccl-cu13 wheel)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+
+
+def _nccl_error(status, call, detail):
+    """The NcclError the C extension raises (csrc/nccl_api.c)."""
+    return NcclError(status, call, detail)

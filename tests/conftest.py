@@ -51,6 +51,8 @@ def _choose_driver():
         return "real", None
     path = fakecuda_build.build()
     os.environ["GPUHOST_CUDA_DRIVER"] = path
+    # NCCL over the fake driver is its test double (a real libnccl needs the real driver)
+    os.environ.setdefault("GPUHOST_NCCL", fakecuda_build.nccl_path())
     os.environ.setdefault("FAKECUDA_DEVICES", "2")
     return "fake", path
 

@@ -12,6 +12,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples")
 # Examples that launch kernels need a real GPU; the others also run on the fake driver.
 KERNELS = {"saxpy.py", "two_streams.py", "event_timing.py", "interop_cupy_torch.py"}
+HOST_ONLY = {"pinned_memory.py", "allreduce.py"}  # allreduce: NCCL (fakenccl on the fake)
 
 
 def run_example(name, timeout=300):
@@ -23,10 +24,10 @@ def run_example(name, timeout=300):
 
 def test_every_example_is_tested():
     names = {n for n in os.listdir(EXAMPLES) if n.endswith(".py")}
-    assert names == KERNELS | {"pinned_memory.py"}
+    assert names == KERNELS | HOST_ONLY
 
 
-@pytest.mark.parametrize("name", sorted(KERNELS | {"pinned_memory.py"}))
+@pytest.mark.parametrize("name", sorted(KERNELS | HOST_ONLY))
 def test_example_runs_and_checks_itself(name):
     if name in KERNELS and DRIVER != "real":
         pytest.skip("launches kernels: needs a real GPU (running on the fake driver)")

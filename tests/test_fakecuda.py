@@ -2633,7 +2633,8 @@ def test_concurrent_builds_all_get_a_whole_library(tmp_path):
     results = [p.communicate(timeout=120) for p in procs]
     assert [(p.returncode, out.strip()) for p, (out, _) in zip(procs, results)] == \
         [(0, "ok")] * 4, [err for _, err in results]
-    assert sorted(os.listdir(tmp_path)) == ["libfakecuda.so", "libfakecuda.so.cmd"]
+    assert sorted(os.listdir(tmp_path)) == ["libfakecuda.so", "libfakecuda.so.cmd",
+                                            "libfakenccl.so.2", "libfakenccl.so.2.cmd"]
 
 
 def test_missing_cuda_headers_are_a_clear_error(monkeypatch, tmp_path):

@@ -1,7 +1,7 @@
 """Run CuPy's own tests of cupy.cuda's host API against gpuhost.compat.cupy.
 
 CuPy's test modules (tests/cupy_tests/cuda_tests/: test_device, test_stream, test_memory,
-test_pinned_memory, test_nvtx, test_profile) are read from a CuPy source tree and copied
+test_pinned_memory, test_nvtx, test_profile, test_nccl) are read from a CuPy source tree and copied
 to a scratch folder with their imports rewritten, and nothing else:
   - ``from cupy import cuda`` becomes ``from gpuhost.compat import cupy as cuda``;
   - ``from cupy.cuda import X`` takes X from gpuhost.compat.cupy when it offers it;
@@ -43,7 +43,7 @@ import tempfile
 from suite_port import CallGraphClassifier, alias_text, report, summarize
 
 MODULES = ["test_device.py", "test_stream.py", "test_memory.py", "test_pinned_memory.py",
-           "test_nvtx.py", "test_profile.py"]
+           "test_nvtx.py", "test_profile.py", "test_nccl.py"]
 TESTS_DIR = os.path.join("tests", "cupy_tests", "cuda_tests")
 # cupy.testing's helpers that are test infrastructure (markers, parameterization, warning
 # checks); its other names make or compare CuPy arrays.
@@ -60,9 +60,10 @@ sys.path.insert(0, REPO)
 def compat():
     """gpuhost.compat.cupy and its submodules, by the name CuPy's tests use for each."""
     import gpuhost.compat.cupy as c
+    import gpuhost.compat.cupy.nccl  # noqa: F401  (a submodule imported on demand, as CuPy's)
 
     mods = {"cuda": c}
-    for name in ("device", "driver", "memory", "nvtx", "pinned_memory", "profiler",
+    for name in ("device", "driver", "memory", "nvtx", "nccl", "pinned_memory", "profiler",
                  "runtime", "stream"):
         mods[name] = getattr(c, name)
     return mods

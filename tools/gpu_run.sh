@@ -15,11 +15,13 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
 python3 --version
 
 # The GPU machine has no internet: test dependencies it lacks (hypothesis) come as wheels
-# carried in .wheels/ (pip download hypothesis -d .wheels --python-version 3.12
+# carried in .wheels/ (pip download hypothesis ml_dtypes -d .wheels --python-version 3.12
 # --only-binary=:all:).
-if [ -d .wheels ] && ! python3 -c "import hypothesis" 2>/dev/null; then
-    python3 -m pip install -q --no-index --find-links .wheels hypothesis
-fi
+for dep in hypothesis ml_dtypes; do
+    if [ -d .wheels ] && ! python3 -c "import $dep" 2>/dev/null; then
+        python3 -m pip install -q --no-index --find-links .wheels "$dep"
+    fi
+done
 
 echo "=== build"
 python3 setup.py build_ext --inplace >"$OUT/build.log" 2>&1 || { cat "$OUT/build.log"; exit 1; }

@@ -1,6 +1,8 @@
-"""Build libfakecuda.so, the test double of libcuda, when it is out of date.
+"""Build libfakecuda.so, the test double of libcuda, and libfakenccl.so.2, the test double of
+libnccl (tests/fakecuda/fakenccl/), when they are out of date.
 
-build() is what tests/conftest.py calls; `python3 tests/fakecuda/build.py [OUT_DIR]` builds
+build() is what tests/conftest.py calls (it builds both, and returns the fake driver's path;
+nccl_path() names the other); `python3 tests/fakecuda/build.py [OUT_DIR]` builds
 and prints the library's path.  The C compiler is $CC (default cc); $FAKECUDA_CFLAGS adds
 flags (sanitizers); $FAKECUDA_BUILD_DIR moves the default output folder (a sanitizer
 build beside the plain one).  The library is rebuilt when a source (tests/fakecuda/*.c, *.h,
@@ -21,6 +23,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 CSRC = os.path.join(ROOT, "csrc")
 LIB_NAME = "libfakecuda.so"
+NCCL_NAME = "libfakenccl.so.2"
+NCCL_SOURCES = [os.path.join(HERE, "fakenccl", "fakenccl.c")]
 
 # Frame pointers: fakecuda_take_fault_site() walks the library's own frames to its caller.
 CFLAGS = ["-std=c11", "-O1", "-g", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden",
@@ -58,23 +62,28 @@ def dependencies():
             + [os.path.join(CSRC, "cuda_api.h"), os.path.join(CSRC, "cuda_errors.h")])
 
 
-def compile_command(output):
-    """The compiler's argv writing the library to `output`."""
+def nccl_dependencies():
+    """Every file whose change makes libfakenccl out of date."""
+    return NCCL_SOURCES + [os.path.join(CSRC, "nccl_api.h")]
+
+
+def compile_command(output, srcs=None):
+    """The compiler's argv writing the library (default: the fake driver) to `output`."""
     cc = shlex.split(os.environ.get("CC") or "cc")
     extra = shlex.split(os.environ.get("FAKECUDA_CFLAGS", ""))
     includes = [arg for d in cuda_include_dirs() for arg in ("-I", d)]
     return (cc + CFLAGS + WARNINGS + ["-I", CSRC, "-I", HERE] + includes
-            + extra + sources() + ["-o", output])
+            + extra + (srcs or sources()) + ["-o", output, "-lm"])
 
 
-def _up_to_date(lib, stamp, command):
+def _up_to_date(lib, stamp, command, deps):
     try:
         built = os.stat(lib).st_mtime
         with open(stamp) as f:
             same_command = f.read() == command
     except OSError:
         return False
-    return same_command and all(os.stat(dep).st_mtime <= built for dep in dependencies())
+    return same_command and all(os.stat(dep).st_mtime <= built for dep in deps)
 
 
 def _temp_name(path):
@@ -90,21 +99,34 @@ def _write_atomically(path, text):
     os.replace(tmp, path)
 
 
+def _out_dir(out_dir):
+    return os.path.abspath(out_dir or os.environ.get("FAKECUDA_BUILD_DIR")
+                           or os.path.join(HERE, "build"))
+
+
+def nccl_path(out_dir=None):
+    """Where build() puts libfakenccl.so.2."""
+    return os.path.join(_out_dir(out_dir), NCCL_NAME)
+
+
 def build(out_dir=None):
-    """Compile the library into out_dir (default $FAKECUDA_BUILD_DIR, else
-    tests/fakecuda/build/) unless it is up to date; return its absolute path.  Raises
-    BuildError if it cannot be built."""
-    out_dir = os.path.abspath(out_dir or os.environ.get("FAKECUDA_BUILD_DIR")
-                              or os.path.join(HERE, "build"))
-    lib = os.path.join(out_dir, LIB_NAME)
+    """Compile both libraries into out_dir (default $FAKECUDA_BUILD_DIR, else
+    tests/fakecuda/build/) unless they are up to date; return the fake driver's absolute
+    path.  Raises BuildError if one cannot be built."""
+    out_dir = _out_dir(out_dir)
+    _build_one(nccl_path(out_dir), NCCL_SOURCES, nccl_dependencies())
+    return _build_one(os.path.join(out_dir, LIB_NAME), sources(), dependencies())
+
+
+def _build_one(lib, srcs, deps):
     stamp = lib + ".cmd"  # the command the library was built with
-    command = shlex.join(compile_command(lib))
-    if _up_to_date(lib, stamp, command):
+    command = shlex.join(compile_command(lib, srcs))
+    if _up_to_date(lib, stamp, command, deps):
         return lib
-    os.makedirs(out_dir, exist_ok=True)
+    os.makedirs(os.path.dirname(lib), exist_ok=True)
     tmp = _temp_name(lib)
     try:
-        argv = compile_command(tmp)
+        argv = compile_command(tmp, srcs)
         try:
             proc = subprocess.run(argv, capture_output=True, text=True)
         except FileNotFoundError:

@@ -1,0 +1,539 @@
+/* gpuhost._core.NcclCommunicator: one rank of an NCCL communicator on one device: making
+ * one (a rank of many processes, init_all, split), its attributes, its end.  The collectives
+ * are in nccl_collectives.c.  Calls that can wait (init, destroy) run without the GIL.
+ */
+#include "module.h"
+#include "nccl_comm.h"
+
+#include <string.h>
+
+static void comm_dealloc(gh_nccl_comm *self);
+
+/* The module state, from the Communicator type or a Python subclass of it (whose own type
+   has no module: the state is the C base's). */
+gh_state *
+gh_nccl_comm_state(PyTypeObject *tp)
+{
+    while (tp->tp_dealloc != (destructor)comm_dealloc && tp->tp_base != NULL) {
+        tp = tp->tp_base;
+    }
+    return gh_state_of_type(tp);
+}
+
+/* ---- life ---- */
+
+/* ncclCommDestroy (abort = 0) or ncclCommAbort, without the GIL; the handle is gone after
+   either, whatever it returned.  A destroy that failed is followed by an abort, which frees
+   what the communicator holds; the destroy's result is returned. */
+static gh_ncclResult_t
+end_comm(gh_nccl_comm *self, int abort)
+{
+    gh_ncclComm_t comm = self->comm;
+    gh_ncclResult_t res;
+    self->comm = NULL;
+    self->ended = abort ? 2 : 1;
+    Py_BEGIN_ALLOW_THREADS
+    res = abort ? gh_nccl.CommAbort(comm) : gh_nccl.CommDestroy(comm);
+    if (!abort && res != GH_ncclSuccess) {
+        gh_nccl.CommAbort(comm);
+    }
+    Py_END_ALLOW_THREADS
+    return res;
+}
+
+static PyObject *
+comm_destroy(gh_nccl_comm *self, PyObject *unused)
+{
+    gh_ncclResult_t res;
+    (void)unused;
+    if (self->comm == NULL) {
+        Py_RETURN_NONE;
+    }
+    if ((res = end_comm(self, 0)) != GH_ncclSuccess) {
+        return gh_raise_nccl(res, GH_NCCL_CommDestroy, NULL), NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+comm_abort(gh_nccl_comm *self, PyObject *unused)
+{
+    gh_ncclResult_t res;
+    (void)unused;
+    if (self->comm == NULL) {
+        Py_RETURN_NONE;
+    }
+    if ((res = end_comm(self, 1)) != GH_ncclSuccess) {
+        return gh_raise_nccl(res, GH_NCCL_CommAbort, NULL), NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+comm_check_async_error(gh_nccl_comm *self, PyObject *unused)
+{
+    gh_ncclResult_t res, async = GH_ncclSuccess;
+    (void)unused;
+    if (gh_nccl_comm_live(self, "check_async_error") < 0) {
+        return NULL;
+    }
+    res = gh_nccl.CommGetAsyncError(self->comm, &async);
+    if (res != GH_ncclSuccess) {
+        return gh_raise_nccl(res, GH_NCCL_CommGetAsyncError, self->comm), NULL;
+    }
+    if (async != GH_ncclSuccess && async != GH_ncclInProgress) {
+        return gh_raise_nccl(async, GH_NCCL_CommGetAsyncError, self->comm), NULL;
+    }
+    return PyBool_FromLong(async == GH_ncclInProgress);
+}
+
+static void
+comm_dealloc(gh_nccl_comm *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    if (self->comm != NULL) {
+        gh_ncclResult_t res = end_comm(self, 0);
+        if (res != GH_ncclSuccess && PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
+                                                      "ncclCommDestroy failed (%d) for a dropped "
+                                                      "Communicator",
+                                                      (int)res) < 0) {
+            PyErr_WriteUnraisable((PyObject *)self);
+        }
+    }
+    Py_CLEAR(self->context);
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+/* ---- making communicators ---- */
+
+/* A Communicator object over `comm` (taken over: destroyed on failure) on ctx's device. */
+static PyObject *
+wrap_comm(PyTypeObject *tp, gh_ncclComm_t comm, gh_context *ctx)
+{
+    gh_nccl_comm *self = (gh_nccl_comm *)tp->tp_alloc(tp, 0);
+    gh_ncclResult_t res;
+    if (self == NULL) {
+        Py_BEGIN_ALLOW_THREADS
+        gh_nccl.CommDestroy(comm);
+        Py_END_ALLOW_THREADS
+        return NULL;
+    }
+    self->comm = comm;
+    self->context = (gh_context *)Py_NewRef((PyObject *)ctx);
+    self->device = ctx->device->id;
+    if ((res = gh_nccl.CommUserRank(comm, &self->rank)) != GH_ncclSuccess) {
+        gh_raise_nccl(res, GH_NCCL_CommUserRank, comm);
+        Py_DECREF(self);
+        return NULL;
+    }
+    if ((res = gh_nccl.CommCount(comm, &self->size)) != GH_ncclSuccess) {
+        gh_raise_nccl(res, GH_NCCL_CommCount, comm);
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static int
+parse_unique_id(PyObject *obj, gh_ncclUniqueId *id)
+{
+    Py_buffer view;
+    if (!PyObject_CheckBuffer(obj) || PyUnicode_Check(obj)) {
+        PyErr_Format(PyExc_TypeError,
+                     "unique_id must be the 128 bytes of get_unique_id(), not %.100s",
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    if (PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE) < 0) {
+        return -1;
+    }
+    if (view.len != GH_NCCL_UNIQUE_ID_BYTES) {
+        PyErr_Format(PyExc_ValueError,
+                     "unique_id must be the %d bytes of get_unique_id(); this one has %zd",
+                     GH_NCCL_UNIQUE_ID_BYTES, view.len);
+        PyBuffer_Release(&view);
+        return -1;
+    }
+    memcpy(id->internal, view.buf, GH_NCCL_UNIQUE_ID_BYTES);
+    PyBuffer_Release(&view);
+    return 0;
+}
+
+/* A config asking for `split_share` (None: NCCL's default, *use = 0). */
+static int
+make_config(PyObject *split_share, gh_ncclConfig_t *config, int *use)
+{
+    *config = (gh_ncclConfig_t){
+        .size = sizeof(gh_ncclConfig_t),
+        .magic = GH_NCCL_CONFIG_MAGIC,
+        .version = GH_NCCL_CONFIG_VERSION,
+        .blocking = GH_NCCL_CONFIG_UNDEF_INT,
+        .cgaClusterSize = GH_NCCL_CONFIG_UNDEF_INT,
+        .minCTAs = GH_NCCL_CONFIG_UNDEF_INT,
+        .maxCTAs = GH_NCCL_CONFIG_UNDEF_INT,
+        .netName = NULL,
+        .splitShare = GH_NCCL_CONFIG_UNDEF_INT,
+    };
+    *use = split_share != NULL && split_share != Py_None;
+    if (*use) {
+        int v = PyObject_IsTrue(split_share);
+        if (v < 0) {
+            return -1;
+        }
+        config->splitShare = v;
+    }
+    return 0;
+}
+
+/* The Context of device argument `obj` (None: the current device), a new reference. */
+static gh_context *
+rank_context(gh_state *st, PyObject *obj)
+{
+    gh_device *dev;
+    gh_context *ctx;
+    if (obj == NULL || obj == Py_None) {
+        return gh_current_context(st, -1);
+    }
+    if ((dev = gh_device_from_object(st, obj, "device")) == NULL ||
+        (ctx = gh_context_of(st, dev)) == NULL) {
+        return NULL;
+    }
+    return (gh_context *)Py_NewRef((PyObject *)ctx);
+}
+
+static PyObject *
+comm_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"nranks", "unique_id", "rank", "device", "split_share", NULL};
+    gh_state *st = gh_nccl_comm_state(tp);
+    PyObject *id_o, *device_o = Py_None, *split_o = Py_None, *out = NULL;
+    int nranks, rank, use_config, pushed;
+    gh_ncclUniqueId id;
+    gh_ncclConfig_t config;
+    gh_ncclComm_t comm = NULL;
+    gh_ncclResult_t res;
+    gh_context *ctx;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iOi|O$O:Communicator", kwlist, &nranks, &id_o,
+                                     &rank, &device_o, &split_o)) {
+        return NULL;
+    }
+    if (nranks < 1) {
+        PyErr_Format(PyExc_ValueError, "nranks must be at least 1, not %d", nranks);
+        return NULL;
+    }
+    if (rank < 0 || rank >= nranks) {
+        PyErr_Format(PyExc_ValueError, "rank %d is not in 0 to %d (nranks %d)", rank, nranks - 1,
+                     nranks);
+        return NULL;
+    }
+    if (parse_unique_id(id_o, &id) < 0 || make_config(split_o, &config, &use_config) < 0 ||
+        gh_nccl_ensure() < 0 || (ctx = rank_context(st, device_o)) == NULL) {
+        return NULL;
+    }
+    if (gh_context_enter(ctx, &pushed) == 0) {
+        Py_BEGIN_ALLOW_THREADS
+        res = use_config ? gh_nccl.CommInitRankConfig(&comm, nranks, id, rank, &config)
+                         : gh_nccl.CommInitRank(&comm, nranks, id, rank);
+        Py_END_ALLOW_THREADS
+        if (gh_context_leave(ctx, pushed) == 0) {
+            if (res != GH_ncclSuccess) {
+                gh_raise_nccl(res, use_config ? GH_NCCL_CommInitRankConfig : GH_NCCL_CommInitRank,
+                              comm);
+            }
+            else {
+                out = wrap_comm(tp, comm, ctx);
+            }
+        }
+    }
+    Py_DECREF(ctx);
+    return out;
+}
+
+/* The device list of init_all(devices): an int n (devices 0 to n-1) or a sequence of
+   devices (ordinals or Devices), each once; PyMem_Malloc'd, *n set. */
+static int *
+device_list(gh_state *st, PyObject *devices, int *n)
+{
+    PyObject *seq;
+    int *list;
+    if (PyLong_Check(devices)) {
+        long count = PyLong_AsLong(devices);
+        if (count == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        if (count < 1 || count > gh_device_count()) {
+            if (!PyErr_Occurred()) {
+                PyErr_Format(PyExc_ValueError, "init_all(%ld): there are %d devices", count,
+                             gh_device_count());
+            }
+            return NULL;
+        }
+        if ((list = PyMem_Calloc((size_t)count, sizeof(int))) == NULL) {
+            return (int *)PyErr_NoMemory();
+        }
+        for (long i = 0; i < count; i++) {
+            list[i] = (int)i;
+        }
+        *n = (int)count;
+        return list;
+    }
+    if ((seq = PySequence_Fast(devices, "init_all(devices): devices must be a number of "
+                                        "devices or a list of devices")) == NULL) {
+        return NULL;
+    }
+    *n = (int)PySequence_Fast_GET_SIZE(seq);
+    list = *n > 0 ? PyMem_Calloc((size_t)*n, sizeof(int)) : NULL;
+    if (*n == 0) {
+        PyErr_SetString(PyExc_ValueError, "init_all(devices): the list of devices is empty");
+    }
+    else if (list == NULL) {
+        PyErr_NoMemory();
+    }
+    for (int i = 0; list != NULL && i < *n; i++) {
+        gh_device *dev = gh_device_from_object(st, PySequence_Fast_GET_ITEM(seq, i), "devices");
+        for (int j = 0; dev != NULL && j < i; j++) {
+            if (list[j] == dev->id) {
+                PyErr_Format(PyExc_ValueError,
+                             "init_all(devices): device %d appears twice; NCCL puts one rank "
+                             "on each device",
+                             dev->id);
+                dev = NULL;
+            }
+        }
+        if (dev == NULL) {
+            PyMem_Free(list);
+            list = NULL;
+        }
+        else {
+            list[i] = dev->id;
+        }
+    }
+    Py_DECREF(seq);
+    return list;
+}
+
+static PyObject *
+comm_init_all(PyTypeObject *tp, PyObject *devices)
+{
+    gh_state *st = gh_nccl_comm_state(tp);
+    gh_ncclComm_t *comms = NULL;
+    gh_ncclResult_t res;
+    PyObject *out = NULL;
+    int n = 0, *list;
+    if (gh_nccl_ensure() < 0 || (list = device_list(st, devices, &n)) == NULL) {
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) { /* each device's primary context, retained for NCCL */
+        gh_device *dev = gh_device_get(st, list[i]);
+        gh_context *ctx = dev ? gh_context_of(st, dev) : NULL;
+        if (ctx == NULL || gh_context_activate(ctx) < 0) {
+            goto done;
+        }
+    }
+    if ((comms = PyMem_Calloc((size_t)n, sizeof(gh_ncclComm_t))) == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    res = gh_nccl.CommInitAll(comms, n, list);
+    Py_END_ALLOW_THREADS
+    if (res != GH_ncclSuccess) {
+        gh_raise_nccl(res, GH_NCCL_CommInitAll, NULL);
+        goto done;
+    }
+    if ((out = PyList_New(n)) == NULL) {
+        goto done; /* the comms leak: nothing to wrap them in */
+    }
+    for (int i = 0; i < n; i++) {
+        gh_context *ctx = gh_context_of(st, gh_device_get(st, list[i]));
+        PyObject *c = wrap_comm(tp, comms[i], ctx);
+        comms[i] = NULL;
+        if (c == NULL) {
+            for (int j = i + 1; j < n; j++) {
+                Py_BEGIN_ALLOW_THREADS
+                gh_nccl.CommDestroy(comms[j]);
+                Py_END_ALLOW_THREADS
+            }
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, c);
+    }
+done:
+    PyMem_Free(comms);
+    PyMem_Free(list);
+    return out;
+}
+
+static PyObject *
+comm_split(gh_nccl_comm *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"color", "key", "split_share", NULL};
+    PyObject *split_o = Py_None;
+    int color, key, use_config, pushed;
+    gh_ncclConfig_t config;
+    gh_ncclComm_t comm = NULL;
+    gh_ncclResult_t res;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "ii|$O:split", kwlist, &color, &key, &split_o) ||
+        gh_nccl_comm_live(self, "split") < 0 || make_config(split_o, &config, &use_config) < 0) {
+        return NULL;
+    }
+    if (color < -1) {
+        PyErr_Format(PyExc_ValueError,
+                     "split(): color must be -1 (no new communicator) or at "
+                     "least 0, not %d",
+                     color);
+        return NULL;
+    }
+    if (gh_context_enter(self->context, &pushed) < 0) {
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    res = gh_nccl.CommSplit(self->comm, color, key, &comm, use_config ? &config : NULL);
+    Py_END_ALLOW_THREADS
+    if (gh_context_leave(self->context, pushed) < 0) {
+        return NULL;
+    }
+    if (res != GH_ncclSuccess) {
+        return gh_raise_nccl(res, GH_NCCL_CommSplit, self->comm), NULL;
+    }
+    if (comm == NULL) {
+        Py_RETURN_NONE;
+    }
+    return wrap_comm(Py_TYPE(self), comm, self->context);
+}
+
+/* ---- attributes ---- */
+
+static PyObject *
+comm_get_device(gh_nccl_comm *self, void *closure)
+{
+    (void)closure;
+    return Py_NewRef((PyObject *)self->context->device);
+}
+
+static PyObject *
+comm_get_handle(gh_nccl_comm *self, void *closure)
+{
+    (void)closure;
+    return PyLong_FromVoidPtr(self->comm);
+}
+
+static PyObject *
+comm_get_closed(gh_nccl_comm *self, void *closure)
+{
+    (void)closure;
+    return PyBool_FromLong(self->comm == NULL);
+}
+
+static PyObject *
+comm_repr(gh_nccl_comm *self)
+{
+    return PyUnicode_FromFormat("<gpuhost.nccl.Communicator rank %d of %d on device %d%s>",
+                                self->rank, self->size, self->device,
+                                self->ended == 1   ? ", destroyed"
+                                : self->ended == 2 ? ", aborted"
+                                                   : "");
+}
+
+static PyMemberDef comm_members[] = {
+    {"rank", T_INT, offsetof(gh_nccl_comm, rank), READONLY, "This process's rank (0 to size-1)."},
+    {"size", T_INT, offsetof(gh_nccl_comm, size), READONLY, "The number of ranks."},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyGetSetDef comm_getset[] = {
+    {"device", (getter)comm_get_device, NULL, "The rank's Device.", NULL},
+    {"handle", (getter)comm_get_handle, NULL, "The ncclComm_t as an int (0 once ended).", NULL},
+    {"closed", (getter)comm_get_closed, NULL, "Whether destroy() or abort() was called.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+#define KW   (METH_VARARGS | METH_KEYWORDS)
+#define FAST (METH_FASTCALL | METH_KEYWORDS)
+static PyMethodDef comm_methods[] = {
+    {"all_reduce", (PyCFunction)(void (*)(void))gh_nccl_all_reduce, FAST,
+     "all_reduce($self, /, send, recv=None, op='sum', stream=None)\n--\n\n"
+     "Every rank's send reduced elementwise into recv on every rank (recv may be send: in "
+     "place); recv=None makes a new array.  Returns recv."},
+    {"reduce", (PyCFunction)(void (*)(void))gh_nccl_reduce, FAST,
+     "reduce($self, /, send, recv=None, root=0, op='sum', stream=None)\n--\n\n"
+     "Every rank's send reduced into recv on rank `root`.  Returns recv (None on other ranks "
+     "when recv is None)."},
+    {"broadcast", (PyCFunction)(void (*)(void))gh_nccl_broadcast, FAST,
+     "broadcast($self, /, send, recv=None, root=0, stream=None)\n--\n\n"
+     "Rank root's send copied into every rank's recv (recv=None: into send, in place).  "
+     "Returns recv."},
+    {"all_gather", (PyCFunction)(void (*)(void))gh_nccl_all_gather, FAST,
+     "all_gather($self, /, send, recv=None, stream=None)\n--\n\n"
+     "Every rank's send, in rank order, into recv (size x send's elements; None: a new array "
+     "of shape (size,) + send.shape).  Returns recv."},
+    {"reduce_scatter", (PyCFunction)(void (*)(void))gh_nccl_reduce_scatter, FAST,
+     "reduce_scatter($self, /, send, recv=None, op='sum', stream=None)\n--\n\n"
+     "send reduced over the ranks, block r of it (send's elements / size) into rank r's recv.  "
+     "Returns recv."},
+    {"send", (PyCFunction)(void (*)(void))gh_nccl_send, FAST,
+     "send($self, /, buf, peer, stream=None)\n--\n\nSend buf to rank peer (which calls recv)."},
+    {"recv", (PyCFunction)(void (*)(void))gh_nccl_recv, FAST,
+     "recv($self, /, buf, peer, stream=None)\n--\n\nReceive into buf from rank peer.  Returns "
+     "buf."},
+    {"all_to_all", (PyCFunction)(void (*)(void))gh_nccl_all_to_all, FAST,
+     "all_to_all($self, /, send, recv=None, stream=None)\n--\n\n"
+     "Block i of send (send's elements / size) to rank i, received as block `rank` of its "
+     "recv; grouped sends and receives.  Returns recv."},
+    {"_raw", (PyCFunction)gh_nccl_raw, METH_VARARGS,
+     "_raw($self, kind, send, recv, count, dtype, op, root, stream, /)\n--\n\n"
+     "One NCCL call on raw addresses (CuPy's API; kind 0-6: AllReduce, Reduce, Broadcast, "
+     "AllGather, ReduceScatter, Send, Recv)."},
+    {"split", (PyCFunction)(void (*)(void))comm_split, KW,
+     "split($self, /, color, key, *, split_share=None)\n--\n\n"
+     "ncclCommSplit: ranks of equal color form a new Communicator, ordered by key; None for "
+     "color -1.  Every rank calls it."},
+    {"check_async_error", (PyCFunction)comm_check_async_error, METH_NOARGS,
+     "check_async_error($self, /)\n--\n\n"
+     "Raise NcclError if NCCL reported an asynchronous error (a peer failed, a network "
+     "error); False when none."},
+    {"abort", (PyCFunction)comm_abort, METH_NOARGS,
+     "abort($self, /)\n--\n\nncclCommAbort: stop this rank's operations in flight and free "
+     "the communicator, without waiting for peers."},
+    {"destroy", (PyCFunction)comm_destroy, METH_NOARGS,
+     "destroy($self, /)\n--\n\nncclCommDestroy: free the communicator once its operations "
+     "finished.  Done when the object is dropped."},
+    {"init_all", (PyCFunction)comm_init_all, METH_O | METH_CLASS,
+     "init_all($type, devices, /)\n--\n\n"
+     "ncclCommInitAll: one Communicator per device, all in this process (devices: a count, "
+     "or a list of devices); rank i is on devices[i]."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot comm_slots[] = {
+    {Py_tp_doc, "Communicator(nranks, unique_id, rank, device=None, *, split_share=None)\n--\n\n"
+                "One rank of an NCCL communicator of `nranks` ranks, on `device` (None: the "
+                "current device).  Every rank passes the same unique_id (get_unique_id(), made "
+                "by one rank and shared) and its own rank; the call waits for all of them."},
+    {Py_tp_new, comm_new},
+    {Py_tp_dealloc, comm_dealloc},
+    {Py_tp_repr, comm_repr},
+    {Py_tp_members, comm_members},
+    {Py_tp_getset, comm_getset},
+    {Py_tp_methods, comm_methods},
+    {0, NULL},
+};
+
+static PyType_Spec comm_spec = {
+    .name = "gpuhost._core.NcclCommunicator",
+    .basicsize = sizeof(gh_nccl_comm),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .slots = comm_slots,
+};
+
+int
+gh_nccl_comm_init_type(PyObject *module, gh_state *st)
+{
+    st->NcclCommType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &comm_spec, NULL);
+    if (st->NcclCommType == NULL) {
+        return -1;
+    }
+    return PyModule_AddObjectRef(module, "NcclCommunicator", (PyObject *)st->NcclCommType);
+}

@@ -1,0 +1,66 @@
+"""All-reduce with NCCL across GPUs: each rank adds its own random vector into everyone's.
+
+Run it one process per GPU:
+    python -m gpuhost.launch -n 2 examples/allreduce.py
+    mpirun -n 2 python examples/allreduce.py
+or as one process driving every GPU (no launcher):
+    python examples/allreduce.py
+"""
+import os
+
+import numpy as np
+
+import gpuhost
+from gpuhost import nccl
+
+N = 1 << 20
+
+
+def data(rank):
+    return np.random.default_rng(1000 + rank).random(N, dtype=np.float32)
+
+
+def check(rank, size, got):
+    expected = sum(data(r).astype(np.float64) for r in range(size))
+    ok = np.allclose(got, expected, rtol=1e-5, atol=0)
+    print("rank %d of %d: all_reduce of %d floats %s" % (rank, size, N, "ok" if ok else "FAILED"))
+    return ok
+
+
+def one_process_per_gpu():
+    if "RANK" in os.environ:  # python -m gpuhost.launch
+        comm = nccl.Communicator.from_env()
+    else:  # mpirun
+        from mpi4py import MPI
+
+        local = int(os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", MPI.COMM_WORLD.Get_rank()))
+        gpuhost.select_device(local % len(gpuhost.gpus))
+        comm = nccl.Communicator.from_mpi(MPI.COMM_WORLD)
+    with comm, gpuhost.gpus[comm.device.id]:
+        stream = gpuhost.stream()
+        d = gpuhost.to_device(data(comm.rank), stream=stream)
+        out = comm.all_reduce(d, stream=stream)
+        comm.wait(stream, timeout=120)  # a dead peer aborts instead of hanging
+        return check(comm.rank, comm.size, out.copy_to_host())
+
+
+def one_process_all_gpus():
+    comms = nccl.Communicator.init_all(len(gpuhost.gpus))
+    arrays = []
+    for comm in comms:
+        with gpuhost.gpus[comm.device.id]:
+            arrays.append(gpuhost.to_device(data(comm.rank)))
+    with nccl.group():  # one thread, several ranks: their calls go in one group
+        outs = [comm.all_reduce(a) for comm, a in zip(comms, arrays)]
+    ok = True
+    for comm, out in zip(comms, outs):
+        with gpuhost.gpus[comm.device.id]:
+            ok &= check(comm.rank, comm.size, out.copy_to_host())
+        comm.destroy()
+    return ok
+
+
+if __name__ == "__main__":
+    mpi = "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ
+    ok = one_process_per_gpu() if ("RANK" in os.environ or mpi) else one_process_all_gpus()
+    raise SystemExit(0 if ok else 1)

@@ -1,0 +1,163 @@
+"""cupy.cuda.nccl's names over gpuhost.nccl: pointers, counts and NCCL's type and
+operation codes as ints, as CuPy takes them.
+
+    from gpuhost.compat.cupy import nccl
+    comm = nccl.NcclCommunicator(n, nccl.get_unique_id(), rank)
+    comm.allReduce(x.data.ptr, y.data.ptr, x.size, nccl.NCCL_FLOAT32, nccl.NCCL_SUM,
+                   stream.ptr)
+
+``available`` says whether libnccl can be loaded (importing this module tries once).
+NcclError is gpuhost.errors.NcclError, which CuPy's constructor form ``NcclError(status)``
+also makes.  The communicator's device is the current device, as CuPy's is.
+"""
+from ... import _core
+from ...errors import NcclError
+from ...nccl import Communicator as _Communicator
+from .device import get_device_id
+
+NCCL_SUM, NCCL_PROD, NCCL_MAX, NCCL_MIN, NCCL_AVG = 0, 1, 2, 3, 4
+NCCL_INT8 = NCCL_CHAR = 0
+NCCL_UINT8 = 1
+NCCL_INT32 = NCCL_INT = 2
+NCCL_UINT32 = 3
+NCCL_INT64 = 4
+NCCL_UINT64 = 5
+NCCL_FLOAT16 = NCCL_HALF = 6
+NCCL_FLOAT32 = NCCL_FLOAT = 7
+NCCL_FLOAT64 = NCCL_DOUBLE = 8
+NCCL_BFLOAT16 = 9
+
+available = _core.nccl_available()
+
+_ALLREDUCE, _REDUCE, _BROADCAST, _ALLGATHER, _REDUCESCATTER, _SEND, _RECV = range(7)
+
+
+def get_build_version():
+    """NCCL's version code.  gpuhost is not built against NCCL (it declares the few types it
+    uses itself), so this is the loaded library's, as get_version()."""
+    return _core.nccl_version()
+
+
+def get_version():
+    """The loaded libnccl's version code (22809 for 2.28.9)."""
+    return _core.nccl_version()
+
+
+def get_unique_id():
+    """A new NCCL unique id: 128 bytes (CuPy 14's form)."""
+    return _core.nccl_unique_id()
+
+
+def groupStart():
+    """ncclGroupStart."""
+    _core.nccl_group_start()
+
+
+def groupEnd():
+    """ncclGroupEnd."""
+    _core.nccl_group_end()
+
+
+class NcclConfig:
+    """ncclConfig_t's split_share (the one field CuPy exposes)."""
+
+    def __init__(self, split_share=0):
+        self._split_share = int(split_share)
+
+    @property
+    def split_share(self):
+        return self._split_share
+
+
+def _as_bytes_id(commId):
+    if not isinstance(commId, bytes):
+        raise TypeError("Argument 'commId' has incorrect type (expected bytes, got %s)"
+                        % type(commId).__name__)
+    if len(commId) != 128:
+        raise ValueError(f"commId length {len(commId)} != 128.")
+    return commId
+
+
+class NcclCommunicator:
+    """One rank of an NCCL communicator on the current device, as
+    ``cupy.cuda.nccl.NcclCommunicator(ndev, commId, rank, config=None)``."""
+
+    __slots__ = ("_comm",)
+
+    def __init__(self, ndev, commId, rank, config=None):
+        if not isinstance(config, (NcclConfig, type(None))):
+            raise TypeError("config must be an NcclConfig or None")
+        self._comm = _Communicator(ndev, _as_bytes_id(commId), rank, get_device_id(),
+                                   split_share=None if config is None else config.split_share)
+
+    @classmethod
+    def _wrap(cls, comm):
+        self = cls.__new__(cls)
+        self._comm = comm
+        return self
+
+    def _gpuhost(self):
+        """The gpuhost.nccl.Communicator this wraps."""
+        return self._comm
+
+    @property
+    def comm(self):
+        """The ncclComm_t as an int (0 once destroyed)."""
+        return self._comm.handle
+
+    @staticmethod
+    def initAll(devices):
+        """One communicator per device, all in this process: `devices` a count or a list."""
+        if not isinstance(devices, (int, list)) or isinstance(devices, bool):
+            raise ValueError("\"devices\" should be an int or a list of int.")
+        return [NcclCommunicator._wrap(c) for c in _Communicator.init_all(devices)]
+
+    def destroy(self):
+        self._comm.destroy()
+
+    def abort(self):
+        self._comm.abort()
+
+    def device_id(self):
+        return self._comm.device.id
+
+    def rank_id(self):
+        return self._comm.rank
+
+    def size(self):
+        return self._comm.size
+
+    def check_async_error(self):
+        """Raise NcclError if NCCL reported an asynchronous error."""
+        self._comm.check_async_error()
+
+    def commSplit(self, color, key, config=None):
+        """ncclCommSplit: a new NcclCommunicator of the ranks of equal color, or None for
+        color -1."""
+        new = self._comm.split(color, key,
+                               split_share=None if config is None else config.split_share)
+        return None if new is None else NcclCommunicator._wrap(new)
+
+    def allReduce(self, sendbuf, recvbuf, count, datatype, op, stream):
+        self._comm._raw(_ALLREDUCE, sendbuf, recvbuf, count, datatype, op, 0, stream)
+
+    def reduce(self, sendbuf, recvbuf, count, datatype, op, root, stream):
+        self._comm._raw(_REDUCE, sendbuf, recvbuf, count, datatype, op, root, stream)
+
+    def broadcast(self, sendbuff, recvbuff, count, datatype, root, stream):
+        self._comm._raw(_BROADCAST, sendbuff, recvbuff, count, datatype, 0, root, stream)
+
+    def bcast(self, buff, count, datatype, root, stream):
+        self._comm._raw(_BROADCAST, buff, buff, count, datatype, 0, root, stream)
+
+    def reduceScatter(self, sendbuf, recvbuf, recvcount, datatype, op, stream):
+        self._comm._raw(_REDUCESCATTER, sendbuf, recvbuf, recvcount, datatype, op, 0, stream)
+
+    def allGather(self, sendbuf, recvbuf, count, datatype, stream):
+        self._comm._raw(_ALLGATHER, sendbuf, recvbuf, count, datatype, 0, 0, stream)
+
+    def send(self, sendbuf, count, datatype, peer, stream):
+        self._comm._raw(_SEND, sendbuf, 0, count, datatype, 0, peer, stream)
+
+    def recv(self, recvbuf, count, datatype, peer, stream):
+        self._comm._raw(_RECV, 0, recvbuf, count, datatype, 0, peer, stream)
