@@ -181,12 +181,12 @@ def main():
     if opts.worker:
         return worker(*opts.worker)
     import gpuhost
-    from gpuhost.launch import launch
+    from gpuhost.launch import run
 
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
     n = opts.nproc or min(2, len(gpuhost.gpus))
     out = os.path.join(tempfile.mkdtemp(), "nccl.json")
-    rc = launch(os.path.abspath(__file__), ["--worker", out, build_raw()], n)
+    rc = run(os.path.abspath(__file__), ["--worker", out, build_raw()], n)
     if rc != 0:
         print("the NCCL benchmark's ranks failed (exit %d)" % rc)
         return 1

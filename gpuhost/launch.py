@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 
 
 def _parse(argv):
@@ -42,7 +43,7 @@ def _stop(procs, grace):
             p.wait()
 
 
-def launch(script, args=(), nproc=None, grace=5.0):
+def run(script, args=(), nproc=None, grace=5.0):
     """Run `script` in `nproc` processes; 0 when all succeeded, else the first failure's
     exit status (128 + the signal number for a process killed by a signal)."""
     if nproc is None:
@@ -74,10 +75,25 @@ def launch(script, args=(), nproc=None, grace=5.0):
 
 def main(argv=None):
     """python -m gpuhost.launch [-n N] [--grace S] script.py args...: run the script in N
-    processes and return launch()'s status."""
+    processes and return run()'s status."""
     opts = _parse(sys.argv[1:] if argv is None else argv)
-    return launch(opts.script, opts.args, opts.nproc, opts.grace)
+    return run(opts.script, opts.args, opts.nproc, opts.grace)
 
+
+class _LaunchModule(types.ModuleType):
+    """``gpuhost.launch`` names both this module and gpuhost's kernel launch function
+    (``gpuhost.launch(kernel, grid, block, *args)``); importing the module sets it as the
+    package's attribute in the function's place, so the module launches kernels when
+    called."""
+
+    def __call__(self, kernel, grid, block, *args, **kwargs):
+        from .kernels import launch
+
+        return launch(kernel, grid, block, *args, **kwargs)
+
+
+_LaunchModule.__call__.__doc__ = "Launch `kernel` (gpuhost.kernels.launch; see its docs)."
+sys.modules[__name__].__class__ = _LaunchModule
 
 if __name__ == "__main__":
     sys.exit(main())

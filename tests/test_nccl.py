@@ -645,6 +645,15 @@ def test_the_launcher_stops_the_others_when_one_fails(tmp_path):
     assert proc.returncode == 7
 
 
+def test_importing_the_launcher_keeps_gpuhost_launch_a_kernel_launch():
+    import gpuhost.kernels
+    import gpuhost.launch as launcher
+
+    assert callable(gpuhost.launch) and callable(launcher.run)
+    with pytest.raises(TypeError, match="launch\\(\\) takes a Kernel"):
+        gpuhost.launch("not a kernel", 1, 1)
+
+
 def test_the_launcher_refuses_zero_processes(tmp_path):
     proc = launch(["-n", "0", "x.py"])
     assert proc.returncode != 0 and "nproc must be at least 1" in proc.stderr
