@@ -494,6 +494,55 @@ gh_kernel_check_call(gh_kernel *k, gh_cu_id id, Py_ssize_t nargs)
     return 0;
 }
 
+/* The common arguments packed without pack_arg's detours: a DeviceArray (exactly) of the
+   kernel's live context into a pointer parameter, an int (exactly) into a 4- or 8-byte
+   integer parameter that holds it, a float (exactly) into a float or double parameter that
+   holds it.  1 if packed; 0 leaves the argument to pack_arg, which also makes every error,
+   so what is accepted and refused is pack_arg's. */
+static inline int
+pack_fast(gh_state *st, gh_kernel *k, const gh_param *p, PyObject *arg, char *dst)
+{
+    PyTypeObject *tp = Py_TYPE(arg);
+    if (tp == st->DeviceArrayType) {
+        gh_devicearray *a = (gh_devicearray *)arg;
+        if (p->kind != 'i' || p->size != sizeof(CUdeviceptr) || a->context != k->module->context ||
+            a->generation != a->context->generation || a->context->handle == NULL) {
+            return 0;
+        }
+        memcpy(dst, &a->ptr, sizeof(CUdeviceptr));
+        return 1;
+    }
+    if (tp == &PyLong_Type && p->kind == 'i' && (p->size == 8 || p->size == 4)) {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(arg, &overflow);
+        if (overflow || (p->size == 4 && (v < INT32_MIN || v > (long long)UINT32_MAX))) {
+            return 0;
+        }
+        if (p->size == 8) {
+            memcpy(dst, &v, 8);
+        }
+        else {
+            uint32_t u = (uint32_t)v; /* little-endian low bytes, as pack_int writes them */
+            memcpy(dst, &u, 4);
+        }
+        return 1;
+    }
+    if (tp == &PyFloat_Type && p->kind == 'f' && (p->size == 8 || p->size == 4)) {
+        double x = PyFloat_AS_DOUBLE(arg);
+        float f = (float)x;
+        if (p->size == 8) {
+            memcpy(dst, &x, 8);
+            return 1;
+        }
+        if (isinf(f) && !isinf(x)) {
+            return 0;
+        }
+        memcpy(dst, &f, 4);
+        return 1;
+    }
+    return 0;
+}
+
 int
 gh_kernel_pack(gh_state *st, gh_kernel *k, PyObject *const *args, Py_ssize_t nargs,
                PyObject *stream, gh_argbuf *ab)
@@ -511,7 +560,8 @@ gh_kernel_pack(gh_state *st, gh_kernel *k, PyObject *const *args, Py_ssize_t nar
     }
     for (Py_ssize_t i = 0; i < nargs; i++) {
         ab->ptrs[i] = ab->buf + k->params[i].offset;
-        if (pack_arg(st, k, i, args[i], stream, ab->ptrs[i]) < 0) {
+        if (!pack_fast(st, k, &k->params[i], args[i], ab->ptrs[i]) &&
+            pack_arg(st, k, i, args[i], stream, ab->ptrs[i]) < 0) {
             return -1;
         }
     }
