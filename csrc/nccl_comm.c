@@ -92,13 +92,17 @@ comm_dealloc(gh_nccl_comm *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     if (self->comm != NULL) {
-        gh_ncclResult_t res = end_comm(self, 0);
+        PyObject *type, *value, *tb; /* dropped while an exception is being raised */
+        gh_ncclResult_t res;
+        PyErr_Fetch(&type, &value, &tb);
+        res = end_comm(self, 0);
         if (res != GH_ncclSuccess && PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
                                                       "ncclCommDestroy failed (%d) for a dropped "
                                                       "Communicator",
                                                       (int)res) < 0) {
             PyErr_WriteUnraisable((PyObject *)self);
         }
+        PyErr_Restore(type, value, tb);
     }
     Py_CLEAR(self->context);
     tp->tp_free((PyObject *)self);

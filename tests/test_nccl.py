@@ -517,6 +517,14 @@ def test_nccl_errors_carry_the_code_the_call_and_nccls_text(fnccl, one):
     assert (type(e2), e2.args, e2.status) == (nccl.NcclError, e.args, 4)
 
 
+def test_a_dropped_communicator_whose_destroy_fails_warns(fnccl):
+    c = nccl.Communicator(1, nccl.get_unique_id(), 0)
+    fnccl.fail("CommDestroy", 3)
+    with pytest.warns(RuntimeWarning, match=re.escape("ncclCommDestroy failed (3) for a "
+                                                      "dropped Communicator")):
+        del c
+
+
 def test_init_failure_raises_and_leaks_nothing(fnccl):
     before = fnccl.live()
     fnccl.fail("CommInitRank", 2)

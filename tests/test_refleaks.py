@@ -294,3 +294,23 @@ extern "C" __global__ void add(float *p, float v, int n)
         s.synchronize()
     assert_no_growth(op, keep=[d, s, k])
     assert (d.copy_to_host() > 0).all()
+
+
+def test_nccl_collectives_and_their_errors_do_not_leak():
+    nccl = pytest.importorskip("gpuhost.nccl")
+    if not nccl.is_available():
+        pytest.skip("no libnccl")
+    comm = nccl.Communicator(1, nccl.get_unique_id(), 0)
+    d = gpuhost.to_device(rng.standard_normal(64).astype(np.float32))
+    bad = gpuhost.to_device(np.zeros(3, np.int16))
+    s = gpuhost.stream()
+
+    def op():
+        comm.all_reduce(d, d, stream=s)
+        comm.all_gather(d, stream=s)  # a new result array each time
+        comm.all_to_all(d, stream=s)
+        fails(TypeError, comm.all_reduce, bad)  # int16: refused before NCCL
+        fails(ValueError, comm.broadcast, d, root=3)
+        s.synchronize()
+    assert_no_growth(op, keep=[comm, d, bad, s])
+    comm.destroy()
