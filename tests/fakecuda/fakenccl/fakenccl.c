@@ -199,18 +199,11 @@ double_to_half(double d)
     }
 }
 
+/* A floating-point element as a double (integers: load_int). */
 static double
 load(const char *p, int dtype)
 {
     switch (dtype) {
-        case GH_ncclInt8:
-            return *(const int8_t *)p;
-        case GH_ncclUint8:
-            return *(const uint8_t *)p;
-        case GH_ncclInt32:
-            return *(const int32_t *)p;
-        case GH_ncclUint32:
-            return *(const uint32_t *)p;
         case GH_ncclFloat16:
             return half_to_double(*(const uint16_t *)p);
         case GH_ncclFloat32:
@@ -232,18 +225,6 @@ static void
 store(char *p, int dtype, double v)
 {
     switch (dtype) {
-        case GH_ncclInt8:
-            *(int8_t *)p = (int8_t)(int64_t)v;
-            break;
-        case GH_ncclUint8:
-            *(uint8_t *)p = (uint8_t)(uint64_t)v;
-            break;
-        case GH_ncclInt32:
-            *(int32_t *)p = (int32_t)(int64_t)v;
-            break;
-        case GH_ncclUint32:
-            *(uint32_t *)p = (uint32_t)(uint64_t)v;
-            break;
         case GH_ncclFloat16:
             *(uint16_t *)p = double_to_half(v);
             break;
@@ -528,11 +509,9 @@ post(struct gh_ncclComm *comm, int kind, const void *send, void *recv, size_t co
     clique *cl;
     fk_op *o;
     R res;
-    size_t in_count = kind == GH_NCCL_ReduceScatter ? count * (size_t)(comm ? comm->nranks : 1)
-                      : kind == GH_NCCL_AllGather   ? count
-                                                    : count;
-    size_t out_count =
-        kind == GH_NCCL_AllGather ? count * (size_t)(comm ? comm->nranks : 1) : count;
+    size_t nranks = (size_t)(comm ? comm->nranks : 1);
+    size_t in_count = kind == GH_NCCL_ReduceScatter ? count * nranks : count;
+    size_t out_count = kind == GH_NCCL_AllGather ? count * nranks : count;
     if (comm == NULL) {
         return fail(NULL, GH_ncclInvalidArgument, "comm argument is NULL");
     }
