@@ -7,6 +7,7 @@ or as one process driving every GPU (no launcher):
     python examples/allreduce.py
 """
 import os
+import sys
 
 import numpy as np
 
@@ -23,7 +24,9 @@ def data(rank):
 def check(rank, size, got):
     expected = sum(data(r).astype(np.float64) for r in range(size))
     ok = np.allclose(got, expected, rtol=1e-5, atol=0)
-    print("rank %d of %d: all_reduce of %d floats %s" % (rank, size, N, "ok" if ok else "FAILED"))
+    line = "rank %d of %d: all_reduce of %d floats %s\n" % (rank, size, N, "ok" if ok else "FAILED")
+    sys.stdout.write(line)  # one write: ranks sharing a pipe do not interleave their lines
+    sys.stdout.flush()
     return ok
 
 

@@ -640,9 +640,10 @@ def launch(args, timeout=300):
 
 def test_the_launcher_sets_each_ranks_environment(tmp_path):
     script = tmp_path / "env.py"
-    script.write_text("import os\nprint('|'.join(os.environ[k] for k in ('RANK', 'WORLD_SIZE', "
-                      "'LOCAL_RANK', 'LOCAL_WORLD_SIZE')), os.path.isdir(os.environ["
-                      "'GPUHOST_STORE']))\n")
+    # one write per rank (atomic on a pipe), so that ranks' lines cannot interleave
+    script.write_text("import os, sys\nsys.stdout.write('|'.join(os.environ[k] for k in ("
+                      "'RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE')) + ' %s\\n' % "
+                      "os.path.isdir(os.environ['GPUHOST_STORE']))\n")
     proc = launch(["-n", "3", str(script)])
     assert proc.returncode == 0, proc.stderr
     assert sorted(proc.stdout.splitlines()) == ["0|3|0|3 True", "1|3|1|3 True", "2|3|2|3 True"]

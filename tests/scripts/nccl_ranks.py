@@ -161,6 +161,13 @@ def cuda_aware_mpi(MPI, comm_rank, size):
     return "ok" if np.array_equal(d_recv.copy_to_host(), want) else "FAILED"
 
 
+def say(line):
+    """One write per line: the ranks share the launcher's pipe, and a pipe keeps a small
+    write whole, where print's separate writes of text and newline could interleave."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
 def main():
     use_mpi = "--mpi" in sys.argv
     comm, MPI = make_comm(use_mpi)
@@ -174,9 +181,9 @@ def main():
             check_collectives(comm, stream, seed + 1, wrap, name, failures, skip)
         comm.wait(stream, timeout=120)
         if MPI is not None:
-            print("cuda-aware mpi: %s" % cuda_aware_mpi(MPI, comm.rank, comm.size))
+            say("cuda-aware mpi: %s" % cuda_aware_mpi(MPI, comm.rank, comm.size))
     comm.destroy()
-    print("rank%d:%s" % (comm.rank, "ok" if not failures else "FAILED " + "; ".join(failures)))
+    say("rank%d:%s" % (comm.rank, "ok" if not failures else "FAILED " + "; ".join(failures)))
     return 0 if not failures else 1
 
 
