@@ -302,15 +302,18 @@ def test_nccl_collectives_and_their_errors_do_not_leak():
         pytest.skip("no libnccl")
     comm = nccl.Communicator(1, nccl.get_unique_id(), 0)
     d = gpuhost.to_device(rng.standard_normal(64).astype(np.float32))
+    out = gpuhost.device_array(64, np.float32)
     bad = gpuhost.to_device(np.zeros(3, np.int16))
     s = gpuhost.stream()
 
-    def op():
+    def op():  # results into given arrays: the binding's own paths (recv=None is the pool's)
         comm.all_reduce(d, d, stream=s)
-        comm.all_gather(d, stream=s)  # a new result array each time
-        comm.all_to_all(d, stream=s)
+        comm.all_gather(d, out, stream=s)
+        comm.all_to_all(d, out, stream=s)
+        comm.reduce_scatter(d, out, op="max", stream=s)
         fails(TypeError, comm.all_reduce, bad)  # int16: refused before NCCL
         fails(ValueError, comm.broadcast, d, root=3)
+        fails(ValueError, comm.all_reduce, d, out[:3])
         s.synchronize()
-    assert_no_growth(op, keep=[comm, d, bad, s])
+    assert_no_growth(op, keep=[comm, d, out, bad, s])
     comm.destroy()
