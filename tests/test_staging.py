@@ -2,6 +2,9 @@
 and misalignments, in chunks, both ways, from several threads; pinned memory is not
 staged; a failing chunk is reported and leaves the ring usable.
 """
+import os
+import shutil
+import subprocess
 import threading
 
 import numpy as np
@@ -174,3 +177,20 @@ def test_streamed_copies_of_every_ring_shape_are_exact(chunks):
         host = random_bytes(CHUNK * chunks + extra)
         dev = gpuhost.to_device(host)
         np.testing.assert_array_equal(dev.copy_to_host(), host)
+
+
+def test_the_host_copy_probe_builds(tmp_path):
+    # tools/host_copy_probe.c holds the measurements behind the ring's design; it is run by
+    # hand on a GPU machine, and built here so that it keeps compiling.
+    import os
+    import shutil
+    import subprocess
+
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    if cc is None or not os.path.exists(os.path.join(home, "include", "cuda.h")):
+        pytest.skip("needs a C compiler and the CUDA headers")
+    tool = os.path.join(os.path.dirname(__file__), "..", "tools", "host_copy_probe.c")
+    subprocess.run([cc, "-O2", "-Wall", "-Werror", "-pthread", "-c", "-o",
+                    str(tmp_path / "probe.o"), tool, "-I", os.path.join(home, "include")],
+                   check=True)
