@@ -221,7 +221,7 @@ linear_copy(gh_devicearray *self, int to_host, void *host, CUdeviceptr dptr, siz
         gh_context_enter(self->context, &pushed) < 0) {
         return -1;
     }
-    if (nbytes >= gh_staging_threshold(to_host) && gh_host_is_pageable(host)) {
+    if (nbytes >= gh_staging_threshold() && gh_host_is_pageable(host)) {
         CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
         if (async && gh_cu.StreamIsCapturing(ref->handle, &capture) == CUDA_SUCCESS &&
             capture != CU_STREAM_CAPTURE_STATUS_NONE) {

@@ -382,9 +382,9 @@ PyObject *gh_devicearray_new(gh_state *st, gh_context *ctx, uint64_t generation,
 /* ---- staging.c: pageable host copies through a pinned ring ---- */
 
 /* Bytes from which a pageable copy is staged: GPUHOST_STAGING_THRESHOLD both ways, else
-   4 MiB device to host and 8 MiB host to device (below that the driver's own copy is as
-   fast: the ring's fixed costs are not paid back). */
-size_t gh_staging_threshold(int to_host);
+   2 MiB (below that the driver's own copy is as fast: the ring's fixed costs are not paid
+   back). */
+size_t gh_staging_threshold(void);
 /* Whether `host` is pageable memory (not pinned or registered with the driver). */
 int gh_host_is_pageable(const void *host);
 /* Copy nbytes between pageable `host` and `dptr` (to_host: device to host) on `stream`,

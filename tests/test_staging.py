@@ -26,8 +26,7 @@ def dma_count(n):
     return -(-n // chunk)
 
 
-THRESHOLD = 4 << 20  # device to host; host to device stages from 8 MiB
-HTOD_THRESHOLD = 8 << 20
+THRESHOLD = 2 << 20  # both ways
 
 
 def random_bytes(n):
@@ -93,15 +92,19 @@ def test_pageable_copies_go_in_chunks_and_pinned_ones_do_not(fake):
     dev.copy_to_device(pinned)
     assert fake.calls("cuMemcpyHtoDAsync") == before_async
     assert fake.calls("cuMemcpyHtoD") == before_sync + 1
-    small = random_bytes(HTOD_THRESHOLD - 1)
+    small = random_bytes(THRESHOLD - 1)
     before_async = fake.calls("cuMemcpyHtoDAsync")
     small_dev = gpuhost.to_device(small)
     assert fake.calls("cuMemcpyHtoDAsync") == before_async
+    small_dev.copy_to_device(np.concatenate([small, small])[:THRESHOLD - 1])
+    assert fake.calls("cuMemcpyHtoDAsync") == before_async
+    at_threshold = gpuhost.to_device(random_bytes(THRESHOLD))  # staged from 2 MiB both ways
+    assert fake.calls("cuMemcpyHtoDAsync") - before_async == dma_count(THRESHOLD)
     before_async = fake.calls("cuMemcpyDtoHAsync")
-    small_dev[:THRESHOLD].copy_to_host()  # device to host: staged from 4 MiB
+    at_threshold.copy_to_host()
     assert fake.calls("cuMemcpyDtoHAsync") - before_async == dma_count(THRESHOLD)
     before_async = fake.calls("cuMemcpyDtoHAsync")
-    small_dev[:THRESHOLD - 1].copy_to_host()
+    small_dev.copy_to_host()
     assert fake.calls("cuMemcpyDtoHAsync") == before_async
     np.testing.assert_array_equal(dev.copy_to_host(), host)
 
