@@ -317,12 +317,7 @@ stream_part(stream_job *j, long g)
         char *host = j->host + (size_t)c * j->chunk + off;
         char *slot = slots[c % stage_slots] + off;
         len = len - off < GH_STAGE_PART ? len - off : GH_STAGE_PART;
-        if (j->to_host) {
-            copy_bytes(host, slot, len, j->streaming);
-        }
-        else {
-            copy_bytes(slot, host, len, j->streaming);
-        }
+        copy_bytes(j->to_host ? host : slot, j->to_host ? slot : host, len, j->streaming);
     }
     atomic_fetch_sub_explicit(&j->remaining[c % stage_slots], 1, memory_order_release);
 }
