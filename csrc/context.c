@@ -23,6 +23,7 @@ gh_context_of(gh_state *st, gh_device *dev)
     ctx->handle = NULL;
     ctx->generation = 0;
     ctx->stale = NULL;
+    ctx->weakreflist = NULL;
     PyObject_GC_Track(ctx);
     dev->context = (PyObject *)ctx; /* the Device owns it */
     return ctx;
@@ -453,6 +454,21 @@ plugin_call(gh_context *ctx, const char *name)
     return res;
 }
 
+/* A new MemoryInfo(free, total); NULL on error. */
+static PyObject *
+memory_info_new(gh_state *st, size_t free_bytes, size_t total_bytes)
+{
+    PyObject *info = NULL;
+    PyObject *args[2] = {PyLong_FromSize_t(free_bytes), PyLong_FromSize_t(total_bytes)};
+
+    if (args[0] != NULL && args[1] != NULL) {
+        info = PyObject_Vectorcall((PyObject *)st->MemoryInfoType, args, 2, NULL);
+    }
+    Py_XDECREF(args[0]);
+    Py_XDECREF(args[1]);
+    return info;
+}
+
 static PyObject *
 context_get_memory_info(gh_context *self, PyObject *Py_UNUSED(ignored))
 {
@@ -474,17 +490,7 @@ context_get_memory_info(gh_context *self, PyObject *Py_UNUSED(ignored))
     if (gh_context_leave(self, pushed) < 0 || gh_check(res, GH_CU_MemGetInfo) < 0) {
         return NULL;
     }
-    info = PyStructSequence_New(st->MemoryInfoType);
-    if (info == NULL) {
-        return NULL;
-    }
-    PyStructSequence_SET_ITEM(info, 0, PyLong_FromSize_t(free_bytes));
-    PyStructSequence_SET_ITEM(info, 1, PyLong_FromSize_t(total_bytes));
-    if (PyErr_Occurred()) {
-        Py_DECREF(info);
-        return NULL;
-    }
-    return info;
+    return memory_info_new(st, free_bytes, total_bytes);
 }
 
 static PyObject *
@@ -659,6 +665,9 @@ context_dealloc(gh_context *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
+    if (self->weakreflist != NULL) {
+        PyObject_ClearWeakRefs((PyObject *)self);
+    }
     context_clear(self);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
@@ -770,7 +779,14 @@ static PyGetSetDef context_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+/* Weak references: numba's EMM plugins hold their context through weakref.proxy. */
+static PyMemberDef context_members[] = {
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(gh_context, weakreflist), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
 static PyType_Slot context_slots[] = {
+    {Py_tp_members, context_members},
     {Py_tp_doc, "A device's primary context, as gpuhost holds it. Get one from "
                 "current_context() or Device.get_primary_context(); not made directly."},
     {Py_tp_methods, context_methods},
@@ -790,19 +806,40 @@ static PyType_Spec context_spec = {
     .slots = context_slots,
 };
 
-static PyStructSequence_Field memory_info_fields[] = {
-    {"free", "free device memory in bytes"},
-    {"total", "total device memory in bytes"},
-    {NULL, NULL},
-};
+/* MemoryInfo is a collections.namedtuple, as numba's is: an EMM plugin's get_memory_info()
+   builds it by keyword (MemoryInfo(free=..., total=...)), which a struct sequence does not
+   take.  Made once per module instance, at import; new reference or NULL. */
+static PyTypeObject *
+memory_info_type_new(void)
+{
+    PyObject *collections = NULL, *namedtuple = NULL, *args = NULL, *kwargs = NULL;
+    PyObject *doc = NULL, *tp = NULL;
 
-static PyStructSequence_Desc memory_info_desc = {
-    "gpuhost.MemoryInfo",
-    "MemoryInfo(free, total): a device's memory in bytes, as Context.get_memory_info() "
-    "returns it.",
-    memory_info_fields,
-    2,
-};
+    collections = PyImport_ImportModule("collections");
+    if (collections == NULL) {
+        goto done;
+    }
+    namedtuple = PyObject_GetAttrString(collections, "namedtuple");
+    args = Py_BuildValue("(ss)", "MemoryInfo", "free total");
+    kwargs = Py_BuildValue("{ss}", "module", "gpuhost");
+    doc = PyUnicode_FromString(
+        "MemoryInfo(free, total): a device's free and total memory in bytes, as "
+        "Context.get_memory_info() returns it (numba's named tuple).");
+    if (namedtuple == NULL || args == NULL || kwargs == NULL || doc == NULL) {
+        goto done;
+    }
+    tp = PyObject_Call(namedtuple, args, kwargs);
+    if (tp != NULL && PyObject_SetAttrString(tp, "__doc__", doc) < 0) {
+        Py_CLEAR(tp);
+    }
+done:
+    Py_XDECREF(doc);
+    Py_XDECREF(kwargs);
+    Py_XDECREF(args);
+    Py_XDECREF(namedtuple);
+    Py_XDECREF(collections);
+    return (PyTypeObject *)tp;
+}
 
 int
 gh_context_init_type(PyObject *module, gh_state *st)
@@ -811,7 +848,7 @@ gh_context_init_type(PyObject *module, gh_state *st)
     if (st->ContextType == NULL || PyModule_AddType(module, st->ContextType) < 0) {
         return -1;
     }
-    st->MemoryInfoType = PyStructSequence_NewType(&memory_info_desc);
+    st->MemoryInfoType = memory_info_type_new();
     if (st->MemoryInfoType == NULL) {
         return -1;
     }

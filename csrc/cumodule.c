@@ -330,6 +330,9 @@ static void
 module_dealloc(gh_module *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
+    if (self->weakreflist != NULL) {
+        PyObject_ClearWeakRefs((PyObject *)self);
+    }
     if (self->handle != NULL) {
         gh_release(self->context, self->generation, GH_CU_ModuleUnload, self->handle);
     }
@@ -371,6 +374,8 @@ static PyMemberDef module_members[] = {
      "{name expression: lowered name} from the compile, or None."},
     {"param_types", T_OBJECT, offsetof(gh_module, param_types), READONLY,
      "{kernel symbol: ((kind, size, align), ...)} read from the PTX, or None."},
+    /* weak references, as numba hands out weakref.proxy(module) */
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(gh_module, weakreflist), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
 };
 

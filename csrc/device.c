@@ -82,6 +82,7 @@ device_new(gh_state *st, int ordinal)
     }
     self->id = ordinal;
     self->name = self->uuid = self->pci_bus_id = self->context = NULL;
+    self->weakreflist = NULL;
     PyObject_GC_Track(self);
     if (gh_check(gh_cu.DeviceGet(&self->handle, ordinal), GH_CU_DeviceGet) ||
         gh_check(gh_cu.DeviceGetName(name, sizeof(name), self->handle), GH_CU_DeviceGetName) ||
@@ -457,6 +458,9 @@ device_dealloc(gh_device *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
+    if (self->weakreflist != NULL) {
+        PyObject_ClearWeakRefs((PyObject *)self);
+    }
     device_clear(self);
     Py_XDECREF(self->name);
     Py_XDECREF(self->uuid);
@@ -508,6 +512,8 @@ static PyMemberDef device_members[] = {
      "The device's UUID as nvidia-smi shows it: 'GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx'."},
     {"pci_bus_id", T_OBJECT, offsetof(gh_device, pci_bus_id), READONLY,
      "The PCI bus id, 'domain:bus:device.function' in hex."},
+    /* weak references, as numba hands out weakref.proxy(device) */
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(gh_device, weakreflist), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
 };
 

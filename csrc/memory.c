@@ -30,6 +30,7 @@ gh_allocation_new(gh_state *st, gh_context *ctx, gh_alloc_kind kind, size_t size
     self->registered.obj = NULL;
     self->pool = NULL;
     self->block = NULL;
+    self->weakreflist = NULL;
     return self;
 }
 
@@ -354,6 +355,9 @@ static void
 allocation_dealloc(gh_allocation *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
+    if (self->weakreflist != NULL) {
+        PyObject_ClearWeakRefs((PyObject *)self);
+    }
     allocation_release(self);
     Py_DECREF(self->context);
     tp->tp_free((PyObject *)self);
@@ -387,7 +391,14 @@ static PyGetSetDef allocation_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+/* Weak references, as to numba's memory pointers and CuPy's memory objects. */
+static PyMemberDef allocation_members[] = {
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(gh_allocation, weakreflist), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
 static PyType_Slot allocation_slots[] = {
+    {Py_tp_members, allocation_members},
     {Py_tp_doc, "One allocation or registration of memory; arrays keep theirs alive. Host "
                 "kinds export the buffer protocol."},
     {Py_tp_getset, allocation_getset},

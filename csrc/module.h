@@ -48,6 +48,8 @@ typedef struct {
     PyTypeObject *ModuleType;
     PyTypeObject *KernelType;
     PyTypeObject *LaunchConfigType;
+    PyTypeObject *JitDispatcherType;
+    PyTypeObject *JitLaunchType;
     PyTypeObject *PoolType;
     PyTypeObject *GraphType;
     PyTypeObject *GraphExecType;
@@ -162,6 +164,7 @@ typedef struct {
     PyObject *uuid;       /* str "GPU-..." */
     PyObject *pci_bus_id; /* str */
     PyObject *context;    /* the Device's Context, made on first use; or NULL */
+    PyObject *weakreflist;
     size_t total_memory;
     int cc_major, cc_minor;
 } gh_device;
@@ -189,6 +192,7 @@ struct gh_context {
     CUcontext handle;
     uint64_t generation;
     CUcontext stale; /* the handle gpuhost held last (a thread may still have it current) */
+    PyObject *weakreflist;
 };
 
 int gh_context_init_type(PyObject *module, gh_state *st);
@@ -260,6 +264,7 @@ typedef struct {
        (host functions, pool blocks), and a list of the Kernels launched; both go to the
        Graph end_capture() makes.  NULL when not capturing. */
     PyObject *capture, *capture_kernels;
+    PyObject *weakreflist;
 } gh_stream;
 
 /* A stream argument resolved: the handle to pass to the driver, the gpuhost Context it
@@ -321,6 +326,7 @@ typedef struct {
     gh_pool *pool;        /* strong: the Pool the memory goes back to, or NULL (pool.c) */
     void *block;          /* the pool's record of the memory, while pool is set */
     Py_ssize_t exports;   /* buffer views handed out */
+    PyObject *weakreflist;
 } gh_allocation;
 
 int gh_memory_init_type(PyObject *module, gh_state *st);
@@ -412,6 +418,7 @@ typedef struct {
     PyObject *info_log;    /* str */
     int unloaded;          /* unload() was called: no more launches */
     int globals_out;       /* get_global() handed out addresses: free only at dealloc */
+    PyObject *weakreflist;
 } gh_module;
 
 int gh_cumodule_init_type(PyObject *module, gh_state *st);
@@ -422,6 +429,12 @@ int gh_module_check_usable(gh_module *m, gh_cu_id id);
 /* ---- kernel.c ---- */
 
 int gh_kernel_init_type(PyObject *module, gh_state *st);
+
+/* ---- jit_launch.c: gpuhost.jit's launches ---- */
+
+int gh_jit_init_type(PyObject *module, gh_state *st);
+/* _jit_layout(array) and _jit_usable(kernel), module functions for gpuhost/_numba.py */
+extern PyMethodDef gh_jit_methods[];
 
 /* ---- graph.c ---- */
 

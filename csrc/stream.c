@@ -159,6 +159,7 @@ stream_wrap(gh_state *st, gh_context *ctx, CUstream handle, gh_stream_kind kind)
     self->kind = kind;
     self->launched = 0;
     self->capture = self->capture_kernels = NULL;
+    self->weakreflist = NULL;
     return self;
 }
 
@@ -864,6 +865,9 @@ stream_dealloc(gh_stream *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     gh_context *ctx = self->context;
+    if (self->weakreflist != NULL) {
+        PyObject_ClearWeakRefs((PyObject *)self);
+    }
     if (self->kind == GH_STREAM_OWNED) {
         gh_release(ctx, self->generation, GH_CU_StreamDestroy, self->handle);
     }
@@ -939,7 +943,14 @@ static PyGetSetDef stream_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+/* Weak references, as to numba's and CuPy's streams (caches keyed by stream). */
+static PyMemberDef stream_members[] = {
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(gh_stream, weakreflist), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL},
+};
+
 static PyType_Slot stream_slots[] = {
+    {Py_tp_members, stream_members},
     {Py_tp_doc, "A CUDA stream. Make one with gpuhost.stream(); not made directly."},
     {Py_tp_methods, stream_methods},
     {Py_tp_getset, stream_getset},

@@ -1,5 +1,5 @@
 """The device list and device discovery in numba.cuda's names: gpus, list_devices,
-detect, is_available, require_context, close."""
+detect, is_available, get_context, require_context, close."""
 import functools
 import sys
 import threading
@@ -7,9 +7,9 @@ import threading
 from . import _core
 from .errors import CudaSupportError
 
-__all__ = ["gpus", "list_devices", "detect", "require_context", "close", "summary",
-           "DeviceSummary", "is_supported_version", "cuda_error", "is_float16_supported",
-           "is_bfloat16_supported", "is_fp8_supported"]
+__all__ = ["gpus", "list_devices", "detect", "get_context", "require_context", "close",
+           "summary", "DeviceSummary", "is_supported_version", "cuda_error",
+           "is_float16_supported", "is_bfloat16_supported", "is_fp8_supported"]
 
 _SUPPORTED_MAJOR_VERSIONS = (12, 13)  # the CUDA versions gpuhost is built and tested for
 
@@ -114,6 +114,14 @@ def cuda_error():
 def list_devices():
     """All devices, as a list of Device."""
     return list(gpus)
+
+
+def get_context(devnum=None):
+    """numba's ``cuda.devices.get_context``: the Context current in this thread; when none
+    is, device `devnum`'s (default 0) primary context is made current and returned, as
+    current_context() does. CudaDriverError if another device's context is current,
+    InvalidDeviceError for a device that does not exist."""
+    return _core.current_context(devnum)
 
 
 def require_context(fn):

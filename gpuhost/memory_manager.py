@@ -26,7 +26,6 @@ import os
 import threading
 import weakref
 from abc import ABCMeta, abstractmethod
-from collections import namedtuple
 
 import numpy as np
 
@@ -41,8 +40,9 @@ __all__ = [
 
 _SUPPORTED_EMM_INTERFACE_VERSION = 1
 
-MemoryInfo = namedtuple("MemoryInfo", "free,total")
-MemoryInfo.__doc__ = "Free and total memory of a device, in bytes."
+# The class Context.get_memory_info() returns: numba's named tuple (free, total), built
+# positionally or by keyword by a plugin's get_memory_info().
+MemoryInfo = _core.MemoryInfo
 
 
 def _address(pointer):

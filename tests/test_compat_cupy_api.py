@@ -201,6 +201,38 @@ def test_pci_bus_id_round_trip_and_errors():
         _core.device_by_pci_bus_id(3)
 
 
+def test_attributes_of_a_missing_device_raise_the_runtime_modules_error_class():
+    n = cuda.runtime.getDeviceCount()
+    assert cuda.runtime.CUDARuntimeError is cuda.CUDARuntimeError is runtime.CUDARuntimeError
+    for missing in (n, n + int(RNG.integers(1, 100))):
+        with pytest.raises(cuda.runtime.CUDARuntimeError,
+                           match=r"^cudaErrorInvalidDevice: invalid device ordinal$") as info:
+            cuda.device.Device(missing).attributes
+        assert type(info.value) is cuda.runtime.CUDARuntimeError
+        assert info.value.status == cuda.runtime.errorInvalidDevice
+    last = cuda.Device(n - 1).attributes  # a failed lookup leaves the others working
+    assert last["MaxThreadsPerBlock"] == gpuhost.gpus[n - 1].MAX_THREADS_PER_BLOCK
+
+
+def test_from_pci_bus_id_of_a_malformed_id_is_the_runtimes_invalid_value():
+    with pytest.raises(cuda.runtime.CUDARuntimeError,
+                       match=r"^cudaErrorInvalidValue: invalid argument$") as info:
+        cuda.Device.from_pci_bus_id("fake:id")
+    assert info.value.status == cuda.runtime.errorInvalidValue
+    assert not isinstance(info.value, CudaAPIError)  # CuPy's class, not gpuhost's
+
+
+def test_from_pci_bus_id_of_an_unknown_device_is_the_runtimes_invalid_device():
+    bus = "%04X:%02X:1F.0" % (int(RNG.integers(0x100, 0xFFFF)), int(RNG.integers(0, 0xFF)))
+    assert bus not in [cuda.Device(i).pci_bus_id for i in range(runtime.getDeviceCount())]
+    for unknown in ("FFFF:FF:FF.F", bus):
+        with pytest.raises(cuda.runtime.CUDARuntimeError,
+                           match=r"^cudaErrorInvalidDevice: invalid device ordinal$") as info:
+            cuda.Device.from_pci_bus_id(unknown)
+        assert info.value.status == cuda.runtime.errorInvalidDevice
+        assert not isinstance(info.value, CudaAPIError)
+
+
 @pytest.mark.gpus(2)
 def test_use_returns_the_device_and_with_restores_across_objects():
     d0, d1 = cuda.Device(0), cuda.Device(1)
@@ -241,6 +273,45 @@ def test_pool_hands_out_pooled_memory_and_plain_memory_for_size_zero():
     for allocator in (memory._malloc, memory.malloc_managed):
         p = memory.MemoryPool(allocator).malloc(100)
         assert isinstance(p, memory.MemoryPointer) and isinstance(p.mem, memory.PooledMemory)
+
+
+def test_a_pool_calls_its_allocator_with_the_size_alone():
+    calls = []
+
+    def malloc_managed(*args):  # CuPy's allocators take one argument: the size
+        calls.append(args)
+        return memory.malloc_managed(*args)
+
+    pool = memory.MemoryPool(malloc_managed)
+    n = int(RNG.integers(1, 4096))
+    with cuda.Device():
+        p = pool.malloc(n)
+    assert len(calls) == 1 and len(calls[0]) == 1 and calls[0][0] >= n
+    assert isinstance(p.mem, memory.PooledMemory)
+    data = RNG.integers(0, 256, n, dtype=np.uint8)
+    p.copy_from_host(data.ctypes.data, n)
+    back = np.zeros_like(data)
+    p.copy_to_host(back.ctypes.data, n)
+    np.testing.assert_array_equal(back, data)
+
+
+@pytest.mark.parametrize("allocator", [memory._malloc, memory.malloc_managed])
+def test_a_pool_over_cupys_allocators_frees_twice_and_empties(allocator):
+    pool = memory.MemoryPool(allocator)
+    with cuda.Device():
+        mem = pool.malloc(int(RNG.integers(1, 4096))).mem
+        assert isinstance(mem, memory.PooledMemory) and pool.n_free_blocks() == 0
+        mem.free()
+        mem.free()  # a double free is no error, and gives the block back once
+        assert pool.n_free_blocks() == 1
+        pool.free_all_blocks()
+        assert pool.n_free_blocks() == 0
+        pool.malloc(int(RNG.integers(1, 4096))).mem.free()
+        assert pool.n_free_blocks() == 1
+        with pytest.warns(DeprecationWarning,
+                          match="free_all_free is deprecated. Use free_all_blocks instead."):
+            pool.free_all_free()
+        assert pool.n_free_blocks() == 0
 
 
 def test_pinned_pool_hands_out_pooled_pinned_memory():
@@ -308,6 +379,29 @@ def test_out_of_memory_error_is_cupys_and_pickles():
         pool.malloc(4096)
     assert isinstance(info.value.__cause__, CudaOutOfMemoryError)
     del keep
+
+
+# ---- graphs ----
+
+def test_graph_is_a_package_level_name_as_in_cupy_14():
+    assert cuda.Graph is cuda.graph.Graph and "Graph" in cuda.__all__
+    with pytest.raises(NotImplementedError, match="must be created via stream capture"):
+        cuda.Graph()
+    n = int(RNG.integers(8, 256))
+    src = gpuhost.pinned_array(n, np.int64)
+    dst = gpuhost.pinned_array(n, np.int64)
+    d = gpuhost.device_array(n, np.int64)
+    s = cuda.Stream(non_blocking=True)
+    with s:
+        s.begin_capture()
+        d.copy_to_device(src, stream=s)
+        d.copy_to_host(dst, stream=s)
+        g = s.end_capture()
+    assert isinstance(g, cuda.Graph)
+    src[:] = RNG.integers(-2**62, 2**62, n)
+    g.launch(s)
+    s.synchronize()
+    np.testing.assert_array_equal(dst, src)
 
 
 # ---- memory: allocators ----

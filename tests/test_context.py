@@ -1,6 +1,7 @@
 """Context: numba's primary-context model, per-thread current contexts, push/pop,
 memory info, synchronize, close and reset."""
 import threading
+import weakref
 
 import pytest
 
@@ -184,6 +185,19 @@ def test_context_repr_and_no_direct_construction():
     assert repr(ctx) == "<CUDA context %#x of device 0>" % ctx.handle
     with pytest.raises(TypeError):
         gpuhost.Context()
+
+
+def test_contexts_take_weak_references():
+    # numba's EMM plugins and memory pointers hold their context through weakref.proxy
+    ctx = gpuhost.current_context()
+    proxy = weakref.proxy(ctx)
+    assert weakref.ref(ctx)() is ctx
+    assert proxy.device is ctx.device and proxy.handle == ctx.handle
+    assert proxy.get_memory_info().total == ctx.device.total_memory
+    managers = weakref.WeakKeyDictionary()
+    managers[ctx] = "a plugin"
+    assert managers[gpuhost.current_context()] == "a plugin"
+    assert in_thread(lambda: managers[gpuhost.current_context()]) == "a plugin"
 
 
 def test_retain_failure_leaves_nothing_behind(fake):

@@ -1,5 +1,6 @@
 """Device: discovery, fixed facts, attributes, identity, bad indices."""
 import re
+import weakref
 
 import pytest
 
@@ -126,6 +127,16 @@ def test_driver_refusing_an_attribute_raises_api_error(fake):
     assert info.value.name == "CUDA_ERROR_INVALID_DEVICE"
     assert info.value.call == "cuDeviceGetAttribute"
     assert dev.MULTIPROCESSOR_COUNT > 0
+
+
+def test_devices_take_weak_references():
+    dev = gpuhost.gpus[len(gpuhost.gpus) - 1]
+    proxy = weakref.proxy(dev)  # numba's Context hands out weakref.proxy(device)
+    assert weakref.ref(dev)() is dev
+    assert proxy.id == dev.id and proxy.name == dev.name
+    assert proxy.compute_capability == dev.compute_capability
+    assert proxy.MAX_THREADS_PER_BLOCK == dev.MAX_THREADS_PER_BLOCK  # the attribute names too
+    assert weakref.WeakValueDictionary({dev.id: dev})[dev.id] is dev
 
 
 def test_equality_hash_and_repr():

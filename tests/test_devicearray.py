@@ -739,6 +739,25 @@ def test_device_arrays_and_events_take_weak_references():
     assert refs[0]() is None and refs[1]() is None
 
 
+def test_allocations_take_weak_references_that_die_with_them():
+    import weakref
+
+    host = random_array((96,), np.float64)
+    d = gpuhost.to_device(host)
+    owner = weakref.ref(d.owner)  # the pool's Allocation the array keeps alive
+    assert isinstance(owner(), gpuhost.Allocation) and owner().ptr == d.device_ctypes_pointer.value
+    np.testing.assert_array_equal(d.copy_to_host(), host)
+    died = []
+    allocs = [gpuhost._core.mem_alloc(int(rng.integers(1, 4096)), kind)
+              for kind in ("device", "managed", "pinned", "mapped")]
+    refs = [weakref.ref(a, died.append) for a in allocs]
+    assert [weakref.proxy(a).size for a in allocs] == [a.size for a in allocs]
+    del d, allocs
+    gc.collect()
+    assert owner() is None and all(r() is None for r in refs)
+    assert sorted(map(id, died)) == sorted(map(id, refs))  # each callback ran once
+
+
 def test_a_cuda_array_interface_stream_that_cannot_be_a_handle_is_refused():
     dev = gpuhost.to_device(np.arange(4, dtype=np.float32))
     desc = dict(dev.__cuda_array_interface__, version=3)

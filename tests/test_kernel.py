@@ -198,6 +198,29 @@ def test_mapped_and_managed_arrays_go_to_kernels_as_they_are(make):
 
 
 @pytest.mark.gpu
+def test_modules_take_weak_references_as_numbas_do():
+    import gc
+    import weakref
+
+    module = gpuhost.Module(gpuhost.compile_ptx_for_current_device(SAXPY,
+                                                                   options=("-fmad=false",)))
+    proxy = weakref.proxy(module)  # numba's Context.create_module_ptx hands out a proxy
+    saxpy = proxy.get_function("saxpy")
+    n = int(rng.integers(1000, 5000))
+    x = rng.standard_normal(n, dtype=np.float32)
+    y = rng.standard_normal(n, dtype=np.float32)
+    d_x, d_y, d_out = gpuhost.to_device(x), gpuhost.to_device(y), gpuhost.device_array_like(x)
+    saxpy[(n + 127) // 128, 128](np.float32(1.5), d_x, d_y, d_out, np.uint64(n))
+    np.testing.assert_array_equal(d_out.copy_to_host(), np.float32(1.5) * x + y)
+    ref = weakref.ref(module)
+    del module, saxpy
+    gc.collect()
+    assert ref() is None
+    with pytest.raises(ReferenceError):
+        proxy.handle
+
+
+@pytest.mark.gpu
 def test_every_python_number_reaches_the_kernel_with_its_exact_bits(echo):
     for _ in range(5):
         args = random_echo_args()

@@ -3,6 +3,8 @@ interface as numba produces and consumes it, and the array attributes numba scri
 (issue: numba-cuda's own host-API tests). Fake driver where possible."""
 import ctypes
 import pickle
+import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -186,6 +188,119 @@ def test_a_memory_manager_must_have_the_plugin_methods(ctx):
         ctx.memory_manager = object()
     with pytest.raises(AttributeError, match="cannot be deleted"):
         del ctx.memory_manager
+
+
+class WeakContextPlugin(emm.HostOnlyCUDAMemoryManager):
+    """A plugin written as numba's own classes and RMM's are: it holds its context through
+    a weak reference, hands out pointers whose context is a weakref.proxy, and reports
+    memory with numba's MemoryInfo built by keyword."""
+
+    def __init__(self, context, free, total):
+        super().__init__(context=context)
+        self._context = weakref.ref(context)
+        self.free, self.total, self.live = free, total, {}
+
+    def memalloc(self, size):
+        alloc = gpuhost._core.device_alloc(size)
+        self.live[alloc.ptr] = alloc
+        return emm.AutoFreePointer(weakref.proxy(self._context()), ctypes.c_uint64(alloc.ptr),
+                                   size, finalizer=lambda: self.live.pop(alloc.ptr).close())
+
+    def initialize(self):
+        assert self._context() is self.context
+
+    def get_memory_info(self):
+        return gpuhost.MemoryInfo(free=self.free, total=self.total)
+
+    def get_ipc_handle(self, memory):
+        raise NotImplementedError
+
+    @property
+    def interface_version(self):
+        return 1
+
+
+def test_a_plugin_keeping_a_weak_reference_to_its_context_runs(ctx):
+    free, total = sorted(int(v) for v in rng.integers(1 << 20, 1 << 40, 2))
+    plugin = WeakContextPlugin(ctx, free, total)
+    ctx.memory_manager = plugin
+    assert weakref.ref(ctx)() is ctx and weakref.proxy(ctx).device is ctx.device
+    host = random_array(37, np.int64)
+    d = gpuhost.to_device(host)
+    assert len(plugin.live) == 1
+    np.testing.assert_array_equal(d.copy_to_host(), host)
+    info = ctx.get_memory_info()
+    assert type(info) is gpuhost.MemoryInfo and info == (free, total)
+    assert (info.free, info.total) == (free, total)
+    del d
+    assert plugin.live == {}
+
+
+def test_memory_info_is_built_as_numbas_named_tuple():
+    free, total = sorted(int(v) for v in rng.integers(1, 1 << 40, 2))
+    info = gpuhost.MemoryInfo(free=free, total=total)
+    assert info == gpuhost.MemoryInfo(free, total) == (free, total)
+    assert (info.free, info.total) == (free, total) and isinstance(info, tuple)
+    assert gpuhost.MemoryInfo._fields == ("free", "total")
+    assert info._asdict() == {"free": free, "total": total}
+    assert info._replace(free=free - 1) == (free - 1, total)
+    assert repr(info) == "MemoryInfo(free=%d, total=%d)" % (free, total)
+    again = pickle.loads(pickle.dumps(info))
+    assert again == info and type(again) is gpuhost.MemoryInfo
+    assert emm.MemoryInfo is gpuhost.MemoryInfo  # one class, the one the context returns
+    assert type(gpuhost.current_context().get_memory_info()) is gpuhost.MemoryInfo
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'total'"):
+        gpuhost.MemoryInfo(free=free)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'used'"):
+        gpuhost.MemoryInfo(free=free, total=total, used=total - free)
+
+
+def in_thread(fn):
+    """fn() in a new thread (none of whose contexts is current yet): its result."""
+    box = {}
+
+    def target():
+        try:
+            box["result"] = fn()
+        except BaseException as e:  # handed back to the caller
+            box["error"] = e
+
+    t = threading.Thread(target=target)
+    t.start()
+    t.join(60)
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+def test_devices_get_context_is_numbas_function_for_fresh_threads_and_processes():
+    last = gpuhost.gpus[len(gpuhost.gpus) - 1]
+
+    def fresh(devnum=None):
+        before = gpuhost.gpus.current
+        return before, gpuhost.devices.get_context(devnum), gpuhost.gpus.current
+
+    before, ctx, after = in_thread(fresh)
+    assert before is None and ctx is gpuhost.gpus[0].get_primary_context()
+    assert after is gpuhost.gpus[0]
+    before, ctx, after = in_thread(lambda: fresh(last.id))
+    assert before is None and ctx is last.get_primary_context() and after is last
+
+    def in_with():  # what numba's IPC code runs in a child process
+        with gpuhost.gpus[last.id]:
+            return gpuhost.devices.get_context()
+
+    assert in_thread(in_with) is last.get_primary_context()
+    assert gpuhost.devices.get_context() is gpuhost.current_context()
+
+
+def test_devices_get_context_refuses_a_bad_device_number():
+    n = len(gpuhost.gpus)
+    with pytest.raises(gpuhost.InvalidDeviceError,
+                       match=r"no CUDA device %d: %d devices? found" % (n, n)):
+        gpuhost.devices.get_context(n)
+    with pytest.raises(TypeError, match="devnum must be an int, not str"):
+        gpuhost.devices.get_context("0")
 
 
 def test_mempin_mapped_on_a_device_that_cannot_map_is_refused(ctx, monkeypatch):

@@ -14,6 +14,7 @@ import gc
 import pickle
 import sys
 import tracemalloc
+import weakref
 
 import numpy as np
 import pytest
@@ -155,6 +156,25 @@ def test_contexts_and_devices_do_not_leak():
         dev.get_attribute("MULTIPROCESSOR_COUNT")
         gpuhost.get_current_device().compute_capability
     assert_no_growth(op, keep=[dev])
+
+
+def test_weak_references_memory_info_and_get_context_do_not_leak():
+    ctx = gpuhost.current_context()
+    dev = ctx.device
+    died = []
+
+    def op():
+        s, a = gpuhost.stream(), _core.mem_alloc(int(rng.integers(1, 4096)), "managed")
+        objs = (ctx, dev, s, a)
+        refs = [weakref.ref(o, died.append) for o in objs]
+        assert [weakref.proxy(o) for o in objs][2].handle == s.handle
+        del s, a, objs
+        assert refs[2]() is None and refs[3]() is None and len(died) == 2
+        died.clear()
+        free, total = ctx.get_memory_info()
+        assert gpuhost.MemoryInfo(free=free, total=total).total == total
+        assert gpuhost.devices.get_context() is ctx
+    assert_no_growth(op, keep=[ctx, dev])
 
 
 def test_host_memory_and_registration_do_not_leak():

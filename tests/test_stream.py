@@ -4,6 +4,7 @@ import asyncio
 import gc
 import sys
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -95,6 +96,23 @@ def test_external_stream_is_never_destroyed_by_gpuhost():
     owner.synchronize()  # still alive
     assert gpuhost.external_stream(0) == gpuhost.default_stream()
     assert gpuhost.external_stream(1) == gpuhost.legacy_default_stream()
+
+
+def test_streams_take_weak_references_that_die_with_them():
+    s, other = gpuhost.stream(), gpuhost.stream()
+    died = []
+    ref = weakref.ref(s, died.append)
+    proxy = weakref.proxy(s)
+    assert ref() is s and proxy.handle == s.handle and proxy.context is s.context
+    cache = weakref.WeakKeyDictionary({s: "kept while the stream lives"})
+    assert cache[s] == "kept while the stream lives"
+    for kind in (gpuhost.default_stream(), gpuhost.legacy_default_stream(),
+                 gpuhost.per_thread_default_stream(), gpuhost.external_stream(other.handle)):
+        assert weakref.ref(kind)() is kind and weakref.proxy(kind).handle == kind.handle
+    del s
+    assert ref() is None and died == [ref] and len(cache) == 0
+    with pytest.raises(ReferenceError, match="no longer exists"):
+        proxy.handle
 
 
 def test_callbacks_run_in_order_on_another_thread_with_stream_status_and_arg():

@@ -11,7 +11,9 @@ mechanically, from each test's source and what it calls in its module (its class
 setUp/tearDown, helper methods, module-level functions), each with the reason:
   - numba's compiler: ``cuda.jit`` and the other device-code names, ``vectorize``;
   - numba internals: a name imported from any numba module other than numba.cuda itself
-    and the test helpers (``driver``, ``devices``, ``nvvm``, ``config``, ``types`` ...);
+    and the test helpers (``driver``, ``nvvm``, ``config``, ``types`` ...), and of
+    numba.cuda.cudadrv.devices (``cuda.devices``) the names gpuhost.devices lacks
+    (``get_context`` and ``gpus`` it has);
   - cuda.core / cuda.bindings, numba's other CUDA binding.
 The rest runs under pytest; every one is expected to pass.
 
@@ -84,6 +86,11 @@ COMPILER_ATTRS = {
 # Attributes of `cuda` that are numba's own modules (its driver binding, its simulator).
 INTERNAL_ATTRS = {"core", "cudadrv", "cudaimpl", "simulator", "kernels", "np", "config",
                   "driver", "devices"}
+# numba's modules that gpuhost has a namesake of, offering some of their names
+# (numba.cuda.cudadrv.devices, also reached as cuda.devices: gpuhost.devices has gpus,
+# get_context and require_context): a use of a name the namesake offers is portable, of
+# any other name numba internals.
+PARTIAL_MODULES = {"numba.cuda.cudadrv.devices": "devices"}
 # Attributes of any object that belong to numba's typing of arrays for its compiler.
 TYPING_ATTRS = {"_numba_type_"}
 # numba modules whose names are test infrastructure, kept as they are.
@@ -107,12 +114,22 @@ def gpuhost_names():
     return {n for n in dir(gpuhost) if not n.startswith("_")}
 
 
+def partial_module_names():
+    """{gpuhost module name: the public names it offers} for PARTIAL_MODULES."""
+    sys.path.insert(0, REPO)
+    import gpuhost
+
+    return {name: {n for n in dir(getattr(gpuhost, name)) if not n.startswith("_")}
+            for name in PARTIAL_MODULES.values()}
+
+
 class ImportRewriter:
     """Rewrites one module's import statements; records which names are numba internals."""
 
     def __init__(self, offered):
         self.offered = offered
         self.internal = {}  # name bound in the module -> why it is not portable
+        self.partial = {}  # name bound in the module -> the PARTIAL_MODULES namesake it is
 
     def rewrite(self, source):
         tree = ast.parse(source)
@@ -169,6 +186,23 @@ class ImportRewriter:
             if theirs:
                 parts.append("from numba.cuda import " + ", ".join(alias_text(a) for a in theirs))
             return "; ".join(parts)
+        if mod.startswith("numba") and any(mod + "." + a.name in PARTIAL_MODULES
+                                           for a in node.names):
+            ours, theirs = [], []
+            for alias in node.names:
+                namesake = PARTIAL_MODULES.get(mod + "." + alias.name)
+                if namesake is None:
+                    theirs.append(alias)
+                    self._bind_internal(alias, "numba internals (%s.%s)" % (mod, alias.name))
+                else:
+                    bound = alias.asname or alias.name
+                    ours.append("from gpuhost import " + (
+                        namesake if bound == namesake else "%s as %s" % (namesake, bound)))
+                    self.partial[bound] = namesake
+            if theirs:
+                ours.append("from %s import %s" % (mod, ", ".join(alias_text(a)
+                                                                for a in theirs)))
+            return "; ".join(ours)
         if mod.startswith("numba") and not mod.startswith(TEST_HELPER_MODULES):
             for alias in node.names:
                 self._bind_internal(alias, "numba internals (%s.%s)" % (mod, alias.name))
@@ -184,13 +218,36 @@ class ImportRewriter:
 class Classifier(CallGraphClassifier):
     """Decides, per test, whether it needs numba's compiler or internals."""
 
-    def __init__(self, tree, internal):
+    def __init__(self, tree, internal, partial, partial_names):
         super().__init__(tree)
         self.internal = internal
+        self.partial = partial  # name bound in the module -> gpuhost namesake module
+        self.partial_names = partial_names  # gpuhost namesake module -> names it offers
+
+    def _namesake(self, node):
+        """The gpuhost namesake module `node` (a Name, or cuda.<module>) stands for, or
+        None."""
+        if isinstance(node, ast.Name):
+            return self.partial.get(node.id)
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id == "cuda" and node.attr in self.partial_names):
+            return node.attr
+        return None
 
     def _direct(self, node):
         """The first reason found in `node` itself (not what it calls), or None."""
-        for sub in ast.walk(node):
+        offered = set()  # ids of namesake references used for a name the namesake offers
+        for sub in ast.walk(node):  # breadth first: an attribute before what it is of
+            if isinstance(sub, ast.Attribute) and self._namesake(sub.value):
+                namesake = self._namesake(sub.value)
+                if sub.attr not in self.partial_names[namesake]:
+                    return "numba internals (%s.%s, which gpuhost.%s lacks)" % (
+                        namesake, sub.attr, namesake)
+                offered.add(id(sub.value))
+            if id(sub) in offered:
+                continue
+            if isinstance(sub, ast.Name) and sub.id in self.partial:
+                return "numba internals (%s)" % sub.id  # the module itself, passed on
             if isinstance(sub, ast.Attribute) and sub.attr in TYPING_ATTRS:
                 return "numba's typing (.%s)" % sub.attr
             if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name):
@@ -233,6 +290,7 @@ def port(out, unskip_317):
     """Write the ported modules to `out`; return the not-portable table."""
     root = tests_root()
     offered = gpuhost_names()
+    partial_names = partial_module_names()
     not_portable = {}
     for rel in MODULES:
         src_path = os.path.join(root, rel)
@@ -246,7 +304,8 @@ def port(out, unskip_317):
         rewriter = ImportRewriter(offered)
         ported, tree = rewriter.rewrite(source)
         name = os.path.basename(rel)
-        for cname, tname, why in Classifier(tree, rewriter.internal).tests():
+        classifier = Classifier(tree, rewriter.internal, rewriter.partial, partial_names)
+        for cname, tname, why in classifier.tests():
             if why:
                 key = "%s::%s" % (name, tname if cname is None else cname + "." + tname)
                 not_portable[key] = why

@@ -12,12 +12,13 @@ cupy.cuda:
     end.synchronize()
     print(cuda.get_elapsed_time(start, end))
 
-Laid out as cupy.cuda: the submodules device, stream, memory, pinned_memory, runtime,
-driver, profiler and nvtx hold the same names as CuPy's. Devices, streams and events wrap gpuhost's C types
-(``Stream._gpuhost()`` is the gpuhost Stream; any gpuhost ``stream=`` argument takes these
-streams); the memory API is gpuhost.memory's, with CuPy's current stream where a stream is
-left out; runtime raises CUDARuntimeError as CuPy's. What differs from CuPy is listed in
-README.md ("CuPy's low-level names").
+Laid out as cupy.cuda: the submodules device, stream, memory, pinned_memory, graph,
+runtime, driver, profiler and nvtx hold the same names as CuPy's, and the package itself
+the classes and functions CuPy 14's does (Device, Stream, MemoryPool, Graph ...). Devices,
+streams and events wrap gpuhost's C types (``Stream._gpuhost()`` is the gpuhost Stream;
+any gpuhost ``stream=`` argument takes these streams); the memory API is gpuhost.memory's,
+with CuPy's current stream where a stream is left out; runtime raises CUDARuntimeError as
+CuPy's. What differs from CuPy is listed in README.md ("CuPy's low-level names").
 """
 import contextlib
 
@@ -31,6 +32,7 @@ from .device import (
     get_cusparse_handle,
     get_device_id,
 )
+from .graph import Graph
 from .memory import (
     BaseMemory,
     ManagedMemory,
@@ -65,16 +67,16 @@ from .stream import Event, ExternalStream, Stream, get_current_stream, get_elaps
 
 __all__ = [
     "BaseMemory", "CUBLASError", "CUDARuntimeError", "CUSOLVERError", "CUSPARSEError",
-    "Device", "Event", "ExternalStream", "ManagedMemory", "Memory", "MemoryAsync",
+    "Device", "Event", "ExternalStream", "Graph", "ManagedMemory", "Memory", "MemoryAsync",
     "MemoryAsyncPool",
     "MemoryPointer", "MemoryPool", "OutOfMemoryError", "PinnedMemory", "PinnedMemoryPointer",
     "PinnedMemoryPool", "PooledMemory", "PooledPinnedMemory", "PythonFunctionAllocator",
     "Stream", "UnownedMemory", "alloc", "alloc_pinned_memory", "device", "driver",
     "get_allocator", "get_cublas_handle", "get_current_stream", "get_cusolver_handle",
     "get_cusparse_handle", "get_default_memory_pool", "get_default_pinned_memory_pool",
-    "get_device_id", "get_elapsed_time", "is_available", "malloc_async", "malloc_managed",
-    "memory", "nvtx", "pinned_memory", "profile", "profiler", "runtime", "set_allocator",
-    "set_pinned_memory_allocator", "stream", "using_allocator",
+    "get_device_id", "get_elapsed_time", "graph", "is_available", "malloc_async",
+    "malloc_managed", "memory", "nvtx", "pinned_memory", "profile", "profiler", "runtime",
+    "set_allocator", "set_pinned_memory_allocator", "stream", "using_allocator",
 ]
 
 
