@@ -58,56 +58,52 @@ launch_any(gh_kernel *k, const launch_dims *d, CUstream stream, void **params)
                               d->block[1], d->block[2], d->shared, stream, params, NULL);
 }
 
-static PyObject *
-kernel_launch(gh_kernel *k, const launch_dims *d, PyObject *const *args, Py_ssize_t nargs)
+/* ValueError if the resolved stream belongs to another device than kernel k. */
+static int
+check_stream_context(gh_kernel *k, const gh_stream_ref *ref)
 {
-    gh_module *m = k->module;
-    gh_state *st;
-    gh_stream_ref ref;
-    gh_argbuf ab;
-    void **ptrs;
-    PyObject *result = NULL;
-    CUresult res;
-    int pushed;
-
-    if (gh_kernel_check_call(k, GH_CU_LaunchKernel, nargs) < 0) {
-        return NULL;
-    }
-    st = gh_state_of_type(Py_TYPE(k));
-    if (gh_stream_resolve(st, d->stream, &ref) < 0) {
-        return NULL;
-    }
-    if (ref.context != NULL && ref.context != m->context) {
+    gh_context *ctx = k->module->context;
+    if (ref->context != NULL && ref->context != ctx) {
         PyErr_Format(PyExc_ValueError,
                      "kernel %R is loaded on device %d; it cannot be launched on a stream of "
                      "device %d",
-                     k->name, m->context->device->id, ref.context->device->id);
-        return NULL;
+                     k->name, ctx->device->id, ref->context->device->id);
+        return -1;
     }
-    if (gh_kernel_pack(st, k, args, nargs, d->stream, &ab) < 0) {
-        goto done;
-    }
-    ptrs = ab.ptrs;
+    return 0;
+}
+
+/* Launch k with its arguments packed in `params` on the resolved stream `ref` (checked by
+   check_stream_context); the stream object is d->stream (borrowed, NULL: the default
+   stream).  0, or -1 with the error set. */
+static int
+launch_packed(gh_state *st, gh_kernel *k, const launch_dims *d, const gh_stream_ref *ref,
+              void **params)
+{
+    gh_module *m = k->module;
+    CUresult res;
+    int pushed;
+
     /* A stream names its context, and the driver launches there whatever context is
        current (CUDA 13 does), so the common case spares asking which one is; a driver
        that refuses it (INVALID_CONTEXT / INVALID_HANDLE, nothing launched) gets the
        module's context made current, as the default streams always do. */
     res = CUDA_ERROR_INVALID_CONTEXT;
-    if (ref.context == m->context && !ref.is_default) {
-        res = launch_any(k, d, ref.handle, ptrs);
+    if (ref->context == m->context && !ref->is_default) {
+        res = launch_any(k, d, ref->handle, params);
     }
     if (res == CUDA_ERROR_INVALID_CONTEXT || res == CUDA_ERROR_INVALID_HANDLE) {
         if (gh_context_enter(m->context, &pushed) < 0) {
-            goto done;
+            return -1;
         }
-        res = launch_any(k, d, ref.handle, ptrs);
+        res = launch_any(k, d, ref->handle, params);
         if (gh_context_leave(m->context, pushed) < 0) {
-            goto done;
+            return -1;
         }
     }
     if (gh_check(res, (d->cooperative || d->cluster[0]) ? GH_CU_LaunchKernelEx
                                                         : GH_CU_LaunchKernel) < 0) {
-        goto done;
+        return -1;
     }
     if (d->stream != NULL && Py_IS_TYPE(d->stream, st->StreamType)) {
         gh_stream *s = (gh_stream *)d->stream;
@@ -115,8 +111,44 @@ kernel_launch(gh_kernel *k, const launch_dims *d, PyObject *const *args, Py_ssiz
         /* launched into a capture: its graph will check k's module before each launch */
         if (s->capture_kernels != NULL &&
             gh_graph_add_kernel(s->capture_kernels, (PyObject *)k) < 0) {
-            goto done;
+            return -1;
         }
+    }
+    return 0;
+}
+
+int
+gh_kernel_launch_params(gh_kernel *k, const launch_dims *d, void **params)
+{
+    gh_state *st = gh_state_of_type(Py_TYPE(k));
+    gh_stream_ref ref;
+    if (gh_kernel_check_call(k, GH_CU_LaunchKernel, k->nparams) < 0 ||
+        gh_stream_resolve(st, d->stream, &ref) < 0 || check_stream_context(k, &ref) < 0) {
+        return -1;
+    }
+    return launch_packed(st, k, d, &ref, params);
+}
+
+static PyObject *
+kernel_launch(gh_kernel *k, const launch_dims *d, PyObject *const *args, Py_ssize_t nargs)
+{
+    gh_state *st;
+    gh_stream_ref ref;
+    gh_argbuf ab;
+    PyObject *result = NULL;
+
+    if (gh_kernel_check_call(k, GH_CU_LaunchKernel, nargs) < 0) {
+        return NULL;
+    }
+    st = gh_state_of_type(Py_TYPE(k));
+    if (gh_stream_resolve(st, d->stream, &ref) < 0 || check_stream_context(k, &ref) < 0) {
+        return NULL;
+    }
+    if (gh_kernel_pack(st, k, args, nargs, d->stream, &ab) < 0) {
+        goto done;
+    }
+    if (launch_packed(st, k, d, &ref, ab.ptrs) < 0) {
+        goto done;
     }
     result = Py_NewRef(Py_None);
 done:

@@ -63,6 +63,18 @@ typedef struct {
 int gh_kernel_make_dims(gh_kernel *k, launch_dims *d, PyObject *grid, PyObject *block,
                         PyObject *stream, PyObject *shared, int cooperative, PyObject *cluster);
 
+/* gh_kernel_make_dims in two steps: reading the options (no kernel needed), and checking
+   them against kernel k's limits.  0, or -1 with ValueError/TypeError. */
+int gh_launch_dims_parse(launch_dims *d, PyObject *grid, PyObject *block, PyObject *stream,
+                         PyObject *shared, int cooperative, PyObject *cluster);
+int gh_kernel_check_dims(gh_kernel *k, const launch_dims *d);
+
+/* Launch kernel k with dims `d` (checked) and its arguments already packed: `params` is
+   the driver's kernelParams, one pointer per parameter.  The stream (d->stream, borrowed)
+   is resolved here; a launch into a capture is recorded as launch() records it.  0, or -1
+   with the error set. */
+int gh_kernel_launch_params(gh_kernel *k, const launch_dims *d, void **params);
+
 /* Check that kernel k can be launched now (its module loaded, its context alive, its
    parameters known) with `nargs` arguments.  0, or -1 with the error set. */
 int gh_kernel_check_call(gh_kernel *k, gh_cu_id id, Py_ssize_t nargs);

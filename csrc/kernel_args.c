@@ -76,8 +76,8 @@ raise_dim_limit(gh_kernel *k, const char *what, const unsigned int *d, const uns
 }
 
 /* Check dims against the device's and the kernel's limits: ValueError quoting them. */
-static int
-check_dims(gh_kernel *k, const launch_dims *d)
+int
+gh_kernel_check_dims(gh_kernel *k, const launch_dims *d)
 {
     unsigned long long threads = (unsigned long long)d->block[0] * d->block[1] * d->block[2];
     for (int i = 0; i < 3; i++) {
@@ -143,10 +143,9 @@ parse_shared(PyObject *obj, unsigned int *out)
     return 0;
 }
 
-/* Fill and check `d` from the launch options; the stream is borrowed. */
 int
-gh_kernel_make_dims(gh_kernel *k, launch_dims *d, PyObject *grid, PyObject *block, PyObject *stream,
-                    PyObject *shared, int cooperative, PyObject *cluster)
+gh_launch_dims_parse(launch_dims *d, PyObject *grid, PyObject *block, PyObject *stream,
+                     PyObject *shared, int cooperative, PyObject *cluster)
 {
     memset(d, 0, sizeof(*d));
     d->cooperative = cooperative;
@@ -158,7 +157,18 @@ gh_kernel_make_dims(gh_kernel *k, launch_dims *d, PyObject *grid, PyObject *bloc
     if (cluster != NULL && cluster != Py_None && parse_dims(cluster, d->cluster, "cluster") < 0) {
         return -1;
     }
-    return check_dims(k, d);
+    return 0;
+}
+
+/* Fill and check `d` from the launch options; the stream is borrowed. */
+int
+gh_kernel_make_dims(gh_kernel *k, launch_dims *d, PyObject *grid, PyObject *block, PyObject *stream,
+                    PyObject *shared, int cooperative, PyObject *cluster)
+{
+    if (gh_launch_dims_parse(d, grid, block, stream, shared, cooperative, cluster) < 0) {
+        return -1;
+    }
+    return gh_kernel_check_dims(k, d);
 }
 
 /* ---- arguments ---- */

@@ -420,9 +420,10 @@ module_exec(PyObject *module)
         gh_stream_init_type(module, st) < 0 || gh_event_init_type(module, st) < 0 ||
         gh_memory_init_type(module, st) < 0 || gh_devicearray_init_type(module, st) < 0 ||
         gh_dlpack_init(module, st) < 0 || gh_cumodule_init_type(module, st) < 0 ||
-        gh_kernel_init_type(module, st) < 0 || gh_pool_init_type(module, st) < 0 ||
-        gh_graph_init_type(module, st) < 0 || gh_nccl_init(module, st) < 0 ||
-        PyModule_AddFunctions(module, gh_nvtx_methods) < 0 ||
+        gh_kernel_init_type(module, st) < 0 || gh_jit_init_type(module, st) < 0 ||
+        gh_pool_init_type(module, st) < 0 || gh_graph_init_type(module, st) < 0 ||
+        gh_nccl_init(module, st) < 0 || PyModule_AddFunctions(module, gh_nvtx_methods) < 0 ||
+        PyModule_AddFunctions(module, gh_jit_methods) < 0 ||
         PyModule_AddFunctions(module, gh_address_methods) < 0 ||
         PyModule_AddFunctions(module, gh_program_methods) < 0 ||
         PyModule_AddFunctions(module, gh_display_methods) < 0) {
@@ -446,6 +447,8 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->ModuleType);
     Py_VISIT(st->KernelType);
     Py_VISIT(st->LaunchConfigType);
+    Py_VISIT(st->JitDispatcherType);
+    Py_VISIT(st->JitLaunchType);
     Py_VISIT(st->PoolType);
     Py_VISIT(st->GraphType);
     Py_VISIT(st->GraphExecType);
@@ -474,6 +477,8 @@ module_clear(PyObject *module)
     Py_CLEAR(st->ModuleType);
     Py_CLEAR(st->KernelType);
     Py_CLEAR(st->LaunchConfigType);
+    Py_CLEAR(st->JitDispatcherType);
+    Py_CLEAR(st->JitLaunchType);
     Py_CLEAR(st->PoolType);
     Py_CLEAR(st->GraphType);
     Py_CLEAR(st->GraphExecType);

@@ -92,6 +92,13 @@ _LAZY_MODULES = ("memory", "memory_manager", "tools")
 def __getattr__(name):
     from importlib import import_module
 
+    if name == "jit":
+        from .dispatcher import jit
+
+        globals()["jit"] = jit
+        return jit
+    if name == "_numba_type_" or _is_numba_name(name):
+        return _numba_name(name)
     if name in _LAZY_MODULES:
         return import_module("." + name, __name__)  # the import sets the attribute
     module = _LAZY.get(name)
@@ -99,6 +106,30 @@ def __getattr__(name):
         raise AttributeError("module 'gpuhost' has no attribute %r" % name)
     value = getattr(import_module("." + module, __name__), name)
     globals()[name] = value
+    return value
+
+
+def _is_numba_name(name):
+    from importlib import import_module
+
+    return not name.startswith("_") and import_module("._numba", __name__).is_kernel_name(name)
+
+
+def _numba_name(name):
+    """numba.cuda's names for kernels, resolved on first use (numba-cuda imported then):
+    what a kernel writes through its `cuda` module, and gpuhost itself typed as numba.cuda
+    (numba's typeof asks for `_numba_type_` first)."""
+    from importlib import import_module
+
+    _numba = import_module("._numba", __name__)
+
+    if _numba.installed_version() is None:
+        if name == "_numba_type_":
+            raise AttributeError(name)
+        _numba.load()  # the ImportError saying what to install
+    value = _numba.module_type() if name == "_numba_type_" else _numba.kernel_name(name)
+    if name != "_numba_type_":
+        globals()[name] = value
     return value
 
 

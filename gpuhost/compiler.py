@@ -18,6 +18,7 @@ the full option list, the output, the target and the NVRTC version; on disk also
 gpuhost's version and the contents of the files the source includes from the current
 directory or `include_dirs` (the toolkit's headers are covered by the NVRTC version).
 """
+import functools
 import os
 import re
 import warnings
@@ -102,6 +103,27 @@ def _rebuild(data, output, target, ptx, log, lowered_names, name_expressions, op
 # -- public entry points ---------------------------------------------------------------
 
 
+
+def _numba_for_python_functions(func):
+    """numba.cuda's compile functions take a Python function where gpuhost's take CUDA C++:
+    given one, the call goes to numba-cuda (returning what numba returns)."""
+    name = func.__name__
+
+    @functools.wraps(func)
+    def wrapper(source, *args, **kwargs):
+        if callable(source) and not isinstance(source, (str, bytes)):
+            from . import _numba
+
+            return getattr(_numba.load(), name)(source, *args, **kwargs)
+        return func(source, *args, **kwargs)
+
+    wrapper.__doc__ = (func.__doc__ or "") + (
+        "\n\n    Given a Python function instead of source (numba.cuda's form: "
+        "``%s(pyfunc, sig, ...)``), numba-cuda compiles it and its result is returned." % name)
+    return wrapper
+
+
+@_numba_for_python_functions
 def compile(source, output="cubin", *, cc=None, debug=False, lineinfo=False, fastmath=False,
             opt=True, std=None, defines=None, include_dirs=(), options=(),
             name_expressions=()):
@@ -130,6 +152,7 @@ def compile(source, output="cubin", *, cc=None, debug=False, lineinfo=False, fas
                     include_dirs, options, name_expressions)
 
 
+@_numba_for_python_functions
 def compile_ptx(source, *, cc=None, debug=False, lineinfo=False, fastmath=False, opt=True,
                 std=None, defines=None, include_dirs=(), options=(), name_expressions=()):
     """Compile CUDA C++ `source` to PTX for `cc` (see compile()); returns a CompiledCode
@@ -138,6 +161,7 @@ def compile_ptx(source, *, cc=None, debug=False, lineinfo=False, fastmath=False,
                     include_dirs, options, name_expressions)
 
 
+@_numba_for_python_functions
 def compile_ptx_for_current_device(source, *, debug=False, lineinfo=False, fastmath=False,
                                    opt=True, std=None, defines=None, include_dirs=(),
                                    options=(), name_expressions=()):

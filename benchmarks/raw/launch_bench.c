@@ -5,6 +5,8 @@
  */
 #include <cuda.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static CUmodule launch_module;
@@ -59,5 +61,79 @@ bench_launch(int nargs, int sync, int n)
     }
     t = (launch_now_us() - t0) / n;
     cuStreamSynchronize(launch_stream);
+    return t;
+}
+
+/* The floor for gpuhost.jit's launches (benchmarks/jit_launch.py): a numba-compiled
+ * kernel's cubin loaded here and launched with the parameter bytes the benchmark packed as
+ * numba lays them out, on a stream of its own. */
+#define JIT_CASES 16
+
+static struct {
+    CUfunction fn;
+    void *blob;    /* the parameters' bytes */
+    void **params; /* kernelParams: pointers into blob; NULL for a kernel of none */
+} jit_cases[JIT_CASES];
+static int jit_ncases;
+static CUstream jit_stream;
+
+/* Load cubin `image`, get its kernel `entry` and keep its `nparams` parameters, the i-th at
+   byte offsets[i] of `blob` (`size` bytes); then launch it once, checked.  A case number
+   for bench_jit_launch, or minus the failing CUresult. */
+int
+bench_jit_load(const void *image, const char *entry, const void *blob, size_t size,
+               const size_t *offsets, int nparams)
+{
+    CUmodule mod;
+    CUresult res;
+    int c = jit_ncases;
+    if (c == JIT_CASES || nparams < 0) {
+        return -(int)CUDA_ERROR_INVALID_VALUE;
+    }
+    if ((jit_stream == NULL &&
+         (res = cuStreamCreate(&jit_stream, CU_STREAM_DEFAULT)) != CUDA_SUCCESS) ||
+        (res = cuModuleLoadData(&mod, image)) != CUDA_SUCCESS ||
+        (res = cuModuleGetFunction(&jit_cases[c].fn, mod, entry)) != CUDA_SUCCESS) {
+        return -(int)res;
+    }
+    if (nparams > 0) {
+        jit_cases[c].blob = malloc(size);
+        jit_cases[c].params = malloc(nparams * sizeof(void *));
+        if (jit_cases[c].blob == NULL || jit_cases[c].params == NULL) {
+            return -(int)CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        memcpy(jit_cases[c].blob, blob, size);
+        for (int i = 0; i < nparams; i++) {
+            if (offsets[i] >= size) {
+                return -(int)CUDA_ERROR_INVALID_VALUE;
+            }
+            jit_cases[c].params[i] = (char *)jit_cases[c].blob + offsets[i];
+        }
+    }
+    if ((res = cuLaunchKernel(jit_cases[c].fn, 1, 1, 1, 1, 1, 1, 0, jit_stream,
+                              jit_cases[c].params, NULL)) != CUDA_SUCCESS ||
+        (res = cuStreamSynchronize(jit_stream)) != CUDA_SUCCESS) {
+        return -(int)res;
+    }
+    jit_ncases = c + 1;
+    return c;
+}
+
+/* n launches of case `c` on a grid of `grid` blocks of `block` threads; the stream is
+   synchronized after the timed loop.  Microseconds per launch (-1: no such case). */
+double
+bench_jit_launch(int c, unsigned grid, unsigned block, int n)
+{
+    double t0, t;
+    if (c < 0 || c >= jit_ncases) {
+        return -1.0;
+    }
+    t0 = launch_now_us();
+    for (int i = 0; i < n; i++) {
+        cuLaunchKernel(jit_cases[c].fn, grid, 1, 1, block, 1, 1, 0, jit_stream,
+                       jit_cases[c].params, NULL);
+    }
+    t = (launch_now_us() - t0) / n;
+    cuStreamSynchronize(jit_stream);
     return t;
 }

@@ -1,0 +1,352 @@
+"""Everything gpuhost.jit knows of numba-cuda, in one place (DESIGN 12).
+
+numba-cuda types and compiles Python kernels; gpuhost launches them. This module imports
+numba-cuda on first use (never with gpuhost), checks that its version is one whose
+internals it was written against, and holds every use of those internals: the
+dispatcher subclass that tells gpuhost when its overloads change, the resolution of an
+overload for a launch (numba's own typing, conversions and launch-configuration rules),
+numba's parameter layout as a plan for the C launcher, and numba's types for gpuhost's
+arrays. Nothing here launches.
+"""
+import threading
+
+import numpy as np
+
+from . import _core
+
+# numba-cuda versions whose internals this module was written and tested against.
+SUPPORTED = ((0, 30), (0, 31))  # >= 0.30, < 0.31
+SUPPORTED_TEXT = "numba-cuda >=0.30,<0.31"
+INSTALL_HINT = "pip install 'numba-cuda>=0.30,<0.31' (gpuhost's 'jit' extra)"
+
+_lock = threading.Lock()
+_loaded = None
+
+
+def _version_tuple(text):
+    parts = []
+    for piece in text.split(".")[:3]:
+        digits = "".join(c for c in piece if c.isdigit())
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+def installed_version():
+    """numba-cuda's version string, or None when it is not installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("numba-cuda")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def load():
+    """numba.cuda, imported and checked once; ImportError saying what to install."""
+    global _loaded
+    if _loaded is not None:
+        return _loaded
+    with _lock:
+        if _loaded is None:
+            _loaded = _import_checked()
+    return _loaded
+
+
+def _import_checked():
+    version = installed_version()
+    if version is None:
+        raise ImportError("gpuhost.jit compiles Python kernels with numba-cuda, which is not "
+                          "installed: %s" % INSTALL_HINT)
+    v = _version_tuple(version)[:2]
+    if not SUPPORTED[0] <= v < SUPPORTED[1]:
+        raise ImportError("gpuhost.jit supports %s; numba-cuda %s is installed"
+                          % (SUPPORTED_TEXT, version))
+    if not hasattr(np, "row_stack"):
+        # numba-cuda 0.30 registers an implementation for np.row_stack at import, a name
+        # NumPy 2.5 removed (it was np.vstack's alias); without it numba.cuda cannot import.
+        np.row_stack = np.vstack
+    from numba import cuda
+
+    _register_typeof(cuda)
+    return cuda
+
+
+def _register_typeof(cuda):
+    """numba's type for a gpuhost DeviceArray, from gpuhost's own layout rule (the one the
+    C launcher keys on), instead of a DLPack export per typing."""
+    from numba.cuda import types
+    from numba.cuda.np import numpy_support
+    from numba.cuda.typing.typeof import typeof_impl
+
+    @typeof_impl.register(_core.DeviceArray)
+    def _typeof_devicearray(val, c):
+        layout, readonly = _core._jit_layout(val)
+        return types.Array(numpy_support.from_dtype(val.dtype), val.ndim, layout,
+                           readonly=readonly)
+
+
+# ---- numba.cuda's names, reachable through gpuhost ----
+
+# What kernels use through the module (`cuda.grid`, `cuda.shared.array`, ...), and the
+# names numba.cuda exports for kernels and their compilation that gpuhost has none of its
+# own for: gpuhost's __getattr__ resolves them from numba.cuda on first use.
+KERNEL_NAMES = frozenset("""
+    Archive CUSource Cubin Dim3 Fatbin GridGroup In InOut KernelRuntimeError LTOIR
+    LinkableCode Object Out PTXSource Reduce activemask all_sync any_sync atomic
+    ballot_sync bfloat16 blockDim blockIdx brev cbrt clz compile_all
+    compile_for_current_device const declare_device dim3 eq_sync ffs fma grid gridDim
+    grid_group gridsize guvectorize laneid lanemask_lt ldca ldcg ldcs ldcv ldlu
+    literal_unroll local match_all_sync match_any_sync nanosleep popc reduce selp shared
+    shfl_down_sync shfl_sync shfl_up_sync shfl_xor_sync stcg stcs stwb stwt syncthreads
+    syncthreads_and syncthreads_count syncthreads_or syncwarp threadIdx threadfence
+    threadfence_block threadfence_system vectorize warpsize
+    b1 bool_ boolean byte c16 c8 char complex128 complex64 double f4 f8 float32 float64
+    i1 i2 i4 i8 int16 int32 int64 int8 int_ intc intp long_ longlong none optional short
+    size_t ssize_t u1 u2 u4 u8 uchar uint uint16 uint32 uint64 uint8 uintc uintp ulong
+    ulonglong ushort void
+""".split())
+# Vector types: float32x4, int16x2, ... and the CUDA C names (float4, uchar2, ...).
+VECTOR_PREFIXES = ("float", "double", "int", "uint", "char", "uchar", "short", "ushort",
+                   "long", "ulong", "longlong", "ulonglong")
+KERNEL_MODULES = frozenset(("cg", "libdevice", "fp16", "bf16", "fp8", "random", "types",
+                            "cache_hints"))
+
+
+def is_kernel_name(name):
+    if name in KERNEL_NAMES or name in KERNEL_MODULES:
+        return True
+    stem = name.rstrip("1234")
+    if stem != name and stem.rstrip("x") in VECTOR_PREFIXES + ("float32", "float64", "int8",
+                                                              "int16", "int32", "int64",
+                                                              "uint8", "uint16", "uint32",
+                                                              "uint64"):
+        return True
+    return False
+
+
+def kernel_name(name):
+    """numba.cuda's `name` (a submodule imported if need be)."""
+    cuda = load()
+    if name in KERNEL_MODULES and not hasattr(cuda, name):
+        from importlib import import_module
+
+        return import_module("numba.cuda." + name)
+    return getattr(cuda, name)
+
+
+def module_type():
+    """numba's type for numba.cuda's module: gpuhost answers to typeof as numba.cuda does,
+    so a kernel that calls its module `cuda` compiles the same either way."""
+    cuda = load()
+    from numba.cuda import types
+
+    return types.Module(cuda)
+
+
+# ---- the dispatcher ----
+
+_dispatcher_class = None
+
+
+def dispatcher_class():
+    """numba's CUDADispatcher, telling its gpuhost Dispatcher when its overloads change."""
+    global _dispatcher_class
+    if _dispatcher_class is None:
+        from numba.cuda.dispatcher import CUDADispatcher
+
+        class GpuhostNumbaDispatcher(CUDADispatcher):
+            _gpuhost_owner = None
+
+            def add_overload(self, kernel, argtypes):
+                super().add_overload(kernel, argtypes)
+                owner = self._gpuhost_owner() if self._gpuhost_owner else None
+                if owner is not None:
+                    owner._jit_clear()
+
+            def _reset_overloads(self):
+                super()._reset_overloads()
+                owner = self._gpuhost_owner() if self._gpuhost_owner else None
+                if owner is not None:
+                    owner._jit_clear()
+
+        _dispatcher_class = GpuhostNumbaDispatcher
+    return _dispatcher_class
+
+
+def adopt(numba_disp):
+    """numba's kernel dispatcher as gpuhost's subclass (same layout, one behaviour more:
+    telling its gpuhost Dispatcher when its overloads change)."""
+    numba_disp.__class__ = dispatcher_class()
+    return numba_disp
+
+
+def resolve(numba_disp, launch, args):
+    """(overload, dispatcher) that numba would launch for `args` under `launch`'s
+    dimensions: the launch-configuration specialization numba picks, numba's own typing and
+    conversions, compiling when numba would. Runs no pre-launch callback."""
+    from numba.cuda.cext import _dispatcher
+    from numba.cuda.dispatcher import _LAUNCH_CONFIG_KW
+
+    # numba's configuration object: its launch-configuration-sensitive compilation reads
+    # the dimensions (and the arguments) from it. Its stream is never used here.
+    lc = numba_disp.configure(launch.griddim, launch.blockdim, 0, launch.sharedmem)
+    prev = lc._push_args(args)
+    try:
+        disp = numba_disp._select_launch_config_dispatcher(lc)
+        if disp.specialized:
+            overload = next(iter(disp.overloads.values()))
+        else:
+            overload = _dispatcher.Dispatcher._cuda_call(disp, *args, **{_LAUNCH_CONFIG_KW: lc})
+        disp._update_launch_config_sensitivity(overload, lc)
+    finally:
+        lc._pop_args(prev)
+    return overload, disp
+
+
+def cubin_for(overload, device):
+    """The linked cubin of a compiled overload for `device`, as numba links it."""
+    cc = device.compute_capability
+    cc = (cc[0], cc[1], "a" if cc >= (9, 0) else "")
+    cubin = overload._codelibrary.get_cubin(cc=cc)
+    return getattr(cubin, "code", cubin)  # numba-cuda 0.30: a cuda.core ObjectCode
+
+
+def overload_facts(overload):
+    """(entry name, cooperative, debug, shared-memory carveout or None) of an overload."""
+    return (overload.entry_name, bool(overload.cooperative), bool(overload.debug),
+            getattr(overload, "shared_memory_carveout", None))
+
+
+def debug_exception(overload, code, tid, ctaid):
+    """The exception a debug kernel reported (numba's class and message form)."""
+    import os
+
+    exccls, exc_args, loc = overload.call_helper.get_exception(code)
+    locinfo = ""
+    if loc is not None:
+        sym, filepath, lineno = loc
+        locinfo = "In function %r, file %s, line %s, " % (sym, os.path.abspath(filepath), lineno)
+    prefix = "%stid=%s ctaid=%s" % (locinfo, tid, ctaid)
+    if exc_args:
+        exc_args = ("%s: %s" % (prefix, exc_args[0]),) + tuple(exc_args[1:])
+    else:
+        exc_args = (prefix,)
+    return exccls(*exc_args)
+
+
+# ---- numba's parameter layout ----
+
+def plan(argtypes):
+    """The C launcher's plan for numba types `argtypes` (see csrc/jit_launch.c), or None
+    where a type is packed by the Python side only (records, datetimes, enums, ...)."""
+    from numba.cuda import types
+
+    out = bytearray()
+
+    def one(ty):
+        if isinstance(ty, types.Array):
+            out.extend((ord("A"), ty.ndim))
+        elif isinstance(ty, types.CPointer):
+            out.extend((ord("p"), 0))
+        elif isinstance(ty, types.Boolean):
+            out.extend((ord("b"), 0))
+        elif isinstance(ty, types.Integer):
+            out.extend((ord("i"), ty.bitwidth // 8, 1 if ty.signed else 0))
+        elif isinstance(ty, types.Float):
+            out.extend((ord("f"), ty.bitwidth // 8))
+        elif isinstance(ty, types.Complex):
+            out.extend((ord("c"), ty.bitwidth // 8))
+        elif isinstance(ty, types.BaseTuple) and len(ty) < 256:
+            out.extend((ord("t"), len(ty)))
+            for t in ty:
+                if not one(t):
+                    return False
+        else:
+            return False
+        return True
+
+    for ty in argtypes:
+        if not one(ty):
+            return None
+    return bytes(out)
+
+
+def pack(argtypes, args, stream, extensions, device_view, retr):
+    """numba's parameters for `args`, one bytes object per kernel parameter, by numba's
+    rules (its _Kernel._prepare_args): the dispatcher's extensions first (last to first),
+    arrays as meminfo, parent, nitems, itemsize, data, shape, strides, scalars through
+    ctypes as numba converts them, records by a device copy, tuples flattened.
+    `device_view(value, kind, stream)` gives a DeviceArray for an array argument and
+    takes care of copying back what it copied in."""
+    import ctypes
+
+    from numba.cuda import types
+
+    q = ctypes.c_int64
+    params = []
+
+    def one(ty, val):
+        for ext in reversed(extensions):
+            ty, val = ext.prepare_args(ty, val, stream=stream, retr=retr)
+        if isinstance(ty, types.Array):
+            dev = device_view(val, ty, stream)
+            params.extend(bytes(q(v)) for v in (0, 0, dev.size, dev.dtype.itemsize, dev.ptr))
+            params.extend(bytes(q(v)) for v in dev.shape)
+            params.extend(bytes(q(v)) for v in dev.strides)
+        elif isinstance(ty, types.CPointer):
+            params.append(bytes(ctypes.c_uint64(val)))
+        elif isinstance(ty, types.Boolean):
+            params.append(bytes(ctypes.c_bool(val)))
+        elif isinstance(ty, types.Integer):
+            params.append(bytes(getattr(ctypes, "c_%s" % ty)(val)))
+        elif ty == types.float16:
+            params.append(np.float16(val).view(np.uint16).tobytes())
+        elif ty == types.float32:
+            params.append(bytes(ctypes.c_float(val)))
+        elif ty == types.float64:
+            params.append(bytes(ctypes.c_double(val)))
+        elif ty == types.complex64:
+            params.extend((bytes(ctypes.c_float(val.real)), bytes(ctypes.c_float(val.imag))))
+        elif ty == types.complex128:
+            params.extend((bytes(ctypes.c_double(val.real)), bytes(ctypes.c_double(val.imag))))
+        elif isinstance(ty, (types.NPDatetime, types.NPTimedelta)):
+            params.append(bytes(ctypes.c_int64(val.view(np.int64))))
+        elif isinstance(ty, types.Record):
+            params.append(bytes(q(device_view(val, ty, stream).ptr)))
+        elif isinstance(ty, types.BaseTuple):
+            assert len(ty) == len(val)
+            for t, v in zip(ty, val):
+                one(t, v)
+        elif isinstance(ty, types.EnumMember):
+            one(ty.dtype, val.value)
+        else:
+            raise NotImplementedError(ty, val)
+
+    for ty, val in zip(argtypes, args):
+        one(ty, val)
+    return params
+
+
+def arg_hint_classes():
+    """numba.cuda's In, Out, InOut and their base ArgHint."""
+    from numba.cuda.args import ArgHint, In, InOut, Out
+
+    return ArgHint, In, Out, InOut
+
+
+def performance_warning(msg):
+    import warnings
+
+    from numba.cuda.core import config
+    from numba.cuda.core.errors import NumbaPerformanceWarning
+
+    if config.CUDA_WARN_ON_IMPLICIT_COPY and not config.DISABLE_PERFORMANCE_WARNINGS:
+        warnings.warn(NumbaPerformanceWarning(msg), stacklevel=4)
+
+
+def missing_launch_config_msg():
+    from numba.cuda.errors import missing_launch_config_msg
+
+    return missing_launch_config_msg

@@ -1,0 +1,314 @@
+"""gpuhost.jit: Python kernels compiled by numba-cuda, launched by gpuhost (DESIGN 12).
+
+    import gpuhost as cuda
+
+    @cuda.jit
+    def axpy(r, a, x, y):
+        i = cuda.grid(1)
+        if i < r.size:
+            r[i] = a * x[i] + y[i]
+
+    axpy[blocks, threads](r, 2.0, x, y)
+
+`jit` takes numba.cuda.jit's arguments and returns a Dispatcher: numba-cuda's own
+dispatcher underneath (typing, compiling, caching, inspect_*, overloads, specialize), with
+the launch taken over by gpuhost. A launch whose argument types were seen before is
+resolved, packed and launched in C (csrc/jit_launch.c); the first launch of new types,
+host arrays (copied in and back, as numba does), debug kernels, extensions and pre-launch
+callbacks come here, to `_slow_launch`, which still launches through gpuhost.
+"""
+import functools
+import weakref
+
+import numpy as np
+
+from . import _core, _numba
+
+__all__ = ["Dispatcher", "jit"]
+
+
+def jit(func_or_sig=None, device=False, inline="never", forceinline=False, link=(),
+        debug=None, opt=None, lineinfo=False, cache=False, launch_bounds=None, lto=None,
+        shared_memory_carveout=None, **kws):
+    """numba.cuda.jit, launched by gpuhost.
+
+    Parameters are numba-cuda's (0.30): ``func_or_sig`` a function, or a signature or list
+    of signatures for eager compilation; ``device``, ``inline``, ``forceinline``, ``link``,
+    ``debug``, ``opt``, ``lineinfo``, ``cache``, ``launch_bounds``, ``lto``,
+    ``shared_memory_carveout``, and ``fastmath``, ``max_registers``, ``extensions``
+    through ``kws``.
+
+    Returns
+    -------
+    Dispatcher
+        for a kernel; a device function (``device=True``) is numba's own dispatcher, as
+        only kernels are launched from the host.
+
+    Raises
+    ------
+    ImportError
+        numba-cuda is not installed, or is a version gpuhost does not support.
+
+    Examples
+    --------
+    >>> @gpuhost.jit
+    ... def double(a):
+    ...     i = gpuhost.grid(1)
+    ...     if i < a.size:
+    ...         a[i] *= 2
+    >>> double[1, 32](gpuhost.to_device(np.arange(32.0)))  # doctest: +SKIP
+    """
+    cuda = _numba.load()
+    options = dict(device=device, inline=inline, forceinline=forceinline, link=link,
+                   debug=debug, opt=opt, lineinfo=lineinfo, cache=cache,
+                   launch_bounds=launch_bounds, lto=lto,
+                   shared_memory_carveout=shared_memory_carveout, **kws)
+    if func_or_sig is None:
+        return functools.partial(_jit_function, cuda, None, options)
+    if callable(func_or_sig) and not _is_signature(func_or_sig):
+        return _jit_function(cuda, None, options, func_or_sig)
+    return functools.partial(_jit_function, cuda, func_or_sig, options)
+
+
+def _is_signature(obj):
+    from numba.cuda.core import sigutils
+
+    return isinstance(obj, list) or sigutils.is_signature(obj)
+
+
+def _jit_function(cuda, sigs, options, func):
+    """numba's decorator on `func`, its dispatcher made as gpuhost's subclass."""
+    nd = cuda.jit(sigs, **options)(func) if sigs is not None else cuda.jit(**options)(func)
+    if options["device"]:
+        return nd  # called from kernels only: numba's own
+    return Dispatcher(_numba.adopt(nd))
+
+
+class Dispatcher(_core.JitDispatcher):
+    """A kernel compiled by numba-cuda and launched by gpuhost: ``kernel[griddim,
+    blockdim, stream, sharedmem](*args)``. Everything else (``overloads``,
+    ``specialize``, ``inspect_types``, ``inspect_asm``, ``definitions``, ...) is numba's
+    dispatcher's."""
+
+    def __init__(self, numba_dispatcher):
+        super().__init__()
+        self._numba = numba_dispatcher
+        self._loaded = {}  # (id(overload), Context) -> (overload, Kernel)
+        if isinstance(numba_dispatcher, _numba.dispatcher_class()):
+            numba_dispatcher._gpuhost_owner = weakref.ref(self)
+        functools.update_wrapper(self, numba_dispatcher.py_func)
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name in ("_numba", "_loaded"):
+            raise AttributeError(name)
+        return getattr(self._numba, name)
+
+    def __repr__(self):
+        return "<gpuhost.jit Dispatcher of %s>" % getattr(self._numba.py_func, "__qualname__", "?")
+
+    def __call__(self, *args, **kwargs):
+        raise ValueError(_numba.missing_launch_config_msg())
+
+    @property
+    def _numba_type_(self):
+        return self._numba._numba_type_
+
+    @property
+    def specialized(self):
+        """True for a dispatcher made by specialize() (compiled for one set of types)."""
+        return self._numba.specialized
+
+    def configure(self, griddim, blockdim, stream=0, sharedmem=0):
+        """``self[griddim, blockdim, stream, sharedmem]``."""
+        return self[griddim, blockdim, stream, sharedmem]
+
+    def specialize(self, *args):
+        """A Dispatcher compiled for exactly `args`' types (numba's specialize)."""
+        return Dispatcher(self._numba.specialize(*args))
+
+    def forall(self, ntasks, tpb=0, stream=0, sharedmem=0):
+        """A 1-D launch of `ntasks` threads; `tpb` 0 lets the driver pick the block size
+        that maximizes occupancy (numba's forall)."""
+        if ntasks < 0:
+            raise ValueError("Can't create ForAll with negative task count: %s" % ntasks)
+        return _ForAll(self, ntasks, tpb, stream, sharedmem)
+
+    # ---- the launch, where C did not do it all ----
+
+    def _slow_launch(self, launch, args):
+        converted = _device_arrays(args)
+        if converted is not None:
+            return launch(*converted)  # all device arrays now: C knows them
+        overload, disp = _numba.resolve(self._numba, launch, args)
+        for callback in launch.pre_launch_callbacks:
+            callback(overload, launch)
+        ctx = _core.current_context()
+        kernel = self._kernel_for(overload, ctx)
+        name, cooperative, debug, _ = _numba.overload_facts(overload)
+        extensions = disp.targetoptions.get("extensions") or []
+        if not debug and not extensions:
+            self._remember(launch, args, overload, disp, kernel, cooperative)
+        if debug:
+            _reset_debug_flags(kernel, name, launch.stream)
+        retr = []
+        params = _numba.pack(overload.argument_types, args, launch.stream, extensions,
+                             functools.partial(_device_view, ctx, retr), retr)
+        config = kernel.configure(launch.griddim, launch.blockdim, _stream(launch.stream),
+                                  launch.sharedmem, cooperative=cooperative)
+        config(*params)
+        if debug:
+            _raise_debug_exception(overload, kernel, name, launch.stream)
+        for writeback in retr:
+            writeback()
+
+    def _kernel_for(self, overload, ctx):
+        """The gpuhost Kernel of `overload` in context `ctx`, loaded there once."""
+        key = (id(overload), ctx)
+        hit = self._loaded.get(key)
+        if hit is not None and _core._jit_usable(hit[1]):
+            return hit[1]
+        name, _, _, carveout = _numba.overload_facts(overload)
+        module = _core.Module(_numba.cubin_for(overload, ctx.device))
+        kernel = module.get_function(name)
+        if carveout is not None:
+            kernel.preferred_shared_memory_carveout = carveout
+        self._loaded[key] = (overload, kernel)
+        return kernel
+
+    def _remember(self, launch, args, overload, disp, kernel, cooperative):
+        """Let C launch such arguments from now on, where it can key and pack them."""
+        keyed = self._jit_key(args)
+        plan = _numba.plan(overload.argument_types)
+        if keyed is None or plan is None:
+            return
+        lcs = launch if disp._launch_config_sensitive else None
+        self._jit_add(keyed[0], keyed[1], plan, len(args), overload, kernel, cooperative, lcs)
+
+
+class _ForAll:
+    """numba's ForAll: a 1-D launch sized from the task count."""
+
+    def __init__(self, dispatcher, ntasks, tpb, stream, sharedmem):
+        self.dispatcher, self.ntasks, self.thread_per_block = dispatcher, ntasks, tpb
+        self.stream, self.sharedmem = stream, sharedmem
+
+    def __call__(self, *args):
+        if self.ntasks == 0:
+            return None
+        d = self.dispatcher if self.dispatcher.specialized else self.dispatcher.specialize(*args)
+        tpb = self.thread_per_block
+        if tpb == 0:
+            overload = next(iter(d.overloads.values()))
+            kernel = d._kernel_for(overload, _core.current_context())
+            _, tpb = kernel.max_potential_block_size(self.sharedmem, 1024)
+        blocks = (self.ntasks + tpb - 1) // tpb
+        return d[blocks, tpb, self.stream, self.sharedmem](*args)
+
+
+# ---- arguments ----
+
+def _stream(stream):
+    return None if (isinstance(stream, int) and stream == 0) else stream
+
+
+def _is_foreign_device_array(obj):
+    return (not isinstance(obj, (_core.DeviceArray, np.ndarray))
+            and (hasattr(obj, "__cuda_array_interface__") or hasattr(obj, "__dlpack__")))
+
+
+def _c_keyable_foreign(obj):
+    """A foreign device array that C may key as a gpuhost DeviceArray over its memory:
+    not numba's own arrays, which numba types by their full dtype (records: the
+    interface's typestr alone would lose their fields)."""
+    return _is_foreign_device_array(obj) and not hasattr(type(obj), "_numba_type_")
+
+
+def _device_arrays(args):
+    """`args` with every foreign device array (CuPy, PyTorch, numba, ...) as a gpuhost
+    DeviceArray over the same memory, or None when there is none (also inside tuples)."""
+    changed = False
+    out = []
+    for a in args:
+        if isinstance(a, tuple):
+            inner = _device_arrays(a)
+            if inner is not None:
+                a, changed = tuple(inner), True
+        elif _c_keyable_foreign(a):
+            from ._arrays import as_cuda_array, from_dlpack
+
+            a = (as_cuda_array(a) if hasattr(a, "__cuda_array_interface__")
+                 else from_dlpack(a))
+            changed = True
+        out.append(a)
+    return out if changed else None
+
+
+def _device_view(ctx, retr, value, ty, stream):
+    """A DeviceArray for an array (or record) argument of numba type `ty`: device arrays as
+    they are; host arrays copied in and, after the launch, back (numba's default, and its
+    In / Out / InOut hints)."""
+    from ._arrays import to_device
+
+    ArgHint, In, Out, InOut = _numba.arg_hint_classes()
+    hint = InOut
+    if isinstance(value, ArgHint):
+        hint, value = type(value), value.value
+    if isinstance(value, _core.DeviceArray):
+        if value.context is not ctx:
+            raise ValueError("a device array of device %d was passed to a kernel launched on "
+                             "device %d" % (value.context.device.id, ctx.device.id))
+        return value
+    if _is_foreign_device_array(value):
+        from ._arrays import as_cuda_array, from_dlpack
+
+        return (as_cuda_array(value) if hasattr(value, "__cuda_array_interface__")
+                else from_dlpack(value))
+    host = value
+    if isinstance(value, np.void):
+        host = np.array(value, dtype=value.dtype)  # a record: copied in as an array of one
+    host = np.asanyarray(host)
+    copy_in = hint is not Out
+    if copy_in and hint is InOut and isinstance(value, np.ndarray):
+        _numba.performance_warning("Host array used in CUDA kernel will incur copy overhead "
+                                   "to/from device.")
+    stream = _stream(stream) or 0
+    dev = to_device(host, stream=stream) if copy_in else _empty_like(host, stream)
+    if hint is not In:
+        retr.append(functools.partial(_copy_back, dev, value, host, stream))
+    return dev
+
+
+def _empty_like(host, stream):
+    from ._arrays import device_array
+
+    return device_array(host.shape, host.dtype, stream=stream)
+
+
+def _copy_back(dev, value, host, stream):
+    if isinstance(value, np.void):
+        value[()] = dev.copy_to_host(stream=stream)[()]
+    elif isinstance(value, np.ndarray) and value.flags.writeable:
+        dev.copy_to_host(value, stream=stream)
+
+
+# ---- debug kernels: numba's error flags ----
+
+def _flag(kernel, symbol):
+    return kernel.module.get_global(symbol, np.int32, (1,))
+
+
+def _reset_debug_flags(kernel, name, stream):
+    _flag(kernel, name + "__errcode__").copy_to_device(np.zeros(1, np.int32),
+                                                       stream=_stream(stream) or 0)
+
+
+def _raise_debug_exception(overload, kernel, name, stream):
+    def read(symbol):
+        return int(_flag(kernel, symbol).copy_to_host(stream=_stream(stream) or 0)[0])
+
+    code = read(name + "__errcode__")
+    if code == 0:
+        return
+    tid = [read("%s__tid%s__" % (name, i)) for i in "zyx"]
+    ctaid = [read("%s__ctaid%s__" % (name, i)) for i in "zyx"]
+    raise _numba.debug_exception(overload, code, tid, ctaid)

@@ -1,0 +1,441 @@
+"""gpuhost.jit: Python kernels compiled by numba-cuda and launched by gpuhost.
+
+Kernels run on a real GPU only (marker gpu); the choice of overload (keys), numba's
+parameter layout (plans) and the import rules are checked without one.
+"""
+import importlib
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import gpuhost
+from gpuhost import _core
+
+numba_cuda = pytest.importorskip("numba_cuda", reason="gpuhost.jit needs numba-cuda")
+
+from gpuhost import _numba  # noqa: E402
+
+cuda = gpuhost  # kernels below call their module `cuda`, as numba users write them
+rng = np.random.default_rng()
+
+gpu = pytest.mark.gpu
+
+
+@pytest.fixture(autouse=True)
+def _quiet_occupancy():
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Grid size")
+        yield
+
+
+# ---- without a GPU: keys, plans, imports ----
+
+def test_missing_numba_cuda_is_an_import_error_naming_the_extra(monkeypatch):
+    monkeypatch.setattr(_numba, "installed_version", lambda: None)
+    monkeypatch.setattr(_numba, "_loaded", None)
+    with pytest.raises(ImportError, match=r"numba-cuda, which is not installed: pip install "
+                                          r"'numba-cuda>=0\.30,<0\.31' \(gpuhost's 'jit' extra\)"):
+        gpuhost.jit(lambda a: None)
+
+
+@pytest.mark.parametrize("version", ["0.29.2", "0.31.0", "1.0.0"])
+def test_unsupported_numba_cuda_version_names_the_supported_range(monkeypatch, version):
+    monkeypatch.setattr(_numba, "installed_version", lambda: version)
+    monkeypatch.setattr(_numba, "_loaded", None)
+    with pytest.raises(ImportError, match=r"supports numba-cuda >=0\.30,<0\.31; numba-cuda %s "
+                                          r"is installed" % version.replace(".", r"\.")):
+        _numba.load()
+
+
+def test_gpuhost_types_as_numba_cuda_module():
+    from numba.cuda import types
+    from numba.cuda.typing.typeof import typeof
+
+    import numba.cuda
+
+    assert typeof(gpuhost) == types.Module(numba.cuda)
+
+
+@pytest.mark.parametrize("name", ["grid", "gridsize", "threadIdx", "blockIdx", "blockDim",
+                                  "gridDim", "laneid", "warpsize", "shared", "local", "const",
+                                  "atomic", "syncthreads", "syncthreads_count", "threadfence",
+                                  "shfl_down_sync", "ballot_sync", "ldcg", "float32x4", "cg",
+                                  "fp16", "libdevice", "declare_device", "In", "Out", "InOut",
+                                  "reduce", "Reduce", "KernelRuntimeError", "PTXSource",
+                                  "CUSource", "literal_unroll", "vectorize", "random"])
+def test_numba_kernel_names_resolve_to_numba_cudas(name):
+    import numba.cuda
+
+    ours = getattr(gpuhost, name)
+    theirs = getattr(numba.cuda, name, None)
+    if theirs is None:
+        theirs = importlib.import_module("numba.cuda." + name)
+    assert ours is theirs
+
+
+def test_unknown_names_still_raise_attribute_error():
+    with pytest.raises(AttributeError, match="no attribute 'gridz'"):
+        gpuhost.gridz
+
+
+def test_device_function_is_numbas_dispatcher():
+    from numba.cuda.dispatcher import CUDADispatcher
+
+    @cuda.jit(device=True)
+    def add(a, b):
+        return a + b
+
+    assert type(add) is CUDADispatcher
+
+
+def _plan(*tys):
+    return _numba.plan(tys)
+
+
+def test_plans_follow_numbas_parameter_layout():
+    from numba.cuda import types
+
+    assert _plan(types.float64[:, ::1]) == b"A\x02"
+    assert _plan(types.int32, types.uint8, types.int64) == b"i\x04\x01i\x01\x00i\x08\x01"
+    assert _plan(types.float16, types.float32, types.float64) == b"f\x02f\x04f\x08"
+    assert _plan(types.complex64, types.complex128, types.boolean) == b"c\x08c\x10b\x00"
+    assert _plan(types.UniTuple(types.int32, 2)) == b"t\x02i\x04\x01i\x04\x01"
+    assert _plan(types.CPointer(types.float32)) == b"p\x00"
+    assert _plan(types.NPDatetime("s")) is None
+    assert _plan(types.Record.make_c_struct([("a", types.int32)])) is None
+
+
+def _key(args):
+    d = gpuhost.jit(lambda a: None)
+    return d._jit_key(tuple(args))
+
+
+def test_keys_separate_what_numba_types_apart():
+    a = gpuhost.to_device(rng.random((4, 6)))
+    b = gpuhost.to_device(rng.random((4, 6)).astype(np.float32))
+    keys = {
+        "c2": _key([a]), "f2": _key([a.T]), "a2": _key([a[:, ::2]]), "f32": _key([b]),
+        "int": _key([5]), "uint": _key([2**63]), "float": _key([1.5]), "bool": _key([True]),
+        "complex": _key([1j]), "np32": _key([np.float32(1)]), "npi8": _key([np.int8(1)]),
+        "tuple": _key([(1, 2)]), "tuple3": _key([(1, 2, 3)]), "two": _key([1, 2]),
+    }
+    assert all(k is not None for k in keys.values())
+    assert len({k[0] for k in keys.values()}) == len(keys)
+    assert _key([7])[0] == _key([-7])[0] == _key([2**62])[0]  # all int64
+    assert _key([a])[0] == _key([gpuhost.to_device(rng.random((3, 9)))])[0]
+
+
+def test_keys_leave_to_numba_what_c_does_not_type():
+    assert _key([2**64]) is None  # numba: "Int value is too large"
+    assert _key([np.zeros(3)]) is None  # a host array: copied in and back
+    assert _key(["text"]) is None
+    assert _key([np.datetime64(1, "s")]) is None
+    assert _key([np.longdouble(1)]) is None
+
+
+def test_layouts_are_numbas():
+    a = gpuhost.to_device(rng.random((4, 6)))
+    assert _core._jit_layout(a) == ("C", False)
+    assert _core._jit_layout(a.T) == ("F", False)
+    assert _core._jit_layout(a[:, ::2]) == ("A", False)
+    assert _core._jit_layout(gpuhost.to_device(rng.random((1, 5)))[:, :])[0] == "C"
+    from numba.cuda.typing.typeof import typeof
+
+    assert typeof(a.T).layout == "F" and typeof(a).dtype.name == "float64"
+
+
+def test_bad_launch_configurations_are_value_errors():
+    k = gpuhost.jit(lambda a: None)
+    with pytest.raises(ValueError, match="must specify at least the griddim and blockdim"):
+        k[1]
+    with pytest.raises(ValueError, match="grid dimensions must be between 1"):
+        k[0, 32]
+    with pytest.raises(ValueError, match="block dimensions must be between 1"):
+        k[1, -4]
+    with pytest.raises(TypeError, match="grid must be an int or a tuple"):
+        k["x", 32]
+    with pytest.raises(ValueError, match="missing launch configuration|launch configuration"):
+        k(1)
+
+
+# ---- on the GPU ----
+
+@gpu
+def test_axpy_lazily_typed_then_launched_in_c():
+    @cuda.jit
+    def axpy(r, a, x, y):
+        i = cuda.grid(1)
+        if i < r.size:
+            r[i] = a * x[i] + y[i]
+
+    n = 1000
+    x, y = rng.random(n), rng.random(n)
+    dx, dy, dr = gpuhost.to_device(x), gpuhost.to_device(y), gpuhost.device_array(n)
+    axpy[(n + 127) // 128, 128](dr, 2.0, dx, dy)  # a power of two: a * x is exact, so
+    np.testing.assert_array_equal(dr.copy_to_host(), 2.0 * x + y)  # fused or not alike
+    assert len(axpy._jit_entries()) == 1
+    x2 = rng.random(n)
+    axpy[(n + 127) // 128, 128](dr, -1.0, gpuhost.to_device(x2), dy)
+    np.testing.assert_array_equal(dr.copy_to_host(), -1.0 * x2 + y)
+    assert len(axpy.overloads) == 1
+
+
+@gpu
+def test_scalar_types_reach_the_kernel_as_numba_passes_them():
+    @cuda.jit
+    def store(out, i8, u8, f, c, b, h, f32, t):
+        out[0] = i8
+        out[1] = u8
+        out[2] = f
+        out[3] = c.real
+        out[4] = c.imag
+        out[5] = 1.0 if b else 0.0
+        out[6] = h
+        out[7] = f32
+        out[8] = t[0] + 10 * t[1]
+
+    out = gpuhost.device_array(9)
+    args = (-12345, np.uint8(200), 2.75, 1.5 - 2.25j, True, np.float16(0.5), np.float32(1.25),
+            (3, 4))
+    for _ in range(2):  # through numba's rules, then through C
+        store[1, 1](out, *args)
+        np.testing.assert_array_equal(out.copy_to_host(),
+                                      [-12345, 200, 2.75, 1.5, -2.25, 1, 0.5, 1.25, 43])
+    assert len(store._jit_entries()) == 1
+
+
+@gpu
+def test_two_dimensional_layouts_and_views():
+    @cuda.jit
+    def add2(r, a, b):
+        i, j = cuda.grid(2)
+        if i < r.shape[0] and j < r.shape[1]:
+            r[i, j] = a[i, j] + b[i, j]
+
+    a = rng.random((37, 53))
+    for view in (lambda x: x, lambda x: x.T, lambda x: x[::2, 1::3]):
+        ha, hb = view(a), view(a * 3)
+        da, db = gpuhost.to_device(np.ascontiguousarray(ha)), gpuhost.to_device(hb)
+        dv = view(gpuhost.to_device(a * 3))
+        dr = gpuhost.device_array(ha.shape)
+        add2[(8, 8), (8, 8)](dr, da, dv)
+        np.testing.assert_array_equal(dr.copy_to_host(), ha + hb)
+        del db
+
+
+@gpu
+def test_shared_memory_atomics_and_warp_intrinsics():
+    @cuda.jit
+    def block_sums(x, out, total):
+        tile = cuda.shared.array(128, np.float32)
+        t = cuda.threadIdx.x
+        i = cuda.grid(1)
+        tile[t] = x[i] if i < x.size else 0
+        cuda.syncthreads()
+        s = 64
+        while s > 0:
+            if t < s:
+                tile[t] += tile[t + s]
+            cuda.syncthreads()
+            s //= 2
+        if t == 0:
+            out[cuda.blockIdx.x] = tile[0]
+            cuda.atomic.add(total, 0, tile[0])
+        v = cuda.shfl_down_sync(0xFFFFFFFF, t, 1)
+        if t == 0 and v != 1:
+            total[1] = -1
+
+    x = rng.integers(0, 100, 1000).astype(np.float32)
+    out, total = gpuhost.device_array(8, np.float32), gpuhost.to_device(np.zeros(2, np.float32))
+    block_sums[8, 128](gpuhost.to_device(x), out, total)
+    pad = np.concatenate([x, np.zeros(24, np.float32)]).reshape(8, 128)
+    np.testing.assert_array_equal(out.copy_to_host(), pad.sum(axis=1))
+    np.testing.assert_array_equal(total.copy_to_host(), [x.sum(), 0])
+
+
+@gpu
+def test_grid_sync_is_a_cooperative_launch():
+    @cuda.jit
+    def two_phase(a, b):
+        g = cuda.cg.this_grid()
+        i = cuda.grid(1)
+        a[i] = i
+        g.sync()
+        b[i] = a[(i + 1) % a.size]
+
+    n = 4 * 64
+    a, b = gpuhost.device_array(n, np.int64), gpuhost.device_array(n, np.int64)
+    two_phase[4, 64](a, b)
+    two_phase[4, 64](a, b)
+    np.testing.assert_array_equal(b.copy_to_host(), (np.arange(n) + 1) % n)
+
+
+@gpu
+def test_host_arrays_are_copied_in_and_back_with_numbas_warning():
+    @cuda.jit
+    def inc(a):
+        i = cuda.grid(1)
+        if i < a.size:
+            a[i] += 1
+
+    from numba.cuda.core.errors import NumbaPerformanceWarning
+
+    a = rng.random(100)
+    expect = a + 1
+    with pytest.warns(NumbaPerformanceWarning, match="Host array used in CUDA kernel"):
+        inc[1, 128](a)
+    np.testing.assert_array_equal(a, expect)
+    b = rng.random(100)
+    kept = b.copy()
+    inc[1, 128](cuda.In(b))
+    np.testing.assert_array_equal(b, kept)
+    inc[1, 128](cuda.InOut(b))
+    np.testing.assert_array_equal(b, kept + 1)
+
+
+@gpu
+def test_debug_kernels_raise_numbas_exception_naming_the_thread():
+    @cuda.jit(debug=True, opt=False)
+    def check(a):
+        i = cuda.grid(1)
+        if i == 5:
+            raise ValueError("bad element")
+        a[i] = i
+
+    a = gpuhost.device_array(32, np.int64)
+    with pytest.raises(ValueError, match=r"tid=\[0, 0, 5\] ctaid=\[0, 0, 0\]: bad element"):
+        check[1, 32](a)
+
+
+@gpu
+def test_eager_signatures_convert_as_numba_does():
+    @cuda.jit("void(float32[::1], float32)")
+    def scale(a, f):
+        i = cuda.grid(1)
+        if i < a.size:
+            a[i] *= f
+
+    x = rng.random(64).astype(np.float32)
+    d = gpuhost.to_device(x)
+    scale[1, 64](d, 2)  # a Python int into a float32 parameter
+    scale[1, 64](d, 0.5)
+    np.testing.assert_array_equal(d.copy_to_host(), x * np.float32(2) * np.float32(0.5))
+    assert len(scale.overloads) == 1
+
+
+@gpu
+def test_device_functions_forall_and_specialize():
+    @cuda.jit(device=True)
+    def sq(v):
+        return v * v
+
+    @cuda.jit
+    def squares(a):
+        i = cuda.grid(1)
+        if i < a.size:
+            a[i] = sq(a[i])
+
+    x = rng.random(1000)
+    d = gpuhost.to_device(x)
+    squares.forall(d.size)(d)
+    np.testing.assert_array_equal(d.copy_to_host(), x * x)
+    s = squares.specialize(d)
+    assert s.specialized and isinstance(s, gpuhost.dispatcher.Dispatcher)
+    s[4, 256](d)
+    np.testing.assert_array_equal(d.copy_to_host(), (x * x) ** 2)
+
+
+@gpu
+def test_bad_arguments_raise_numbas_errors_and_launch_nothing():
+    from numba.core.errors import TypingError
+
+    @cuda.jit
+    def fill(a, v):
+        a[cuda.grid(1)] = v
+
+    d = gpuhost.to_device(np.zeros(4))
+    with pytest.raises(TypeError):
+        fill[1, 4](d)
+    with pytest.raises(TypingError):
+        fill[1, 4](d, "text")
+    with pytest.raises(ValueError, match="allows at most|past the device's limits"):
+        fill[1, 4096](d, 1.0)
+    np.testing.assert_array_equal(d.copy_to_host(), 0)
+
+
+@gpu
+def test_numba_and_nvrtc_kernels_share_streams_and_one_graph():
+    @cuda.jit
+    def twice(a):
+        i = cuda.grid(1)
+        if i < a.size:
+            a[i] *= 2
+
+    mod = gpuhost.SourceModule("""
+    extern "C" __global__ void add1(double *a, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) a[i] += 1;
+    }""", no_extern_c=True)
+    add1 = mod.get_function("add1")
+    x = rng.random(256)
+    d = gpuhost.to_device(x)
+    s = gpuhost.stream()
+    twice[2, 128, s](d)  # compiled and loaded outside the capture
+    s.synchronize()
+    with gpuhost.graph_capture(s) as cap:
+        twice[2, 128, s](d)
+        add1[2, 128, s](d, np.int32(256))
+    exe = cap.graph.instantiate()
+    exe.launch(s)
+    exe.launch(s)
+    s.synchronize()
+    np.testing.assert_array_equal(d.copy_to_host(), ((x * 2) * 2 + 1) * 2 + 1)
+
+
+@gpu
+def test_cupy_arrays_are_launched_without_a_copy():
+    cp = pytest.importorskip("cupy")
+
+    @cuda.jit
+    def neg(a):
+        i = cuda.grid(1)
+        if i < a.size:
+            a[i] = -a[i]
+
+    x = cp.asarray(rng.random(77))
+    before = x.get()
+    neg[1, 128](x)
+    cp.cuda.Device().synchronize()
+    np.testing.assert_array_equal(x.get(), -before)
+
+
+@gpu
+def test_compile_ptx_of_a_python_function_goes_to_numba():
+    def f(a):
+        a[0] = 1.0
+
+    ptx, resty = gpuhost.compile_ptx(f, "void(float64[::1])")
+    assert ".entry" in ptx and str(resty) == "none"
+    assert "extern" not in ptx
+    assert ".entry k" in gpuhost.compile_ptx('extern "C" __global__ void k() {}').ptx
+
+
+@gpu
+def test_numba_random_states_work_with_gpuhost_launches():
+    from numba.cuda.random import create_xoroshiro128p_states, xoroshiro128p_uniform_float32
+
+    @cuda.jit
+    def draw(states, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            out[i] = xoroshiro128p_uniform_float32(states, i)
+
+    n = 512
+    states = create_xoroshiro128p_states(n, seed=7)
+    out = gpuhost.device_array(n, np.float32)
+    draw[4, 128](states, out)
+    v = out.copy_to_host()
+    assert ((v >= 0) & (v < 1)).all() and len(np.unique(v)) > n // 2
+    assert math.isclose(v.mean(), 0.5, abs_tol=0.1)
