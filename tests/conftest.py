@@ -111,6 +111,16 @@ class FakeDriver:
         lib.fakecuda_pending.restype = ctypes.c_long
         lib.fakecuda_profiler_state.restype = ctypes.c_long
         lib.fakecuda_take_fault_site.restype = ctypes.c_void_p
+        lib.fakecuda_kernels.argtypes = [ctypes.c_int]
+        lib.fakecuda_kernels.restype = None
+        lib.fakecuda_launches.restype = ctypes.c_long
+        lib.fakecuda_last_launch.argtypes = [ctypes.c_void_p, ctypes.c_long,
+                                             ctypes.POINTER(ctypes.c_uint)]
+        lib.fakecuda_last_launch.restype = ctypes.c_long
+        lib.fakecuda_last_launch_info.argtypes = [ctypes.c_char_p, ctypes.c_long,
+                                                  ctypes.POINTER(ctypes.c_void_p),
+                                                  ctypes.POINTER(ctypes.c_uint)]
+        lib.fakecuda_last_launch_info.restype = ctypes.c_long
         self._lib = lib
 
     def fail(self, name, code, nth=1, times=1):
@@ -148,6 +158,40 @@ class FakeDriver:
     def profiler_state(self):
         return self._lib.fakecuda_profiler_state()
 
+    def kernels(self, enable=True):
+        """Turn the fake's kernels mode on or off (fakecuda_kernels): while on, PTX modules
+        load and launches are recorded, never run.  Forgets the recorded launches."""
+        self._lib.fakecuda_kernels(1 if enable else 0)
+
+    def launches(self):
+        """How many launches were recorded since kernels() was last called."""
+        return self._lib.fakecuda_launches()
+
+    def last_launch(self):
+        """(params, dims) of the last recorded launch: the kernel's parameter buffer as
+        bytes (each argument at its parameter's offset, padding zero) and dims = (grid x,
+        y, z, block x, y, z, dynamic shared bytes); None if no launch was recorded."""
+        dims = (ctypes.c_uint * 7)()
+        size = self._lib.fakecuda_last_launch(None, 0, dims)
+        if size < 0:
+            return None
+        buf = ctypes.create_string_buffer(max(size, 1))
+        size = self._lib.fakecuda_last_launch(buf, size, dims)
+        return buf.raw[:size], tuple(dims)
+
+    def last_launch_info(self):
+        """(kernel name, stream handle as int, cooperative, (cluster x, y, z)) of the last
+        recorded launch (cooperative and cluster are 0 unless cuLaunchKernelEx set them);
+        None if no launch was recorded."""
+        stream = ctypes.c_void_p()
+        ex = (ctypes.c_uint * 4)()
+        length = self._lib.fakecuda_last_launch_info(None, 0, None, None)
+        if length < 0:
+            return None
+        name = ctypes.create_string_buffer(length + 1)
+        self._lib.fakecuda_last_launch_info(name, length + 1, ctypes.byref(stream), ex)
+        return name.value.decode(), stream.value or 0, ex[0], tuple(ex[1:])
+
 
 @pytest.fixture
 def fake():
@@ -159,6 +203,25 @@ def fake():
     yield drv
     drv.gate_open()
     drv.clear_faults()
+
+
+@pytest.fixture
+def fake_kernels(fake):
+    """The fake driver's controls with its kernels mode on for the test (PTX modules load,
+    launches are recorded instead of run: read them with fake_kernels.last_launch() or
+    fake_last_launch()), off again after it; skipped on a real GPU."""
+    fake.kernels(True)
+    try:
+        yield fake
+    finally:
+        fake.kernels(False)
+
+
+def fake_last_launch():
+    """(params, dims) of the fake driver's last recorded launch (FakeDriver.last_launch):
+    the parameter buffer's bytes and (grid x, y, z, block x, y, z, dynamic shared bytes);
+    None if none was recorded since the kernels mode was last switched."""
+    return FakeDriver(FAKE_PATH).last_launch()
 
 
 @pytest.fixture(autouse=True)

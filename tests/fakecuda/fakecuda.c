@@ -446,4 +446,5 @@ fakecuda_reset(void)
     memset(fk_calls, 0, sizeof(fk_calls));
     fk_unlock();
     fakecuda_gate_open();
+    fakecuda_kernels(0);
 }

@@ -40,8 +40,8 @@ FAKECUDA_API long fakecuda_live(const char *kind);
    other kind. */
 FAKECUDA_API long fakecuda_bytes(const char *kind);
 
-/* Test isolation: disarm every fault, zero every call counter and open the gate.
-   Contexts, other resources and queued work are left alone. */
+/* Test isolation: disarm every fault, zero every call counter, open the gate and turn
+   kernels mode off.  Contexts, other resources (modules) and queued work are left alone. */
 FAKECUDA_API void fakecuda_reset(void);
 
 /* The calling thread's context stack depth (0: no current context). */
@@ -61,5 +61,30 @@ FAKECUDA_API long fakecuda_pending(void);
 
 /* 1 between cuProfilerStart and cuProfilerStop, else 0. */
 FAKECUDA_API long fakecuda_profiler_state(void);
+
+/* Kernels mode (default off; fakecuda_reset turns it off).  While on, cuModuleLoadDataEx
+   loads PTX text: each .entry becomes a function with its PTX parameters laid out as the
+   driver's cuFuncGetParamInfo reports them (natural alignment, in order), with plausible
+   attributes; cuLaunchKernel(Ex) of one checks the launch, runs nothing, and records its
+   argument bytes.  Other images stay CUDA_ERROR_NOT_SUPPORTED, as does launching on a
+   capturing stream.  Modules loaded stay usable when the mode goes off.  Either call
+   forgets the recorded launches. */
+FAKECUDA_API void fakecuda_kernels(int enable);
+
+/* How many launches were recorded since fakecuda_kernels was last called. */
+FAKECUDA_API long fakecuda_launches(void);
+
+/* The last recorded launch: copies up to `cap` bytes of its arguments (the kernel's
+   parameter buffer, each parameter at its offset, padding zero) to `buf` and, unless NULL,
+   grid x, y, z, block x, y, z and dynamic shared bytes to `dims`; returns the buffer's
+   size, or -1 if no launch was recorded. */
+FAKECUDA_API long fakecuda_last_launch(void *buf, long cap, unsigned int dims[7]);
+
+/* More of the last recorded launch: its kernel's entry name (NUL-terminated, cut to `cap`
+   bytes) into `name`, its stream handle into *stream, and what cuLaunchKernelEx set into
+   `ex` (cooperative, cluster x, y, z; zeros for cuLaunchKernel), each unless NULL; returns
+   the name's length, or -1 if no launch was recorded. */
+FAKECUDA_API long fakecuda_last_launch_info(char *name, long cap, void **stream,
+                                            unsigned int ex[4]);
 
 #endif /* FAKECUDA_H */

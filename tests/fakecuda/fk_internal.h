@@ -147,6 +147,9 @@ FK_HIDDEN void fk_resource_destroy_all(fk_context *ctx);
 /* The kind named `name` ("streams"), or -1 for an unknown or NULL name. */
 FK_HIDDEN int fk_kind_lookup(const char *name);
 
+/* The first registered `kind` (the others follow through ->next), or NULL.  Lock held. */
+FK_HIDDEN fk_resource *fk_resource_first(fk_kind kind);
+
 /* ---- fk_queue.c: the asynchronous work queue and its worker thread ---- */
 
 /* One piece of asynchronous work (a host callback, an event record, a copy).  Embed it
@@ -274,5 +277,32 @@ FK_HIDDEN CUresult fk_mempool_claim(CUdevice dev, size_t size);
 /* An allocation of `size` bytes from device `dev`'s pool went: its bytes stay reserved up
    to the pool's release threshold, the rest goes back to the device.  Lock held. */
 FK_HIDDEN void fk_mempool_release(CUdevice dev, size_t size);
+
+/* ---- fk_module.c: modules loaded from PTX while fakecuda_kernels(1) is on ---- */
+
+/* One parameter of a kernel, laid out as cuFuncGetParamInfo reports it. */
+typedef struct {
+    size_t offset, size;
+} fk_param;
+
+/* One .entry of a loaded module; its CUfunction handle is its address. */
+typedef struct {
+    struct fk_module *module;
+    fk_context *ctx; /* its module's: the function goes with it */
+    char *name;
+    fk_param *params;
+    size_t nparams;
+    size_t param_bytes;               /* where the last parameter ends: the launch's buffer */
+    int attrs[CU_FUNC_ATTRIBUTE_MAX]; /* cuFuncGetAttribute's answers, as set */
+} fk_function;
+
+/* The function `handle` of a live module, or NULL (a stale or foreign handle is never
+   dereferenced).  Lock held. */
+FK_HIDDEN fk_function *fk_function_find(CUfunction handle);
+
+/* ---- fk_kernel.c: launches, recorded instead of run ---- */
+
+/* Nonzero while fakecuda_kernels(1) is on: PTX modules load.  Lock held. */
+FK_HIDDEN int fk_kernels_enabled(void);
 
 #endif /* FAKECUDA_FK_INTERNAL_H */

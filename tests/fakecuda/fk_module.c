@@ -1,8 +1,32 @@
-/* fakecuda modules, kernels and the JIT linker: the fake cannot run device code, so every
- * entry point does its usual checks (call counting, injected faults, initialization) and
- * then returns CUDA_ERROR_NOT_SUPPORTED, as DESIGN.md says.  Kernel tests skip here.
+/* fakecuda modules, kernels and the JIT linker.  The fake cannot run device code: by default
+ * every entry point here does its usual checks (call counting, injected faults,
+ * initialization) and then returns CUDA_ERROR_NOT_SUPPORTED, as DESIGN.md says.
+ *
+ * With fakecuda_kernels(1) (fk_kernel.c) cuModuleLoadDataEx accepts PTX text: each .entry
+ * becomes a function whose parameters are laid out from their PTX types, as the real
+ * driver's cuFuncGetParamInfo reports them, so launches (fk_kernel.c) can be recorded
+ * byte for byte.  A module (live counter "modules") belongs to the context current at its
+ * load; what was loaded stays usable after the mode is turned off, until it is unloaded or
+ * its context dies.  Images that are not PTX (cubin, fatbin) are still not supported, nor
+ * are module globals, occupancy and the JIT linker.
  */
+#define _POSIX_C_SOURCE 200809L /* strdup, strndup */
+
 #include "fk_internal.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FK_NUM_REGS               32
+#define FK_DEFAULT_DYNAMIC_SHARED 49152 /* what a kernel may use without opting in */
+
+typedef struct fk_module {
+    fk_resource res; /* first: the handle is its address */
+    fk_function *functions;
+    size_t nfunctions;
+} fk_module;
 
 /* The common body: the entry's checks, then "not supported". */
 static CUresult
@@ -12,29 +36,428 @@ unsupported(gh_cu_id id)
     return res != CUDA_SUCCESS ? res : CUDA_ERROR_NOT_SUPPORTED;
 }
 
+/* What a handle that names no live module or function gets: "not supported" while
+   kernels are off (nothing could have been loaded), else an invalid handle.  Lock held. */
+static CUresult
+unknown_handle(void)
+{
+    return fk_kernels_enabled() ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_NOT_SUPPORTED;
+}
+
+static void
+module_free(fk_module *m)
+{
+    for (size_t i = 0; m != NULL && i < m->nfunctions; i++) {
+        free(m->functions[i].name);
+        free(m->functions[i].params);
+    }
+    if (m != NULL) {
+        free(m->functions);
+    }
+    free(m);
+}
+
+static void
+module_destroy(fk_resource *res)
+{
+    module_free((fk_module *)res);
+}
+
+fk_function *
+fk_function_find(CUfunction handle)
+{
+    uintptr_t h = (uintptr_t)handle;
+
+    for (fk_resource *res = fk_resource_first(FK_MODULES); res != NULL; res = res->next) {
+        fk_module *m = (fk_module *)res;
+        uintptr_t first = (uintptr_t)m->functions;
+        if (m->nfunctions > 0 && h >= first && h < first + m->nfunctions * sizeof(fk_function) &&
+            (h - first) % sizeof(fk_function) == 0) {
+            return &m->functions[(h - first) / sizeof(fk_function)];
+        }
+    }
+    return NULL;
+}
+
+/* ---- reading PTX ---- */
+
+/* Whether `image` is PTX text: not a cubin or fatbin, printable up to its NUL, and with a
+   .version or .entry directive.  Read no further than the first byte that is not text. */
+static int
+is_ptx(const unsigned char *image)
+{
+    static const char elf[4] = {0x7f, 'E', 'L', 'F'};
+    static const char fatbin[4] = {0x50, (char)0xed, 0x55, (char)0xba};
+    const char *text = (const char *)image;
+
+    /* strncmp stops at a NUL: a shorter image is never read past its end */
+    if (strncmp(text, elf, 4) == 0 || strncmp(text, fatbin, 4) == 0) {
+        return 0;
+    }
+    for (size_t n = 0; image[n] != '\0'; n++) {
+        if (image[n] < 0x20 && !isspace(image[n])) {
+            return 0;
+        }
+    }
+    return strstr(text, ".version") != NULL || strstr(text, ".entry") != NULL;
+}
+
+/* A copy of `text` with its comments turned into spaces, or NULL (no memory). */
+static char *
+strip_comments(const char *text)
+{
+    char *s = strdup(text);
+
+    for (char *p = s; p != NULL && *p != '\0'; p++) {
+        if (p[0] == '/' && p[1] == '/') {
+            while (*p != '\0' && *p != '\n') {
+                *p++ = ' ';
+            }
+            if (*p == '\0') {
+                break;
+            }
+        }
+        else if (p[0] == '/' && p[1] == '*') {
+            char *end = strstr(p + 2, "*/");
+            char *stop = end != NULL ? end + 2 : p + strlen(p);
+            memset(p, ' ', (size_t)(stop - p));
+            p = stop - 1;
+        }
+    }
+    return s;
+}
+
+static int
+is_ident(char c)
+{
+    return isalnum((unsigned char)c) || c == '_' || c == '$' || c == '%' || c == '.';
+}
+
+/* The size of a PTX scalar type (".u64" -> 8), or 0 for none. */
+static size_t
+type_size(const char *tok, size_t len)
+{
+    static const struct {
+        const char *name;
+        size_t size;
+    } types[] = {
+        {".u8", 1},    {".s8", 1},     {".b8", 1},  {".u16", 2}, {".s16", 2}, {".b16", 2},
+        {".f16", 2},   {".bf16", 2},   {".u32", 4}, {".s32", 4}, {".b32", 4}, {".f32", 4},
+        {".f16x2", 4}, {".bf16x2", 4}, {".u64", 8}, {".s64", 8}, {".b64", 8}, {".f64", 8},
+    };
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+        if (strlen(types[i].name) == len && strncmp(types[i].name, tok, len) == 0) {
+            return types[i].size;
+        }
+    }
+    return 0;
+}
+
+/* The size and alignment of one parameter declaration [decl, end) (".param .align 8 .b8
+   x[16]").  0, or -1 if it is not one. */
+static int
+parse_param(const char *decl, const char *end, size_t *size, size_t *align)
+{
+    size_t width = 0, explicit_align = 0, count = 1;
+    int is_param = 0, arrays = 0;
+    const char *p = decl;
+
+    while (p < end) {
+        const char *tok;
+        size_t len;
+        while (p < end && isspace((unsigned char)*p)) {
+            p++;
+        }
+        if (p >= end) {
+            break;
+        }
+        if (*p == '[') { /* an array dimension */
+            char *stop;
+            unsigned long n = strtoul(p + 1, &stop, 10);
+            if (stop == p + 1 || stop >= end || *stop != ']' || n == 0) {
+                return -1;
+            }
+            count *= n, arrays = 1;
+            p = stop + 1;
+            continue;
+        }
+        tok = p;
+        while (p < end && !isspace((unsigned char)*p) && *p != '[') {
+            p++;
+        }
+        len = (size_t)(p - tok);
+        if (len == 6 && strncmp(tok, ".param", 6) == 0) {
+            is_param = 1;
+        }
+        else if (len == 6 && strncmp(tok, ".align", 6) == 0) {
+            char *stop;
+            explicit_align = strtoul(p, &stop, 10);
+            if (stop == p || explicit_align == 0 || (explicit_align & (explicit_align - 1))) {
+                return -1;
+            }
+            p = stop;
+        }
+        else if (type_size(tok, len) != 0) {
+            width = type_size(tok, len);
+        }
+    }
+    if (!is_param || width == 0) {
+        return -1;
+    }
+    *size = width * count;
+    /* an array's own .align; a scalar's (a pointer's) is its pointee's */
+    *align = arrays && explicit_align != 0 ? explicit_align : width;
+    return 0;
+}
+
+/* Fill `f` from the parameter list [list, end) (between the parentheses).  CUDA_SUCCESS,
+   CUDA_ERROR_INVALID_PTX or CUDA_ERROR_OUT_OF_MEMORY. */
+static CUresult
+parse_params(fk_function *f, const char *list, const char *end)
+{
+    size_t offset = 0, cap = 0;
+
+    for (const char *p = list; p < end;) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *stop = comma != NULL ? comma : end;
+        const char *q = p;
+        size_t size, align;
+        while (q < stop && isspace((unsigned char)*q)) {
+            q++;
+        }
+        if (q == stop) {
+            if (comma != NULL || f->nparams > 0) {
+                return CUDA_ERROR_INVALID_PTX; /* an empty declaration */
+            }
+            break;
+        }
+        if (parse_param(q, stop, &size, &align) < 0) {
+            return CUDA_ERROR_INVALID_PTX;
+        }
+        if (f->nparams == cap) {
+            fk_param *grown = realloc(f->params, (cap ? 2 * cap : 8) * sizeof(fk_param));
+            if (grown == NULL) {
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            }
+            f->params = grown, cap = cap ? 2 * cap : 8;
+        }
+        offset = (offset + align - 1) / align * align;
+        f->params[f->nparams].offset = offset;
+        f->params[f->nparams++].size = size;
+        offset += size;
+        p = comma != NULL ? comma + 1 : end;
+    }
+    f->param_bytes = offset;
+    return CUDA_SUCCESS;
+}
+
+/* Set `f`'s attributes as a fresh kernel of PTX `ptx_version` on device `dev` has them. */
+static void
+function_defaults(fk_function *f, int ptx_version, const fk_device *dev)
+{
+    memset(f->attrs, 0, sizeof(f->attrs));
+    f->attrs[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK] =
+        dev->attrs[CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK];
+    f->attrs[CU_FUNC_ATTRIBUTE_NUM_REGS] = FK_NUM_REGS;
+    f->attrs[CU_FUNC_ATTRIBUTE_PTX_VERSION] = ptx_version;
+    f->attrs[CU_FUNC_ATTRIBUTE_BINARY_VERSION] =
+        10 * dev->attrs[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR] +
+        dev->attrs[CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR];
+    f->attrs[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES] = FK_DEFAULT_DYNAMIC_SHARED;
+    f->attrs[CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT] = -1;
+}
+
+/* The entries of `text` (comments stripped) into `m`.  CUDA_SUCCESS, CUDA_ERROR_INVALID_PTX
+   or CUDA_ERROR_OUT_OF_MEMORY. */
+static CUresult
+parse_entries(fk_module *m, const char *text, fk_context *ctx)
+{
+    const fk_device *dev = fk_device_get(ctx->device);
+    const char *version = strstr(text, ".version");
+    int ptx_version = 90;
+    size_t cap = 0;
+
+    if (version != NULL) {
+        unsigned int major = 0, minor = 0;
+        if (sscanf(version + 8, " %u.%u", &major, &minor) != 2) {
+            return CUDA_ERROR_INVALID_PTX;
+        }
+        ptx_version = (int)(10 * major + minor);
+    }
+    for (const char *p = text; (p = strstr(p, ".entry")) != NULL;) {
+        const char *name, *after;
+        fk_function *f;
+        CUresult res;
+        if ((p > text && is_ident(p[-1])) || !isspace((unsigned char)p[6])) {
+            p += 6; /* part of a longer word */
+            continue;
+        }
+        for (name = p + 6; isspace((unsigned char)*name); name++) {
+        }
+        for (after = name; is_ident(*after); after++) {
+        }
+        if (after == name) {
+            return CUDA_ERROR_INVALID_PTX;
+        }
+        if (m->nfunctions == cap) {
+            fk_function *grown = realloc(m->functions, (cap ? 2 * cap : 4) * sizeof(fk_function));
+            if (grown == NULL) {
+                return CUDA_ERROR_OUT_OF_MEMORY;
+            }
+            m->functions = grown, cap = cap ? 2 * cap : 4;
+        }
+        f = &m->functions[m->nfunctions++];
+        memset(f, 0, sizeof(*f));
+        f->module = m;
+        f->ctx = ctx;
+        function_defaults(f, ptx_version, dev);
+        f->name = strndup(name, (size_t)(after - name));
+        if (f->name == NULL) {
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        for (p = after; isspace((unsigned char)*p); p++) {
+        }
+        if (*p == '(') {
+            const char *close = strchr(p, ')');
+            if (close == NULL) {
+                return CUDA_ERROR_INVALID_PTX;
+            }
+            res = parse_params(f, p + 1, close);
+            if (res != CUDA_SUCCESS) {
+                return res;
+            }
+            p = close + 1;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+/* Write `message` to the JIT error log among `options`, if one was given. */
+static void
+jit_error_log(const char *message, unsigned int n, const CUjit_option *options, void **values)
+{
+    char *buf = NULL;
+    size_t size = 0;
+
+    for (unsigned int i = 0; i < n; i++) {
+        if (options[i] == CU_JIT_ERROR_LOG_BUFFER) {
+            buf = values[i];
+        }
+        else if (options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES) {
+            size = (size_t)(uintptr_t)values[i];
+        }
+    }
+    if (buf != NULL && size > 0) {
+        snprintf(buf, size, "%s", message);
+    }
+}
+
+/* ---- entry points ---- */
+
 CUresult
 fk_ModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
                     CUjit_option *options, void **optionValues)
 {
-    (void)image, (void)numOptions, (void)options, (void)optionValues;
+    CUresult res = fk_enter(GH_CU_ModuleLoadDataEx, FK_AFTER_INIT);
+    fk_context *ctx = NULL;
+    fk_module *m = NULL;
+    char *text = NULL;
+    int enabled;
+
     if (module != NULL) {
         *module = NULL;
     }
-    return unsupported(GH_CU_ModuleLoadDataEx);
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    fk_lock();
+    enabled = fk_kernels_enabled();
+    fk_unlock();
+    if (!enabled || (image != NULL && !is_ptx(image))) {
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    if (module == NULL || image == NULL ||
+        (numOptions > 0 && (options == NULL || optionValues == NULL))) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    m = calloc(1, sizeof(*m));
+    text = strip_comments(image);
+    if (m == NULL || text == NULL) {
+        free(text);
+        free(m);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    fk_lock();
+    res = fk_current_context(&ctx);
+    if (res == CUDA_SUCCESS) {
+        res = parse_entries(m, text, ctx);
+    }
+    if (res == CUDA_SUCCESS) {
+        fk_resource_add(&m->res, FK_MODULES, ctx, module_destroy);
+        *module = (CUmodule)m;
+        m = NULL;
+    }
+    fk_unlock();
+    if (res == CUDA_ERROR_INVALID_PTX) {
+        jit_error_log("fakecuda: cannot read the PTX's .entry parameter lists", numOptions, options,
+                      optionValues);
+    }
+    free(text);
+    module_free(m);
+    return res;
 }
 
 CUresult
 fk_ModuleUnload(CUmodule hmod)
 {
-    (void)hmod;
-    return unsupported(GH_CU_ModuleUnload);
+    CUresult res = fk_enter(GH_CU_ModuleUnload, FK_AFTER_INIT);
+    fk_resource *found;
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    fk_lock();
+    found = fk_resource_find(hmod, FK_MODULES);
+    if (found != NULL) {
+        fk_resource_remove(found);
+    }
+    else {
+        res = unknown_handle();
+    }
+    fk_unlock();
+    module_free((fk_module *)found);
+    return res;
 }
 
 CUresult
 fk_ModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 {
-    (void)hfunc, (void)hmod, (void)name;
-    return unsupported(GH_CU_ModuleGetFunction);
+    CUresult res = fk_enter(GH_CU_ModuleGetFunction, FK_AFTER_INIT);
+    fk_module *m;
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    fk_lock();
+    m = (fk_module *)fk_resource_find(hmod, FK_MODULES);
+    if (m == NULL) {
+        res = unknown_handle();
+    }
+    else if (hfunc == NULL || name == NULL) {
+        res = CUDA_ERROR_INVALID_VALUE;
+    }
+    else {
+        res = CUDA_ERROR_NOT_FOUND;
+        for (size_t i = 0; i < m->nfunctions; i++) {
+            if (strcmp(m->functions[i].name, name) == 0) {
+                *hfunc = (CUfunction)&m->functions[i];
+                res = CUDA_SUCCESS;
+                break;
+            }
+        }
+    }
+    fk_unlock();
+    return res;
 }
 
 CUresult
@@ -47,39 +470,104 @@ fk_ModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *
 CUresult
 fk_FuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc)
 {
-    (void)pi, (void)attrib, (void)hfunc;
-    return unsupported(GH_CU_FuncGetAttribute);
+    CUresult res = fk_enter(GH_CU_FuncGetAttribute, FK_AFTER_INIT);
+    fk_function *f;
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    fk_lock();
+    f = fk_function_find(hfunc);
+    if (f == NULL) {
+        res = unknown_handle();
+    }
+    else if (pi == NULL || (int)attrib < 0 || attrib >= CU_FUNC_ATTRIBUTE_MAX) {
+        res = CUDA_ERROR_INVALID_VALUE;
+    }
+    else {
+        *pi = f->attrs[attrib];
+    }
+    fk_unlock();
+    return res;
 }
 
 CUresult
 fk_FuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value)
 {
-    (void)hfunc, (void)attrib, (void)value;
-    return unsupported(GH_CU_FuncSetAttribute);
+    CUresult res = fk_enter(GH_CU_FuncSetAttribute, FK_AFTER_INIT);
+    fk_function *f;
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    fk_lock();
+    f = fk_function_find(hfunc);
+    if (f == NULL) {
+        res = unknown_handle();
+    }
+    else {
+        const fk_device *dev = fk_device_get(f->ctx->device);
+        int ok;
+        switch (attrib) {
+            case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+                ok = value >= 0 &&
+                     value <= dev->attrs[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN] -
+                                  f->attrs[CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES];
+                break;
+            case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+                ok = value >= -1 && value <= 100;
+                break;
+            case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+            case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+            case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+            case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+                ok = value >= 0;
+                break;
+            case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+                ok = value == 0 || value == 1;
+                break;
+            default:
+                ok = 0; /* read-only */
+                break;
+        }
+        if (ok) {
+            f->attrs[attrib] = value;
+        }
+        else {
+            res = CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    fk_unlock();
+    return res;
 }
 
 CUresult
 fk_FuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset, size_t *paramSize)
 {
-    (void)func, (void)paramIndex, (void)paramOffset, (void)paramSize;
-    return unsupported(GH_CU_FuncGetParamInfo);
-}
+    CUresult res = fk_enter(GH_CU_FuncGetParamInfo, FK_AFTER_INIT);
+    fk_function *f;
 
-CUresult
-fk_LaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
-                unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
-                unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
-{
-    (void)f, (void)gridDimX, (void)gridDimY, (void)gridDimZ, (void)blockDimX, (void)blockDimY;
-    (void)blockDimZ, (void)sharedMemBytes, (void)hStream, (void)kernelParams, (void)extra;
-    return unsupported(GH_CU_LaunchKernel);
-}
-
-CUresult
-fk_LaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
-{
-    (void)config, (void)f, (void)kernelParams, (void)extra;
-    return unsupported(GH_CU_LaunchKernelEx);
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    fk_lock();
+    f = fk_function_find(func);
+    if (f == NULL) {
+        res = unknown_handle();
+    }
+    else if (paramIndex >= f->nparams) {
+        res = CUDA_ERROR_INVALID_VALUE; /* past the last: how callers count them */
+    }
+    else {
+        if (paramOffset != NULL) {
+            *paramOffset = f->params[paramIndex].offset;
+        }
+        if (paramSize != NULL) {
+            *paramSize = f->params[paramIndex].size;
+        }
+    }
+    fk_unlock();
+    return res;
 }
 
 CUresult

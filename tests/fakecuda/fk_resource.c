@@ -66,6 +66,12 @@ fk_resource_find(const void *handle, fk_kind kind)
     return NULL;
 }
 
+fk_resource *
+fk_resource_first(fk_kind kind)
+{
+    return fk_registered[kind];
+}
+
 /* The first registered `kind` owned by `ctx`, or NULL. */
 static fk_resource *
 first_owned(fk_kind kind, const fk_context *ctx)
