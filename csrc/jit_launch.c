@@ -291,7 +291,15 @@ static PyMemberDef jitlaunch_members[] = {
     {NULL, 0, 0, 0, NULL},
 };
 
+static PyObject *jitlaunch_reduce(gh_jitlaunch *self, PyObject *Py_UNUSED(ignored));
+
+static PyMethodDef jitlaunch_methods[] = {
+    {"__reduce__", (PyCFunction)jitlaunch_reduce, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyType_Slot jitlaunch_slots[] = {
+    {Py_tp_methods, jitlaunch_methods},
     {Py_tp_doc, "A configured launch of a gpuhost.jit kernel: dispatcher[grid, block, stream, "
                 "shared]. Call it with the kernel's arguments."},
     {Py_tp_getset, jitlaunch_getset},
@@ -347,6 +355,68 @@ same_items(PyObject *a, PyObject *b)
     return 1;
 }
 
+/* numba's checks of griddim and blockdim, with its messages: 1 to 3 integers (an int is
+   one); the values' range is gh_launch_dims_parse's to check. */
+static int
+numba_dims_check(PyObject *dim, const char *name)
+{
+    PyObject *list;
+    int rc = 0;
+    if (dim == Py_None) {
+        PyErr_SetString(PyExc_ValueError, "Kernel launch configuration was not specified. Use "
+                                          "the syntax: kernel_function[blockspergrid, "
+                                          "threadsperblock](arg0, arg1, ..., argn)");
+        return -1;
+    }
+    list = (PyTuple_Check(dim) || PyList_Check(dim)) ? PySequence_List(dim)
+                                                     : Py_BuildValue("[O]", dim);
+    if (list == NULL) {
+        return -1;
+    }
+    if (PyList_GET_SIZE(list) > 3) {
+        PyErr_Format(PyExc_ValueError, "%s must be a sequence of 1, 2 or 3 integers, got %R", name,
+                     list);
+        rc = -1;
+    }
+    for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(list); i++) {
+        if (!PyIndex_Check(PyList_GET_ITEM(list, i))) {
+            PyErr_Format(PyExc_TypeError, "%s must be a sequence of integers, got %R", name, list);
+            rc = -1;
+        }
+    }
+    Py_DECREF(list);
+    return rc;
+}
+
+/* JitLaunch.__reduce__: dispatcher[griddim, blockdim, stream, sharedmem] again, as numba
+   pickles a configured launch (not with pre-launch callbacks). */
+static PyObject *
+jitlaunch_reduce(gh_jitlaunch *self, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *mod, *fn, *res;
+    if (self->callbacks != NULL && PyList_GET_SIZE(self->callbacks) > 0) {
+        PyObject *pickle = PyImport_ImportModule("pickle");
+        PyObject *err = pickle ? PyObject_GetAttrString(pickle, "PicklingError") : NULL;
+        if (err != NULL) {
+            PyErr_SetString(err, "Cannot pickle configured launches with pre-launch callbacks");
+        }
+        Py_XDECREF(err);
+        Py_XDECREF(pickle);
+        return NULL;
+    }
+    /* cold (pickling only): the rebuilding function is gpuhost.dispatcher's */
+    mod = PyImport_ImportModule("gpuhost.dispatcher");
+    fn = mod ? PyObject_GetAttrString(mod, "_launch_of") : NULL;
+    Py_XDECREF(mod);
+    if (fn == NULL) {
+        return NULL;
+    }
+    res = Py_BuildValue("(N(O(III)(III)OI))", fn, (PyObject *)self->dispatcher, self->dims.grid[0],
+                        self->dims.grid[1], self->dims.grid[2], self->dims.block[0],
+                        self->dims.block[1], self->dims.block[2], self->stream, self->dims.shared);
+    return res;
+}
+
 static PyObject *
 make_launch(gh_jitdispatcher *self, PyObject *key)
 {
@@ -358,6 +428,10 @@ make_launch(gh_jitdispatcher *self, PyObject *key)
 
     if (n < 2 || n > 4) {
         PyErr_SetString(PyExc_ValueError, "must specify at least the griddim and blockdim");
+        return NULL;
+    }
+    if (numba_dims_check(PyTuple_GET_ITEM(key, 0), "griddim") < 0 ||
+        numba_dims_check(PyTuple_GET_ITEM(key, 1), "blockdim") < 0) {
         return NULL;
     }
     if (gh_launch_dims_parse(&d, PyTuple_GET_ITEM(key, 0), PyTuple_GET_ITEM(key, 1),
@@ -396,6 +470,15 @@ jitdispatcher_getitem(gh_jitdispatcher *self, PyObject *key)
     }
     if ((launch = make_launch(self, key)) == NULL) {
         return NULL;
+    }
+    /* a Python subclass hears of each configuration made (numba's occupancy warning) */
+    if (Py_TYPE(self) != dispatcher_state((PyObject *)self)->JitDispatcherType) {
+        PyObject *r = PyObject_CallMethod((PyObject *)self, "_configured", "O", launch);
+        if (r == NULL) {
+            Py_DECREF(launch);
+            return NULL;
+        }
+        Py_DECREF(r);
     }
     Py_XSETREF(self->last_key, Py_NewRef(key));
     Py_XSETREF(self->last_launch, Py_NewRef(launch));

@@ -190,8 +190,13 @@ def resolve(numba_disp, launch, args):
     from numba.cuda.dispatcher import _LAUNCH_CONFIG_KW
 
     # numba's configuration object: its launch-configuration-sensitive compilation reads
-    # the dimensions (and the arguments) from it. Its stream is never used here.
-    lc = numba_disp.configure(launch.griddim, launch.blockdim, 0, launch.sharedmem)
+    # the dimensions (and the arguments) from it. Its stream is never used here, and its
+    # low-occupancy warning was given when gpuhost's launch was configured.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lc = numba_disp.configure(launch.griddim, launch.blockdim, 0, launch.sharedmem)
     prev = lc._push_args(args)
     try:
         disp = numba_disp._select_launch_config_dispatcher(lc)
@@ -203,6 +208,43 @@ def resolve(numba_disp, launch, args):
     finally:
         lc._pop_args(prev)
     return overload, disp
+
+
+def pickle_dispatcher(numba_disp):
+    """numba's dispatcher pickled as numba pickles it (its function by value), as numba's
+    own class: gpuhost's subclass is made anew on unpickling."""
+    import pickle
+
+    from numba.cuda.dispatcher import CUDADispatcher
+
+    cls = numba_disp.__class__
+    numba_disp.__class__ = CUDADispatcher
+    try:
+        return pickle.dumps(numba_disp)
+    finally:
+        numba_disp.__class__ = cls
+
+
+def unpickle_dispatcher(data):
+    import pickle
+
+    load()
+    return pickle.loads(data)
+
+
+def occupancy_warning(griddim):
+    """numba's NumbaPerformanceWarning for a grid of fewer than 128 blocks."""
+    import warnings
+
+    from numba.cuda.core import config
+    from numba.cuda.core.errors import NumbaPerformanceWarning
+
+    if config.CUDA_LOW_OCCUPANCY_WARNINGS and not config.DISABLE_PERFORMANCE_WARNINGS:
+        size = griddim[0] * griddim[1] * griddim[2]
+        if size < 128:
+            warnings.warn(NumbaPerformanceWarning(
+                "Grid size %d will likely result in GPU under-utilization due to low "
+                "occupancy." % size), stacklevel=3)
 
 
 def cubin_for(overload, device):

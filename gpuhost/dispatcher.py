@@ -63,25 +63,18 @@ def jit(func_or_sig=None, device=False, inline="never", forceinline=False, link=
                    debug=debug, opt=opt, lineinfo=lineinfo, cache=cache,
                    launch_bounds=launch_bounds, lto=lto,
                    shared_memory_carveout=shared_memory_carveout, **kws)
-    if func_or_sig is None:
-        return functools.partial(_jit_function, cuda, None, options)
-    if callable(func_or_sig) and not _is_signature(func_or_sig):
-        return _jit_function(cuda, None, options, func_or_sig)
-    return functools.partial(_jit_function, cuda, func_or_sig, options)
+    # numba's own decorator, called now (its checks and warnings come at decoration, as
+    # with numba); what it makes for a kernel is adopted as gpuhost's.
+    made = cuda.jit(func_or_sig, **options)
+    if device:
+        return made  # device functions are called from kernels only: numba's own
+    if callable(made) and not hasattr(made, "py_func"):
+        return functools.wraps(made)(lambda func: _adopted(made(func)))
+    return _adopted(made)
 
 
-def _is_signature(obj):
-    from numba.cuda.core import sigutils
-
-    return isinstance(obj, list) or sigutils.is_signature(obj)
-
-
-def _jit_function(cuda, sigs, options, func):
-    """numba's decorator on `func`, its dispatcher made as gpuhost's subclass."""
-    nd = cuda.jit(sigs, **options)(func) if sigs is not None else cuda.jit(**options)(func)
-    if options["device"]:
-        return nd  # called from kernels only: numba's own
-    return Dispatcher(_numba.adopt(nd))
+def _adopted(numba_dispatcher):
+    return Dispatcher(_numba.adopt(numba_dispatcher))
 
 
 class Dispatcher(_core.JitDispatcher):
@@ -123,8 +116,21 @@ class Dispatcher(_core.JitDispatcher):
         return self[griddim, blockdim, stream, sharedmem]
 
     def specialize(self, *args):
-        """A Dispatcher compiled for exactly `args`' types (numba's specialize)."""
-        return Dispatcher(self._numba.specialize(*args))
+        """A Dispatcher compiled for exactly `args`' types (numba's specialize; the same
+        one again for the same types)."""
+        nd = self._numba.specialize(*args)
+        ours = self.__dict__.setdefault("_specializations", {})
+        if id(nd) not in ours:
+            ours[id(nd)] = (nd, Dispatcher(nd))
+        return ours[id(nd)][1]
+
+    def __reduce__(self):
+        return (_unpickle_dispatcher, (_numba.pickle_dispatcher(self._numba),))
+
+    def _configured(self, launch):
+        """A launch configuration made: numba's low-occupancy warning, as numba gives it
+        when it configures a launch."""
+        _numba.occupancy_warning(launch.griddim)
 
     def forall(self, ntasks, tpb=0, stream=0, sharedmem=0):
         """A 1-D launch of `ntasks` threads; `tpb` 0 lets the driver pick the block size
@@ -170,7 +176,7 @@ class Dispatcher(_core.JitDispatcher):
         name, _, _, carveout = _numba.overload_facts(overload)
         module = _core.Module(_numba.cubin_for(overload, ctx.device))
         kernel = module.get_function(name)
-        if carveout is not None:
+        if carveout is not None and carveout >= 0:  # -1: the driver's default
             kernel.preferred_shared_memory_carveout = carveout
         self._loaded[key] = (overload, kernel)
         return kernel
@@ -183,6 +189,15 @@ class Dispatcher(_core.JitDispatcher):
             return
         lcs = launch if disp._launch_config_sensitive else None
         self._jit_add(keyed[0], keyed[1], plan, len(args), overload, kernel, cooperative, lcs)
+
+
+def _unpickle_dispatcher(data):
+    return Dispatcher(_numba.adopt(_numba.unpickle_dispatcher(data)))
+
+
+def _launch_of(dispatcher, griddim, blockdim, stream, sharedmem):
+    """dispatcher[griddim, blockdim, stream, sharedmem]: a JitLaunch unpickled."""
+    return dispatcher[griddim, blockdim, stream, sharedmem]
 
 
 class _ForAll:
@@ -253,6 +268,10 @@ def _device_view(ctx, retr, value, ty, stream):
     hint = InOut
     if isinstance(value, ArgHint):
         hint, value = type(value), value.value
+    if isinstance(value, np.ndarray) and hasattr(value, "__cuda_array_interface__"):
+        from ._arrays import as_cuda_array
+
+        return as_cuda_array(value)  # mapped or managed memory: the device reaches it
     if isinstance(value, _core.DeviceArray):
         if value.context is not ctx:
             raise ValueError("a device array of device %d was passed to a kernel launched on "
@@ -286,7 +305,9 @@ def _empty_like(host, stream):
 
 def _copy_back(dev, value, host, stream):
     if isinstance(value, np.void):
-        value[()] = dev.copy_to_host(stream=stream)[()]
+        got = dev.copy_to_host(stream=stream)[()]
+        for name in value.dtype.names or ():  # a record scalar is a view: field by field
+            value[name] = got[name]
     elif isinstance(value, np.ndarray) and value.flags.writeable:
         dev.copy_to_host(value, stream=stream)
 

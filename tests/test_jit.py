@@ -154,7 +154,7 @@ def test_bad_launch_configurations_are_value_errors():
         k[0, 32]
     with pytest.raises(ValueError, match="block dimensions must be between 1"):
         k[1, -4]
-    with pytest.raises(TypeError, match="grid must be an int or a tuple"):
+    with pytest.raises(TypeError, match=r"griddim must be a sequence of integers, got \[.x.\]"):
         k["x", 32]
     with pytest.raises(ValueError, match="missing launch configuration|launch configuration"):
         k(1)
@@ -439,3 +439,129 @@ def test_numba_random_states_work_with_gpuhost_launches():
     v = out.copy_to_host()
     assert ((v >= 0) & (v < 1)).all() and len(np.unique(v)) > n // 2
     assert math.isclose(v.mean(), 0.5, abs_tol=0.1)
+
+
+# ---- the bytes launched, on the fake driver, against numba's own argument rules ----
+
+def _numba_param_bytes(argtypes, args, kernel):
+    """The parameters numba's launcher would pass for `args` (its _Kernel._prepare_args,
+    converted as its launch converts Python ints, ctypes values and bools), laid out at the
+    kernel's parameter offsets."""
+    import ctypes
+    import types as pytypes
+
+    from numba.cuda.dispatcher import _Kernel
+
+    host = pytypes.SimpleNamespace(extensions=[])
+    host._prepare_args = pytypes.MethodType(_Kernel._prepare_args, host)
+    kernelargs, retr = [], []
+    for ty, val in zip(argtypes, args):
+        _Kernel._prepare_args(host, ty, val, 0, retr, kernelargs)
+    info = kernel.param_info
+    assert len(info) == len(kernelargs)
+    out = bytearray(max(off + size for off, size, _ in info))
+    for (off, size, _), v in zip(info, kernelargs):
+        if isinstance(v, bool):
+            b = bytes(ctypes.c_bool(v))
+        elif isinstance(v, int):
+            b = bytes(ctypes.c_int64(v))
+        else:
+            b = bytes(v)
+        assert len(b) == size
+        out[off:off + size] = b
+    return bytes(out)
+
+
+def _fake_jit_launch(fake_kernels, pyfunc, args, launch=(3, 64)):
+    """Compile `pyfunc` for `args`' numba types with numba-cuda (PTX, no GPU needed), load
+    it on the fake driver, let gpuhost's C launcher launch it with `args`, and return
+    (bytes recorded by the fake, the bytes numba's rules give)."""
+    import numba.cuda
+    from numba.cuda.typing.typeof import typeof
+
+    from conftest import fake_last_launch
+
+    argtypes = tuple(typeof(a) for a in args)
+    ptx, _ = numba.cuda.compile_ptx(pyfunc, argtypes, cc=(9, 0))
+    name = [ln.split()[-1].rstrip("(") for ln in ptx.splitlines() if ".entry" in ln][0]
+    kernel = gpuhost.Module(ptx).get_function(name)
+    disp = gpuhost.jit(pyfunc)
+    key, keep = disp._jit_key(tuple(args))
+    assert disp._jit_add(key, keep, _numba.plan(argtypes), len(args), "overload", kernel,
+                         False, None)
+    launches = fake_kernels.launches()
+    disp[launch](*args)
+    assert fake_kernels.launches() == launches + 1  # launched in C, not by the slow path
+    got, dims = fake_last_launch()
+    assert dims[:6] == (launch[0], 1, 1, launch[1], 1, 1)
+    return got, _numba_param_bytes(argtypes, args, kernel)
+
+
+def _scalars(out, i, u, f, c, b, h, f32, i8):
+    out[0] = i + u + f + c.real + b + h + f32 + i8
+
+
+def _arrays(a, b, c, t):
+    a[0, 0] = b[0] + c[0, 0, 0] + t[0] + t[1]
+
+
+def test_c_launch_packs_scalars_as_numba_does(fake_kernels):
+    out = gpuhost.to_device(rng.random(4))
+    args = (out, int(rng.integers(-2**62, 2**62)), 2**63 + int(rng.integers(0, 2**62)),
+            float(rng.random()), complex(rng.random(), rng.random()), True,
+            np.float16(rng.random()), np.float32(rng.random()), np.int8(rng.integers(-128, 127)))
+    got, expect = _fake_jit_launch(fake_kernels, _scalars, args)
+    assert got == expect
+
+
+def test_c_launch_packs_arrays_views_and_tuples_as_numba_does(fake_kernels):
+    a = gpuhost.to_device(rng.random((6, 10)))
+    b = gpuhost.to_device(rng.random(40).astype(np.float32))[3::2]
+    c = gpuhost.to_device(rng.integers(0, 9, (2, 3, 4)).astype(np.int16)).T
+    t = (int(rng.integers(0, 100)), float(rng.random()))
+    got, expect = _fake_jit_launch(fake_kernels, _arrays, (a.T, b, c, t))
+    assert got == expect
+
+
+def _picklable_kernel(a):
+    a[0] = 1
+
+
+def test_dispatchers_and_configured_launches_pickle_as_numbas():
+    import pickle
+
+    d = gpuhost.jit(_picklable_kernel)
+    d2 = pickle.loads(pickle.dumps(d))
+    assert isinstance(d2, gpuhost.dispatcher.Dispatcher) and d2.py_func.__name__ == "_picklable_kernel"
+    launch = pickle.loads(pickle.dumps(d[(5, 2), 8, 0, 16]))
+    assert (launch.griddim, launch.blockdim, launch.sharedmem) == ((5, 2, 1), (8, 1, 1), 16)
+    configured = d[1, 1]
+    configured.pre_launch_callbacks.append(print)
+    with pytest.raises(pickle.PicklingError, match="pre-launch callbacks"):
+        pickle.dumps(configured)
+
+
+def test_low_occupancy_warning_when_a_launch_is_configured():
+    from numba.cuda.core.errors import NumbaPerformanceWarning
+
+    d = gpuhost.jit(_picklable_kernel)
+    with warnings.catch_warnings():
+        warnings.resetwarnings()
+        with pytest.warns(NumbaPerformanceWarning, match="Grid size 6 will likely"):
+            d[(3, 2), 32]
+
+
+def test_numbas_dimension_messages():
+    d = gpuhost.jit(_picklable_kernel)
+    with pytest.raises(ValueError, match=r"griddim must be a sequence of 1, 2 or 3 integers, "
+                                         r"got \[1, 2, 3, 4\]"):
+        d[(1, 2, 3, 4), 1]
+    with pytest.raises(TypeError, match=r"blockdim must be a sequence of integers, got \[2.0\]"):
+        d[1, 2.0]
+
+
+def test_jit_warns_at_decoration_as_numba_does():
+    from numba.cuda.core.errors import NumbaInvalidConfigWarning
+
+    with pytest.warns(NumbaInvalidConfigWarning, match="not supported by CUDA"):
+        gpuhost.jit(debug=True, opt=True)

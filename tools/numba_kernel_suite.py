@@ -37,6 +37,7 @@ is kept in this repository.
 """
 import argparse
 import ast
+import re
 import fnmatch
 import json
 import os
@@ -89,6 +90,9 @@ NUMBA_NAMES = {
     "numba.cuda.lowering": COMPILER,
     "numba.cuda.kernels": COMPILER,  # numba's own kernels, launched by numba
 }
+# The import statement of code strings that tests run in a subprocess (test_print's use
+# cases): an import too, rewritten as the module's own are.
+CODE_IMPORT = re.compile(r"^(\s*)from numba import cuda\s*$", re.M)
 # Attributes that inspect what numba generated (or hold its compiler's state).
 INSPECTION_ATTRS = {"library", "fndesc", "typing_context", "target_context", "get_llvm_str",
                     "get_asm_str", "_handle_compile_result", "_type_annotation",
@@ -164,6 +168,8 @@ class ImportRewriter(numba_suite.ImportRewriter):
 
     def rewrite(self, source):
         ported, tree = super().rewrite(source)
+        # the module's own imports are rewritten by now: what is left is in code strings
+        ported = CODE_IMPORT.sub(r"\1import gpuhost as cuda", ported)
         # A name bound to an internal in one branch (the simulator's vector_types) and to
         # numba's public one in the other is the public one on the GPU.
         for name in self.public:
