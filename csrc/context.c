@@ -403,6 +403,10 @@ GH_FORWARD(get_legacy_default_stream)
 GH_FORWARD(get_per_thread_default_stream)
 GH_FORWARD(prepare_for_use)
 GH_FORWARD(defer_cleanup)
+GH_FORWARD(create_module_ptx)
+GH_FORWARD(unload_module)
+GH_FORWARD(get_active_blocks_per_multiprocessor)
+GH_FORWARD(get_max_potential_block_size)
 #undef GH_FORWARD
 
 static PyObject *
@@ -745,6 +749,37 @@ static PyMethodDef context_methods[] = {
      METH_VARARGS | METH_KEYWORDS,
      "defer_cleanup($self, /)\n--\n\n"
      "A context manager holding releases of memory until it ends (the memory manager's)."},
+    {"create_module_ptx", (PyCFunction)(void (*)(void))context_create_module_ptx,
+     METH_VARARGS | METH_KEYWORDS,
+     "create_module_ptx($self, ptx, /)\n--\n\n"
+     "Load PTX text (str or bytes) into this context, as numba's: a Module, whose "
+     "get_function(name) gives a Kernel. TypeError for other types, ValueError for a cubin "
+     "or fatbin (gpuhost.Module() loads those), CudaAPIError if the driver refuses the PTX."},
+    {"unload_module", (PyCFunction)(void (*)(void))context_unload_module,
+     METH_VARARGS | METH_KEYWORDS,
+     "unload_module($self, module, /)\n--\n\n"
+     "Unload `module` (Module.unload()), as numba's. TypeError if it is not a Module, "
+     "ValueError if it was loaded in another context."},
+    {"get_active_blocks_per_multiprocessor",
+     (PyCFunction)(void (*)(void))context_get_active_blocks_per_multiprocessor,
+     METH_VARARGS | METH_KEYWORDS,
+     "get_active_blocks_per_multiprocessor($self, func, blocksize, memsize, flags=None)\n--\n\n"
+     "numba's occupancy query: how many blocks of `blocksize` threads using `memsize` bytes "
+     "of dynamic shared memory fit on one multiprocessor (Kernel."
+     "max_active_blocks_per_multiprocessor). `func` is a Kernel loaded in this context "
+     "(TypeError, ValueError otherwise); `flags` None or 0 (NotImplementedError for "
+     "CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE, ValueError for others)."},
+    {"get_max_potential_block_size",
+     (PyCFunction)(void (*)(void))context_get_max_potential_block_size,
+     METH_VARARGS | METH_KEYWORDS,
+     "get_max_potential_block_size($self, func, b2d_func, memsize, blocksizelimit, "
+     "flags=None)\n--\n\n"
+     "numba's launch configurator: (min_grid_size, block_size), the block size (at most "
+     "`blocksizelimit`, 0: no limit) that keeps most threads resident, and the smallest "
+     "grid filling the device with it. `b2d_func` gives the dynamic shared memory of a block "
+     "size (a callable, or the address of a C function size_t (*)(int)); 0 or None: "
+     "`memsize` bytes at every size. Arguments are checked as for "
+     "get_active_blocks_per_multiprocessor()."},
     {"can_access_peer", (PyCFunction)context_can_access_peer, METH_O,
      "can_access_peer($self, peer_device, /)\n--\n\n"
      "numba's name: whether this context's device can access `peer_device`'s memory "

@@ -59,6 +59,31 @@ def _address(pointer):
 
 # ---- memory pointers (numba.cuda.cudadrv.driver's classes) ----
 
+class DevicePointer(ctypes.c_uint64):
+    """A device address as a MemoryPointer holds it (its device_pointer and handle): a
+    ctypes.c_uint64, so a c_size_t as numba's device_ctypes_pointer is, that int() and
+    operator.index() read as they read numba's (cuda-python's CUdeviceptr)."""
+
+    def __int__(self):
+        return self.value
+
+    __index__ = __int__
+
+    def __repr__(self):
+        return "DevicePointer(0x%x)" % self.value
+
+
+def _device_pointer(pointer):
+    """`pointer` as a MemoryPointer keeps it: a ctypes integer or void pointer becomes a
+    DevicePointer (numba makes a c_void_p a CUdeviceptr); an int, or an object with
+    __int__ (cuda-python's CUdeviceptr), stays as it is."""
+    if isinstance(pointer, ctypes._SimpleCData) and not isinstance(pointer, DevicePointer):
+        value = pointer.value
+        if value is None or isinstance(value, int):
+            return DevicePointer(value or 0)
+    return pointer
+
+
 class MemoryPointer:
     """Device memory that a plugin allocated: `pointer` (int or ctypes) of `size` bytes in
     `context`; `finalizer()` runs when the object dies (or at free()).  Its lifetime is
@@ -68,7 +93,7 @@ class MemoryPointer:
 
     def __init__(self, context, pointer, size, owner=None, finalizer=None):
         self.context = context
-        self.device_pointer = pointer
+        self.device_pointer = _device_pointer(pointer)
         self.size = size
         self._cuda_memsize_ = size
         self.is_managed = finalizer is not None
@@ -116,7 +141,7 @@ class MemoryPointer:
         else:
             if size < 0:
                 raise RuntimeError("size cannot be negative")
-            view = MemoryPointer(self.context, ctypes.c_uint64(self.device_pointer_value + start),
+            view = MemoryPointer(self.context, DevicePointer(self.device_pointer_value + start),
                                  size, owner=self.owner)
         if isinstance(self.owner, (MemoryPointer, OwnedPointer)):
             return OwnedPointer(weakref.proxy(self.owner), view)
@@ -124,9 +149,11 @@ class MemoryPointer:
 
     @property
     def device_ctypes_pointer(self):
-        """The device address as the plugin gave it (a ctypes value, as numba passes it
-        to kernels)."""
-        return self.device_pointer
+        """The device address as a ctypes value (as numba passes it to kernels): the
+        DevicePointer held, or one made from the int the plugin gave."""
+        if isinstance(self.device_pointer, ctypes._SimpleCData):
+            return self.device_pointer
+        return DevicePointer(self.device_pointer_value or 0)
 
     @property
     def device_pointer_value(self):
@@ -146,7 +173,7 @@ class ArrayMemory(MemoryPointer):
             if n and stride < 0:
                 low += (n - 1) * stride
         size = array.alloc_size
-        super().__init__(array.context, ctypes.c_uint64(low if size else 0), size,
+        super().__init__(array.context, DevicePointer(low if size else 0), size,
                          owner=array.owner)
 
     def __getattr__(self, name):
@@ -173,7 +200,7 @@ class MappedMemory(AutoFreePointer):
     def __init__(self, context, pointer, size, owner=None, finalizer=None):
         self.owned = owner
         self.host_pointer = pointer
-        super().__init__(context, ctypes.c_uint64(_address(pointer) or 0), size,
+        super().__init__(context, DevicePointer(_address(pointer) or 0), size,
                          finalizer=finalizer)
         self.handle = self.host_pointer
         self._buflen_ = self.size
@@ -288,7 +315,7 @@ class IpcHandle:
         with context.device:
             alloc = _core.ipc_open(bytes(self.handle), self.offset + self.size)
         self._opened = alloc
-        return MemoryPointer(alloc.context, ctypes.c_uint64(alloc.ptr + self.offset), self.size,
+        return MemoryPointer(alloc.context, DevicePointer(alloc.ptr + self.offset), self.size,
                              owner=alloc)
 
     def open_staged(self, context):
@@ -439,7 +466,7 @@ class HostOnlyCUDAMemoryManager(BaseCUDAMemoryManager):
     def memallocmanaged(self, size, attach_global=True):
         """Managed memory (cuMemAllocManaged): an OwnedPointer."""
         alloc = _core.mem_alloc(size, "managed", attach_global=attach_global)
-        return self._owned(alloc, AutoFreePointer, ctypes.c_uint64(alloc.ptr), size)
+        return self._owned(alloc, AutoFreePointer, DevicePointer(alloc.ptr), size)
 
     def reset(self):
         """Free the mapped and managed memory allocated through this manager (pinned
@@ -547,7 +574,7 @@ class DefaultMemoryManager(GetIpcHandleMixin, HostOnlyCUDAMemoryManager):
         dies."""
         with self.context.device:
             alloc = _core.device_alloc(size)
-        return self._owned(alloc, AutoFreePointer, ctypes.c_uint64(alloc.ptr), size)
+        return self._owned(alloc, AutoFreePointer, DevicePointer(alloc.ptr), size)
 
     def get_memory_info(self):
         """(free, total) device memory, a MemoryInfo."""

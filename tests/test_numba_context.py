@@ -2,6 +2,7 @@
 interface as numba produces and consumes it, and the array attributes numba scripts use
 (issue: numba-cuda's own host-API tests). Fake driver where possible."""
 import ctypes
+import operator
 import pickle
 import threading
 import weakref
@@ -120,6 +121,43 @@ def test_pinned_can_be_entered_again_inside_defer_cleanup():
         with gpuhost.mapped(arr):
             pass
 
+
+
+# ---- MemoryPointer handles (numba's test_cuda_memory.test_derived_pointer) ----
+
+def test_memalloc_handles_read_as_ints_and_views_offset_them(ctx):
+    mem = ctx.memalloc(int(rng.integers(256, 4096)))
+    base = int(mem.handle)
+    assert base == operator.index(mem.handle) == mem.device_pointer_value
+    assert isinstance(mem.device_ctypes_pointer, ctypes.c_size_t)
+    assert mem.device_ctypes_pointer.value == base
+    owner = mem.owner
+    assert owner.refct == 1
+    offset = int(rng.integers(1, 128))
+    v1 = mem.view(offset)
+    assert int(v1.owner.handle) == base and owner.refct == 2
+    assert int(v1.handle) - offset == base
+    v2 = v1.view(offset)
+    assert int(v2.owner.handle) == base and owner.refct == 3
+    assert int(v2.handle) - 2 * offset == base and v2.size == mem.size - 2 * offset
+    assert repr(v2.handle) == "DevicePointer(%#x)" % (base + 2 * offset)
+    del v2
+    assert owner.refct == 2
+    del v1
+    assert owner.refct == 1
+
+
+def test_a_plugins_ctypes_pointer_reads_as_an_int_and_an_int_stays_one(ctx):
+    addr = int(rng.integers(1 << 32, 1 << 40))
+    for given in (ctypes.c_void_p(addr), ctypes.c_uint64(addr), ctypes.c_size_t(addr)):
+        mem = emm.MemoryPointer(ctx, given, 64)
+        assert int(mem.handle) == addr and mem.handle is mem.device_pointer
+        assert mem.device_ctypes_pointer.value == addr
+    mem = emm.MemoryPointer(ctx, addr, 64)
+    assert mem.handle == addr and type(mem.handle) is int  # numba keeps an int as it is
+    assert isinstance(mem.device_ctypes_pointer, ctypes.c_size_t)
+    assert mem.device_ctypes_pointer.value == addr
+    assert int(mem.view(8).handle) == addr + 8
 
 class CountingPlugin(emm.HostOnlyCUDAMemoryManager):
     """A device-only EMM plugin over gpuhost's allocations, recording what it is asked."""
@@ -488,3 +526,183 @@ def test_detect_prints_numbas_lines(capsys):
                       "FP32/FP64 Performance Ratio", "FP16 Support", "BF16 Support",
                       "FP8 Support"]
     assert out[-2:] == ["Summary:", "\t%d/%d devices are supported" % ((len(gpuhost.gpus),) * 2)]
+
+
+
+# ---- modules and occupancy (numba's test_cuda_driver.test_cuda_driver_occupancy) ----
+
+# numba's own test PTX (test_cuda_driver.py's ptx2): each thread writes its index.
+HELLO_PTX = """
+.version 3.0
+.target sm_20
+.address_size 64
+
+.entry _Z10helloworldPi(
+    .param .u64 _Z10helloworldPi_param_0
+)
+{
+    .reg .s32 	%r<3>;
+    .reg .s64 	%rl<5>;
+
+    ld.param.u64 	%rl1, [_Z10helloworldPi_param_0];
+    cvta.to.global.u64 	%rl2, %rl1;
+    mov.u32 	%r1, %tid.x;
+    mul.wide.u32 	%rl3, %r1, 4;
+    add.s64 	%rl4, %rl2, %rl3;
+    st.global.u32 	[%rl4], %r1;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("ptx, exc, message", [
+    (12345, TypeError, r"create_module_ptx\(\) takes PTX text \(str or bytes\), not int"),
+    (None, TypeError, r"create_module_ptx\(\) takes PTX text \(str or bytes\), not NoneType"),
+    (b"\x7fELF\x02\x01\x01" + bytes(64), ValueError,
+     r"these bytes are a cubin or a fatbin: load them with gpuhost.Module\(\)"),
+    (b"\x50\xed\x55\xba" + bytes(64), ValueError, "these bytes are a cubin or a fatbin"),
+    ("int main() { return 0; }", ValueError, "is not PTX, a cubin or a fatbin"),
+    (b"", ValueError, "is empty: nothing to load"),
+])
+def test_create_module_ptx_refuses_what_is_not_ptx(ctx, ptx, exc, message):
+    with pytest.raises(exc, match=message):
+        ctx.create_module_ptx(ptx)
+
+
+def test_occupancy_queries_refuse_what_is_not_a_kernel(ctx):
+    with pytest.raises(TypeError, match=r"get_active_blocks_per_multiprocessor\(\) takes a "
+                                        r"Kernel \(Module.get_function\(\)\), not str"):
+        ctx.get_active_blocks_per_multiprocessor("_Z10helloworldPi", 128, 128)
+    with pytest.raises(TypeError, match=r"get_max_potential_block_size\(\) takes a Kernel"):
+        ctx.get_max_potential_block_size(object(), 0, 0, 1024)
+    with pytest.raises(TypeError, match=r"unload_module\(\) takes a Module"):
+        ctx.unload_module("module")
+
+
+def test_occupancy_flags_other_than_the_default_are_refused(ctx):
+    with pytest.raises(NotImplementedError, match="flags=CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE "
+                                                  "needs the driver's \\*WithFlags"):
+        ctx.get_active_blocks_per_multiprocessor(None, 128, 0, flags=1)
+    with pytest.raises(ValueError, match=r"get_max_potential_block_size\(\): flags is a "
+                                         r"CUoccupancy_flags value \(0 or 1\) or None, not 7"):
+        ctx.get_max_potential_block_size(None, 0, 0, 1024, flags=7)
+    with pytest.raises(ValueError, match="not 'x'"):
+        ctx.get_active_blocks_per_multiprocessor(None, 128, 0, flags="x")
+
+
+def test_b2d_func_must_be_a_function_an_address_or_zero(ctx):
+    with pytest.raises(TypeError, match="b2d_func is a function of the block size giving the "
+                                        "dynamic shared memory in bytes, the address of a C "
+                                        "one, or 0; not 'x'"):
+        ctx.get_max_potential_block_size(None, "x", 0, 1024)
+    with pytest.raises(TypeError, match="or 0; not -5"):
+        ctx.get_max_potential_block_size(None, -5, 0, 1024)
+
+
+B2D = ctypes.CFUNCTYPE(ctypes.c_size_t, ctypes.c_int)
+
+
+def test_best_block_size_follows_the_drivers_search():
+    """The configurator's rule, against a model of a device (2048 threads per
+    multiprocessor, at most 16 blocks; a kernel limited to 1000 threads per block): sizes
+    from the limit down by warps, the first with the most resident threads wins, and the
+    search stops once a multiprocessor is full."""
+    from gpuhost._context_api import _b2d_callable, _best_block_size
+
+    sms = int(rng.integers(1, 200))
+    per_byte = int(rng.integers(2, 9))
+    tried = []
+
+    def model(rule):
+        def active(block, smem):
+            tried.append((block, smem))
+            return rule(block)
+        return active
+
+    smem_of = B2D(lambda block: per_byte * block)  # kept alive: its address is used below
+    b2d = _b2d_callable(ctypes.cast(smem_of, ctypes.c_void_p).value)
+    assert _best_block_size(model(lambda b: min(16, 2048 // b)), b2d, 1000, 32, 2048,
+                            sms) == (4 * sms, 512)
+    blocks = [b for b, _ in tried]
+    assert blocks[:3] == [1000, 992, 960] and blocks[-1] == 512
+    assert all(smem == per_byte * b for b, smem in tried)
+    # no size fills a multiprocessor: every size is tried, the largest best one kept
+    tried.clear()
+    assert _best_block_size(model(lambda b: 1 if b > 100 else 0), lambda b: 0, 300, 32,
+                            2048, sms) == (sms, 300)
+    assert [b for b, _ in tried] == [300] + list(range(288, 0, -32))
+
+
+@pytest.mark.parametrize("gives, shown", [(-1, "-1"), ("x", "'x'"), (1.5, "1.5"),
+                                          (True, "True")])
+def test_b2d_func_must_give_a_size_in_bytes(gives, shown):
+    from gpuhost._context_api import _best_block_size
+
+    with pytest.raises(ValueError, match=r"b2d_func\(64\) gave %s; it must give the dynamic "
+                                         r"shared memory in bytes, an int >= 0" % shown):
+        _best_block_size(lambda b, s: 1, lambda b: gives, 64, 32, 2048, 1)
+
+
+@pytest.mark.gpu
+def test_create_module_ptx_loads_a_module_whose_kernels_launch(ctx):
+    module = ctx.create_module_ptx(HELLO_PTX)
+    assert isinstance(module, gpuhost.Module) and module.context is ctx
+    kernel = module.get_function("_Z10helloworldPi")
+    n = int(rng.integers(32, 1024))
+    out = gpuhost.to_device(random_array(n, np.int32))
+    kernel[1, n](out)
+    np.testing.assert_array_equal(out.copy_to_host(), np.arange(n, dtype=np.int32))
+    assert ctx.create_module_ptx(HELLO_PTX.encode()).get_function("_Z10helloworldPi")
+
+
+@pytest.mark.gpu
+def test_active_blocks_of_a_loaded_kernel_are_the_drivers(ctx):
+    kernel = ctx.create_module_ptx(HELLO_PTX).get_function("_Z10helloworldPi")
+    block = 32 * int(rng.integers(1, 33))
+    memsize = int(rng.integers(0, 8192))
+    value = ctx.get_active_blocks_per_multiprocessor(kernel, block, memsize)
+    assert value > 0
+    assert value == kernel.max_active_blocks_per_multiprocessor(block, memsize)
+    assert ctx.get_active_blocks_per_multiprocessor(kernel, block, memsize, flags=0) == value
+    with pytest.raises(ValueError, match="block_size must be positive"):
+        ctx.get_active_blocks_per_multiprocessor(kernel, 0, memsize)
+
+
+@pytest.mark.gpu
+def test_max_potential_block_size_is_the_drivers_with_or_without_b2d_func(ctx):
+    kernel = ctx.create_module_ptx(HELLO_PTX).get_function("_Z10helloworldPi")
+    memsize = int(rng.integers(1, 48)) * 1024
+    limit = 32 * int(rng.integers(1, 33))
+    expected = kernel.max_potential_block_size(memsize, limit)
+    assert ctx.get_max_potential_block_size(kernel, 0, memsize, limit) == expected
+    assert ctx.get_max_potential_block_size(kernel, None, memsize, limit) == expected
+    # the search made here for a b2d_func agrees with the driver's for a constant one
+    assert ctx.get_max_potential_block_size(kernel, lambda b: memsize, 0, limit) == expected
+    smem_of = B2D(lambda b: memsize)
+    address = ctypes.cast(smem_of, ctypes.c_void_p).value
+    assert ctx.get_max_potential_block_size(kernel, address, 0, limit) == expected
+    unlimited = kernel.max_potential_block_size(memsize, 0)
+    assert ctx.get_max_potential_block_size(kernel, lambda b: memsize, 0, 0) == unlimited
+    with pytest.raises(ValueError, match="blocksizelimit must not be negative"):
+        ctx.get_max_potential_block_size(kernel, lambda b: memsize, 0, -1)
+
+
+@pytest.mark.gpu
+def test_unload_module_unloads_a_module_of_this_context(ctx):
+    module = ctx.create_module_ptx(HELLO_PTX)
+    ctx.unload_module(module)
+    assert module.unloaded
+
+
+@pytest.mark.gpu
+@pytest.mark.gpus(2)
+def test_a_kernel_of_another_context_is_refused():
+    other = gpuhost.gpus[1].get_primary_context()
+    with gpuhost.gpus[0]:
+        ctx0 = gpuhost.current_context()
+        module = ctx0.create_module_ptx(HELLO_PTX)
+    kernel = module.get_function("_Z10helloworldPi")
+    with pytest.raises(ValueError, match="kernel '_Z10helloworldPi' was loaded in"):
+        other.get_active_blocks_per_multiprocessor(kernel, 128, 0)
+    with pytest.raises(ValueError, match="the module was loaded in"):
+        other.unload_module(module)
