@@ -175,6 +175,12 @@ def dispatcher_class():
     return _dispatcher_class
 
 
+def is_numba_kernel_dispatcher(obj):
+    from numba.cuda.dispatcher import CUDADispatcher
+
+    return isinstance(obj, CUDADispatcher)
+
+
 def adopt(numba_disp):
     """numba's kernel dispatcher as gpuhost's subclass (same layout, one behaviour more:
     telling its gpuhost Dispatcher when its overloads change)."""

@@ -74,7 +74,15 @@ def jit(func_or_sig=None, device=False, inline="never", forceinline=False, link=
 
 
 def _adopted(numba_dispatcher):
+    if not _numba.is_numba_kernel_dispatcher(numba_dispatcher):
+        return numba_dispatcher  # numba's simulator (NUMBA_ENABLE_CUDASIM): its own kernels
     return Dispatcher(_numba.adopt(numba_dispatcher))
+
+
+# What a Python function has and numba's dispatcher passes on (inspection, numba's own
+# branch pruning of calls to kernels' device functions).
+_FUNCTION_DUNDERS = frozenset(("__defaults__", "__kwdefaults__", "__code__", "__globals__",
+                               "__closure__"))
 
 
 class Dispatcher(_core.JitDispatcher):
@@ -92,7 +100,8 @@ class Dispatcher(_core.JitDispatcher):
         functools.update_wrapper(self, numba_dispatcher.py_func)
 
     def __getattr__(self, name):
-        if name.startswith("__") or name in ("_numba", "_loaded"):
+        if (name.startswith("__") and name not in _FUNCTION_DUNDERS) or name in ("_numba",
+                                                                                "_loaded"):
             raise AttributeError(name)
         return getattr(self._numba, name)
 
@@ -233,9 +242,15 @@ def _is_foreign_device_array(obj):
 
 def _c_keyable_foreign(obj):
     """A foreign device array that C may key as a gpuhost DeviceArray over its memory:
-    not numba's own arrays, which numba types by their full dtype (records: the
-    interface's typestr alone would lose their fields)."""
-    return _is_foreign_device_array(obj) and not hasattr(type(obj), "_numba_type_")
+    not numba's own arrays, which numba types by their full dtype, nor arrays of a type
+    the CUDA array interface's typestr cannot say (records, bfloat16: "|V2")."""
+    if not _is_foreign_device_array(obj) or hasattr(type(obj), "_numba_type_"):
+        return False
+    kind = getattr(getattr(obj, "dtype", None), "kind", None)
+    if not isinstance(kind, str):  # PyTorch's dtypes have no kind: the interface says
+        cai = getattr(obj, "__cuda_array_interface__", None)
+        kind = cai["typestr"][1] if cai else ""
+    return kind != "V"
 
 
 def _device_arrays(args):
