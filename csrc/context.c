@@ -23,6 +23,7 @@ gh_context_of(gh_state *st, gh_device *dev)
     ctx->handle = NULL;
     ctx->generation = 0;
     ctx->stale = NULL;
+    ctx->ended_by = NULL;
     ctx->weakreflist = NULL;
     PyObject_GC_Track(ctx);
     dev->context = (PyObject *)ctx; /* the Device owns it */
@@ -57,9 +58,10 @@ gh_context_activate(gh_context *ctx)
     return 0;
 }
 
-/* Drop gpuhost's retain; objects of this generation are now stale.  Never raises. */
+/* Drop gpuhost's retain; objects of this generation are now stale (`why` says what ended
+   it, for their errors).  Never raises. */
 static void
-context_release(gh_context *ctx)
+context_release(gh_context *ctx, const char *why)
 {
     CUresult res;
     if (ctx->handle == NULL) {
@@ -72,6 +74,7 @@ context_release(gh_context *ctx)
     ctx->stale = ctx->handle;
     ctx->handle = NULL;
     ctx->generation++;
+    ctx->ended_by = why;
 }
 
 /* *out = the (borrowed) Context of which `cur`, the current context, is the primary
@@ -291,11 +294,12 @@ gh_context_reset(gh_context *ctx)
     }
     Py_DECREF(res_obj);
     gh_pool_context_ending(gh_state_of_type(Py_TYPE(ctx)), ctx); /* before its memory goes */
-    context_release(ctx);
+    context_release(ctx, "a reset() of the device");
     Py_BEGIN_ALLOW_THREADS
     res = gh_cu.DevicePrimaryCtxReset(ctx->device->handle);
     Py_END_ALLOW_THREADS
     ctx->generation++;
+    ctx->ended_by = "a reset() of the device";
     if (gh_check(res, GH_CU_DevicePrimaryCtxReset) < 0) {
         return -1;
     }
@@ -367,7 +371,7 @@ gh_context_close_all(gh_state *st, int release_all)
             PyObject *dev = PyList_GET_ITEM(st->devices, i); /* borrowed */
             if (dev != Py_None && ((gh_device *)dev)->context != NULL) {
                 gh_pool_context_ending(st, (gh_context *)((gh_device *)dev)->context);
-                context_release((gh_context *)((gh_device *)dev)->context);
+                context_release((gh_context *)((gh_device *)dev)->context, "gpuhost.close()");
             }
         }
     }
@@ -658,7 +662,7 @@ static int
 context_clear(gh_context *self)
 {
     if (self->handle != NULL && self->device != NULL) {
-        context_release(self);
+        context_release(self, NULL);
     }
     Py_CLEAR(self->device);
     return 0;
@@ -893,8 +897,16 @@ gh_context_init_type(PyObject *module, gh_state *st)
 int
 gh_context_check_alive(gh_context *ctx, uint64_t generation, gh_cu_id id)
 {
+    char detail[256];
     if (ctx->handle != NULL && ctx->generation == generation) {
         return 0;
     }
-    return gh_raise_cuda(CUDA_ERROR_CONTEXT_IS_DESTROYED, id);
+    if (ctx->ended_by == NULL) {
+        return gh_raise_cuda(CUDA_ERROR_CONTEXT_IS_DESTROYED, id);
+    }
+    PyOS_snprintf(detail, sizeof(detail),
+                  "This object was made in device %d's context before %s ended it: nothing "
+                  "made before can be used again; make it anew (the device itself works).",
+                  ctx->device->id, ctx->ended_by);
+    return gh_raise_cuda_detail(CUDA_ERROR_CONTEXT_IS_DESTROYED, id, detail);
 }

@@ -193,6 +193,9 @@ struct gh_context {
     uint64_t generation;
     CUcontext stale; /* the handle gpuhost held last (a thread may still have it current) */
     PyObject *weakreflist;
+    /* What ended the last generation, for the errors of objects made before it (a static
+       string: "gpuhost.close()" or "a reset() of the device"), or NULL. */
+    const char *ended_by;
 };
 
 int gh_context_init_type(PyObject *module, gh_state *st);

@@ -3,6 +3,7 @@ memory info, synchronize, close and reset."""
 import threading
 import weakref
 
+import numpy as np
 import pytest
 
 import gpuhost
@@ -310,3 +311,19 @@ def test_a_destroyed_current_context_is_reported_and_close_recovers():
     proc = run_python(code)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["CUDA_ERROR_CONTEXT_IS_DESTROYED", "None", "True"]
+
+
+def test_objects_used_after_close_or_reset_name_what_ended_their_context():
+    host = np.random.default_rng().random(5)
+    a, s = gpuhost.to_device(host), gpuhost.stream()
+    gpuhost.close()
+    with pytest.raises(gpuhost.CudaAPIError, match=r"(?s)CONTEXT_IS_DESTROYED.*made in device 0's "
+                                                   r"context before gpuhost\.close\(\) ended it"):
+        a.copy_to_host()
+    with pytest.raises(gpuhost.CudaAPIError, match=r"before gpuhost\.close\(\) ended it"):
+        s.synchronize()
+    b = gpuhost.to_device(host)
+    gpuhost.current_context().reset()
+    with pytest.raises(gpuhost.CudaAPIError, match=r"before a reset\(\) of the device ended it"):
+        b.copy_to_host()
+    np.testing.assert_array_equal(gpuhost.to_device(host).copy_to_host(), host)
