@@ -1,33 +1,161 @@
-"""Sphinx configuration of gpuhost's API reference (python -m sphinx -W -b html docs OUT).
+"""Sphinx configuration of gpuhost's documentation site.
+
+    python -m sphinx -W -b html docs OUT
 
 The reference is autodoc over the docstrings of the built package: build the extension
-first (python3 setup.py build_ext --inplace), then run Sphinx from the checkout.
+first (python3 setup.py build_ext --inplace), then run Sphinx from the checkout. The
+requirements are in docs/requirements.txt. Notebooks are rendered with their stored
+outputs and never executed here (tools/run_notebooks.py executes them on a GPU machine).
 """
 import os
+import re
 import sys
 
-sys.path.insert(0, os.path.abspath(".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+
+import gpuhost  # noqa: E402  (the checkout's, built in place)
 
 project = "gpuhost"
 author = "the gpuhost developers"
 copyright = "2026, the gpuhost developers"
-extensions = ["sphinx.ext.autodoc", "myst_parser"]
-source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build"]
+version = release = gpuhost.__version__
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinx.ext.napoleon",
+    "sphinx.ext.viewcode",
+    "myst_nb",
+    "sphinx_design",
+    "sphinx_copybutton",
+]
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
+exclude_patterns = ["_build", "**.ipynb_checkpoints"]
+templates_path = ["_templates"]
+
+# -- autodoc: docstrings are reStructuredText, numpydoc's sections (napoleon) ---------------
 autodoc_member_order = "bysource"
 autodoc_default_options = {"members": True, "undoc-members": False}
-default_role = "code"  # `name` in a docstring is code, as gpuhost's docstrings write it
+autodoc_typehints = "none"  # the signatures carry the defaults; the docstrings the types
+autosummary_generate = False  # the summary tables link to the entries on the same page
+default_role = "code"  # `name` in a docstring is inline code, as gpuhost's docstrings write it
+# napoleon's own handler is off (it would read the first "word: text" of any attribute's
+# plain docstring as a type); _process_docstring below applies its numpydoc parser to the
+# docstrings that have numpydoc sections.
+napoleon_google_docstring = False
+napoleon_numpy_docstring = False
+napoleon_use_param = True
+napoleon_use_rtype = False
+napoleon_use_ivar = True
+napoleon_custom_sections = [("Notes", "notes_style")]
+
+# -- MyST and notebooks -------------------------------------------------------------------
+myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
-html_theme = "alabaster"
-suppress_warnings = ["myst.xref_missing"]  # README's links to files of the repository
+nb_execution_mode = "off"  # stored outputs, executed on a GPU by tools/run_notebooks.py
+nb_merge_streams = True
+suppress_warnings = ["myst.xref_missing"]
+
+# -- HTML: pydata-sphinx-theme, as CuPy's and NumPy's sites -------------------------------
+html_theme = "pydata_sphinx_theme"
+html_title = "gpuhost %s" % release
+html_static_path = ["_static"]
+html_css_files = ["gpuhost.css"]
+html_favicon = "_static/favicon.svg"
+html_show_sourcelink = False
+html_theme_options = {
+    "logo": {"text": "gpuhost"},
+    "navbar_align": "left",
+    "header_links_before_dropdown": 6,
+    "show_toc_level": 2,
+    "navigation_with_keys": False,
+    "secondary_sidebar_items": ["page-toc"],
+    "footer_start": ["copyright"],
+    "footer_end": ["sphinx-version", "theme-version"],
+    "pygments_light_style": "default",
+    "pygments_dark_style": "monokai",
+}
+html_context = {"default_mode": "light"}
+html_sidebars = {"index": [], "install": [], "quickstart": [], "performance": []}
+copybutton_prompt_text = r">>> |\.\.\. |\$ "
+copybutton_prompt_is_regexp = True
 
 
-def _plain_text(app, what, name, obj, options, lines):
-    """gpuhost's docstrings are plain text, written for help() and IDEs, not
-    reStructuredText: each is shown as written, in a literal block."""
-    if lines:
-        lines[:] = ["::", ""] + ["    " + line for line in lines] + [""]
+# -- docstrings written for help() --------------------------------------------------------
+# gpuhost's docstrings are reStructuredText: numpydoc sections where a docstring has them,
+# otherwise plain sentences. A few conventions of text written for help() are not valid
+# reST and are adjusted here, in the rendered copy only: a line indented under the one
+# before it (a continuation) joins it, and `*args` / `**kwargs` outside code are escaped.
+_SECTION = re.compile(r"^(Parameters|Returns|Yields|Raises|Examples|Notes|See Also|Attributes|"
+                      r"Methods|Warns|Other Parameters)$")
+_STARS = re.compile(r"(?<![\\*`\w])(\*{1,2})(?=\w)")
+_TRAILING_UNDERSCORE = re.compile(r"(?<=\w)_(?=[\s.,;:)]|$)")  # CU_DEVICE_ATTRIBUTE_ is no link
+
+
+def _code_spans(line):
+    """Split `line` into (text, is_code) pieces at inline code (`...` and ``...``)."""
+    return [(part, i % 2 == 1) for i, part in enumerate(re.split(r"(``.*?``|`[^`]*`)", line))]
+
+
+def _escape(line):
+    return "".join(part if code else _TRAILING_UNDERSCORE.sub(
+        r"\\_", _STARS.sub(lambda m: "\\" + "\\".join(m.group(1)), part))
+        for part, code in _code_spans(line))
+
+
+def _indent(line):
+    return len(line) - len(line.lstrip())
+
+
+def _plain_to_rest(lines):
+    out = []
+    literal = None  # indentation of the paragraph that opened a literal block (::, >>>)
+    for line in lines:
+        stripped = line.strip()
+        if literal is not None:
+            if stripped and _indent(line) <= literal and not stripped.startswith(">>>"):
+                literal = None
+            else:
+                out.append(line)
+                continue
+        if stripped.startswith(">>>") or stripped.startswith("$ "):
+            if out and out[-1].strip() and not out[-1].rstrip().endswith("::") \
+                    and not out[-1].strip().startswith(">>>"):
+                out.append("")
+            literal = _indent(line) - 1
+            out.append(line)
+            continue
+        prev = out[-1] if out else ""
+        if stripped and prev.strip() and _indent(line) > _indent(prev) \
+                and not prev.rstrip().endswith("::") and not _SECTION.match(prev.strip()) \
+                and not prev.strip().startswith("-") and not prev.strip().startswith("*"):
+            out[-1] = prev.rstrip() + " " + _escape(stripped)
+            continue
+        if prev.rstrip().endswith("::") and stripped:
+            literal = _indent(prev)
+            out.append(line)
+            continue
+        out.append(_escape(line))
+    return out
+
+
+def _is_numpydoc(lines):
+    return any(_SECTION.match(a.strip()) and b.strip() and set(b.strip()) == {"-"}
+               for a, b in zip(lines, lines[1:]))
+
+
+def _process_docstring(app, what, name, obj, options, lines):
+    from sphinx.ext.napoleon import NumpyDocstring
+
+    if not lines:
+        return
+    if _is_numpydoc(lines):
+        lines[:] = NumpyDocstring(list(lines), app.config, app, what, name, obj, options).lines()
+    else:
+        lines[:] = _plain_to_rest(lines)
 
 
 def setup(app):
-    app.connect("autodoc-process-docstring", _plain_text)
+    app.connect("autodoc-process-docstring", _process_docstring)

@@ -63,7 +63,22 @@ def one_process_all_gpus():
     return ok
 
 
+def usable():
+    """False, saying why in one line, where there is no GPU or no libnccl to run on."""
+    if not gpuhost.is_available():
+        reason = (gpuhost.cuda_error() or "gpuhost.is_available() is False").split(". ")[0]
+        print("allreduce.py: no usable CUDA device (%s), so nothing was run" % reason)
+        return False
+    if not nccl.is_available():
+        print("allreduce.py: libnccl was not found (pip install nvidia-nccl-cu13, or set "
+              "GPUHOST_NCCL), so nothing was run")
+        return False
+    return True
+
+
 if __name__ == "__main__":
+    if not usable():
+        raise SystemExit(0)
     mpi = "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ
     ok = one_process_per_gpu() if ("RANK" in os.environ or mpi) else one_process_all_gpus()
     raise SystemExit(0 if ok else 1)

@@ -25,6 +25,10 @@ void scale(double *x, double factor, size_t n)
 
 
 def main():
+    if not cuda.is_available():  # no GPU or no driver: nothing to show, and not a failure
+        reason = (cuda.cuda_error() or "gpuhost.is_available() is False").split(". ")[0]
+        print("event_timing.py: no usable CUDA device (%s), so nothing was run" % reason)
+        return 0
     scale = cuda.Module(cuda.compile(SCALE)).get_function("scale")
     n = 1 << 23  # 64 MiB of float64
     host = cuda.pinned_array(n, np.float64)

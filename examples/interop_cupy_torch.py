@@ -2,8 +2,9 @@
 
 gpuhost's DeviceArray exports the CUDA array interface and DLPack, and every gpuhost
 function that takes a device array takes a CuPy array or a PyTorch tensor, so arrays move
-between the libraries without a copy: the same device memory, seen by each. Parts whose
-library is not installed are skipped (and say so).
+between the libraries without a copy: the same device memory, seen by each. gpuhost's own
+exports are checked first, through each protocol; then CuPy and PyTorch, each where it is
+installed (a library that is not is skipped, and says so).
 
     python examples/interop_cupy_torch.py
 
@@ -19,6 +20,27 @@ import gpuhost as cuda
 def check(label, ok):
     print("  %-58s %s" % (label, "ok" if ok else "FAILED"))
     return 0 if ok else 1
+
+
+def with_protocols():
+    """gpuhost's exports, read back through each protocol: what CuPy and PyTorch read."""
+    print("gpuhost's own exports:")
+    failures = 0
+    host = np.random.default_rng(7).standard_normal((64, 32))
+    ours = cuda.to_device(host)
+    cai = ours.__cuda_array_interface__
+    failures += check("__cuda_array_interface__ gives the pointer, shape and type",
+                      cai["data"][0] == ours.ptr and tuple(cai["shape"]) == host.shape
+                      and cai["typestr"] == host.dtype.str)
+    via_cai = cuda.as_cuda_array(ours[8:16])
+    failures += check("as_cuda_array(a slice) is a view, not a copy",
+                      via_cai.ptr == ours.ptr + 8 * host.strides[0])
+    via_dlpack = cuda.from_dlpack(ours)
+    failures += check("from_dlpack(DeviceArray) shares the memory", via_dlpack.ptr == ours.ptr)
+    via_dlpack[0, 0] = 42.0  # written through one view, read through the other
+    failures += check("a write through one view is seen through the other",
+                      ours[0, 0] == 42.0 and np.array_equal(ours.copy_to_host()[1:], host[1:]))
+    return failures
 
 
 def with_cupy():
@@ -96,7 +118,11 @@ def with_torch():
 
 
 def main():
-    failures = with_cupy() + with_torch()
+    if not cuda.is_available():  # no GPU or no driver: nothing to show, and not a failure
+        reason = (cuda.cuda_error() or "gpuhost.is_available() is False").split(". ")[0]
+        print("interop_cupy_torch.py: no usable CUDA device (%s), so nothing was run" % reason)
+        return 0
+    failures = with_protocols() + with_cupy() + with_torch()
     print("ok" if not failures else "FAILED: %d checks" % failures)
     return 1 if failures else 0
 

@@ -36,6 +36,10 @@ def gbs(copy, stream):
 
 
 def main():
+    if not cuda.is_available():  # no GPU or no driver: nothing to show, and not a failure
+        reason = (cuda.cuda_error() or "gpuhost.is_available() is False").split(". ")[0]
+        print("pinned_memory.py: no usable CUDA device (%s), so nothing was run" % reason)
+        return 0
     rng = np.random.default_rng(11)
     data = rng.integers(0, 255, NBYTES, dtype=np.uint8)
     stream = cuda.stream()

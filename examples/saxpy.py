@@ -23,6 +23,10 @@ void saxpy(float a, const float *x, const float *y, float *out, size_t n)
 
 
 def main():
+    if not cuda.is_available():  # no GPU or no driver: nothing to show, and not a failure
+        reason = (cuda.cuda_error() or "gpuhost.is_available() is False").split(". ")[0]
+        print("saxpy.py: no usable CUDA device (%s), so nothing was run" % reason)
+        return 0
     # -fmad=false: no fused multiply-add, so the GPU rounds as NumPy does, bit for bit
     ptx = cuda.compile_ptx_for_current_device(SAXPY, options=("-fmad=false",))
     saxpy = cuda.Module(ptx).get_function("saxpy")

@@ -64,6 +64,10 @@ def reference(x, rounds):
 
 
 def main():
+    if not cuda.is_available():  # no GPU or no driver: nothing to show, and not a failure
+        reason = (cuda.cuda_error() or "gpuhost.is_available() is False").split(". ")[0]
+        print("two_streams.py: no usable CUDA device (%s), so nothing was run" % reason)
+        return 0
     kernel = cuda.Module(cuda.compile(POLY, options=("-fmad=false",))).get_function("poly")
     chunks, n, rounds = 8, 1 << 24, 64
     rng = np.random.default_rng(7)

@@ -114,9 +114,45 @@ if (_os.environ.get("GPUHOST_CUDA_MEMORY_MANAGER") or
 
 
 def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0):
-    """A new, uninitialized array in device memory of the current context, from the
-    current allocator (the context's default pool unless set_allocator() or a memory
-    manager replaced it), ordered on `stream`."""
+    """A new, uninitialized array in device memory of the current context.
+
+    The memory comes from the current allocator: the context's caching pool, unless
+    `gpuhost.memory.set_allocator` or a memory manager replaced it.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The array's shape.
+    dtype : numpy dtype, optional
+        The element type (default float64, as numba's).
+    strides : tuple of int, optional
+        Strides in bytes; by default those of a contiguous array in `order`.
+    order : {"C", "F"}, optional
+        Row-major (default) or column-major layout.
+    stream : Stream, optional
+        The stream the allocation is ordered on, and the array's default stream for
+        copies; 0 (the default) is the default stream.
+
+    Returns
+    -------
+    DeviceArray
+        Its contents are whatever the memory held: fill it before reading it.
+
+    Raises
+    ------
+    CudaOutOfMemoryError
+        The device has no memory left (also a `MemoryError`), with the device's free and
+        total memory in the message.
+    CudaSupportError
+        No usable CUDA driver.
+
+    Examples
+    --------
+    >>> d = gpuhost.device_array((1024, 3), np.float32)
+    >>> d[:] = 0                          # a driver memset
+    >>> d.shape, d.dtype, d.nbytes
+    ((1024, 3), dtype('float32'), 12288)
+    """
     shape, dtype, strides, nbytes = _layout(shape, dtype, strides, order)
     stream = _stream_or_none(stream)
     if _allocator is None or nbytes == 0:
@@ -187,9 +223,55 @@ def _host_array(obj):
 
 
 def to_device(obj, stream=0, copy=True, to=None):
-    """Copy a host array (anything numpy.asarray takes) to a new device array, or into
-    `to`. A device array, or an object exporting the CUDA array interface or a CUDA
-    DLPack tensor, comes back as a device array over the same memory: no copy."""
+    """Copy a host array to a new device array, or into `to`.
+
+    Pageable host memory from 2 MiB up is copied through gpuhost's pinned staging ring;
+    pinned host memory (`pinned_array`, `pinned`) is copied directly and, on a stream,
+    asynchronously.
+
+    Parameters
+    ----------
+    obj : array_like
+        Anything `numpy.asarray` takes, in any layout (strided and negatively strided
+        arrays copy correctly). A device array, or an object exporting the CUDA array
+        interface or a CUDA DLPack tensor (CuPy, PyTorch, numba), comes back as a device
+        array over the same memory: no copy.
+    stream : Stream, optional
+        The stream the copy is queued on; 0 (the default) is the default stream.
+    copy : bool, optional
+        numba's argument: False allocates the array without copying `obj` into it.
+    to : DeviceArray, optional
+        Copy into this array (same shape and dtype) instead of a new one.
+
+    Returns
+    -------
+    DeviceArray
+        The new array, or `to`.
+
+    Raises
+    ------
+    ValueError
+        `to` has another shape or dtype than `obj`.
+    CudaOutOfMemoryError
+        The device has no memory left for the new array.
+    CudaSupportError
+        No usable CUDA driver.
+
+    Examples
+    --------
+    >>> host = np.arange(6, dtype=np.float32).reshape(2, 3)
+    >>> d = gpuhost.to_device(host)
+    >>> d.copy_to_host()
+    array([[0., 1., 2.],
+           [3., 4., 5.]], dtype=float32)
+
+    On a stream, from pinned memory, the call returns before the copy is done:
+
+    >>> s = gpuhost.stream()
+    >>> h = gpuhost.pinned_array(1 << 20, np.float32)
+    >>> d = gpuhost.to_device(h, stream=s)
+    >>> s.synchronize()
+    """
     if type(obj) is np.ndarray and copy and to is None and _allocator is None:
         dev = _core.to_device(obj, stream)  # contiguous arrays: allocate and copy in C
         if dev is not NotImplemented:

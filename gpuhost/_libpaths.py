@@ -1,4 +1,4 @@
-"""Where gpuhost looks for libnvrtc (DESIGN.md point 1) and libnccl.
+"""Where gpuhost looks for libnvrtc (design decision 1, in docs/development) and libnccl.
 
 Order: GPUHOST_NVRTC (a file path; when set, the only one tried), then CUDA_HOME and
 CUDA_PATH, /usr/local/cuda, the pip wheels (nvidia-cuda-nvrtc), then the loader's default.
