@@ -199,18 +199,25 @@ def main():
     parser.add_argument("--markdown", help="write the table as Markdown (for README)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="measure the whole table this many times (default 1)")
+    parser.add_argument("--areas", help="comma-separated areas to run (default: all of %s)"
+                        % ", ".join(AREAS))
     args = parser.parse_args()
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
+    areas = AREAS if not args.areas else args.areas.split(",")
+    unknown = sorted(set(areas) - set(AREAS))
+    if unknown:
+        parser.error("unknown areas: %s" % ", ".join(unknown))
     runs = []
     for i in range(args.repeat):
         if args.repeat > 1:
             print("\n===== run %d of %d" % (i + 1, args.repeat))
         run = {}
         with tempfile.TemporaryDirectory() as out_dir:
-            for area in AREAS:
+            for area in areas:
                 run.update(run_area(area, out_dir))
-            run.update(import_row(out_dir))
+            if not args.areas:
+                run.update(import_row(out_dir))
         runs.append(run)
     rows = combine(runs)
     if args.repeat > 1:

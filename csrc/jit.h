@@ -29,7 +29,8 @@ typedef struct {
     char *buf;   /* the values */
     void **ptrs; /* one per parameter */
     const gh_param *params;
-    int n, nparams; /* parameters written so far, of nparams */
+    int n, nparams;           /* parameters written so far, of nparams */
+    PyTypeObject *array_type; /* DeviceArray */
 } jit_packer;
 
 /* Pack one argument into pk by the plan at *pos (advanced): 1 packed, 0 not packable here

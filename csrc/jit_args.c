@@ -107,7 +107,23 @@ key_arg(gh_state *st, jit_keybuf *kb, PyObject *arg, int depth, int keep)
     PyTypeObject *tp = Py_TYPE(arg);
     if (tp == st->DeviceArrayType) {
         gh_devicearray *a = (gh_devicearray *)arg;
-        int r = key_byte(kb, 'A') ? key_dtype(kb, (PyArray_Descr *)a->dtype, keep) : 0;
+        PyArray_Descr *d = (PyArray_Descr *)a->dtype;
+        int num = d->type_num;
+        unsigned char *out = kb->bytes + kb->n;
+        if (kb->n + 8 <= JIT_KEY_MAX && (num <= NPY_CLONGDOUBLE || num == NPY_HALF) &&
+            PyDataType_ISNOTSWAPPED(d) && !PyDataType_HASFIELDS(d) && !PyDataType_HASSUBARRAY(d) &&
+            a->ndim < 256) {
+            /* the common case in one go: 'A', the type number, ndim, layout, read-only */
+            out[0] = 'A';
+            out[1] = 'n';
+            out[2] = (unsigned char)num;
+            out[3] = (unsigned char)a->ndim;
+            out[4] = (unsigned char)gh_jit_array_layout(a);
+            out[5] = (unsigned char)a->readonly;
+            kb->n += 6;
+            return 1;
+        }
+        int r = key_byte(kb, 'A') ? key_dtype(kb, d, keep) : 0;
         if (r <= 0) {
             return r;
         }
@@ -191,17 +207,6 @@ next_param(jit_packer *pk, size_t size)
     return dst;
 }
 
-static int
-put_i64(jit_packer *pk, long long v)
-{
-    char *dst = next_param(pk, 8);
-    if (dst == NULL) {
-        return 0;
-    }
-    memcpy(dst, &v, 8);
-    return 1;
-}
-
 /* An integer value as ctypes' c_intN(value) takes it: an int (or an index) modulo 2**64. */
 static int
 int_value(PyObject *arg, unsigned long long *out)
@@ -228,33 +233,35 @@ int_value(PyObject *arg, unsigned long long *out)
     return 1;
 }
 
+/* An array: meminfo, parent, nitems, itemsize, data, shape..., strides..., each 8 bytes
+   (the sizes were checked against the kernel when the plan was added). */
 static int
 pack_array(gh_kernel *k, jit_packer *pk, PyObject *arg, int ndim)
 {
-    gh_state *st = gh_state_of_type(Py_TYPE(k));
     gh_devicearray *a = (gh_devicearray *)arg;
-    long long nitems = 1;
-    if (!Py_IS_TYPE(arg, st->DeviceArrayType) || a->ndim != ndim ||
-        a->context != k->module->context || a->generation != a->context->generation) {
+    long long v[5 + 2 * GH_MAXDIMS];
+    int n = 5 + 2 * ndim;
+    if (Py_TYPE(arg) != pk->array_type || a->ndim != ndim || a->context != k->module->context ||
+        a->generation != a->context->generation || pk->n + n > pk->nparams) {
         return 0; /* the slow path reports it */
     }
+    v[0] = v[1] = 0;
+    v[2] = 1;
+    v[3] = PyDataType_ELSIZE((PyArray_Descr *)a->dtype);
+    v[4] = (long long)a->ptr;
     for (int i = 0; i < ndim; i++) {
-        nitems *= a->shape[i];
+        v[2] *= a->shape[i];
+        v[5 + i] = a->shape[i];
+        v[5 + ndim + i] = a->strides[i];
     }
-    if (!put_i64(pk, 0) || !put_i64(pk, 0) || !put_i64(pk, nitems) ||
-        !put_i64(pk, PyDataType_ELSIZE((PyArray_Descr *)a->dtype)) ||
-        !put_i64(pk, (long long)a->ptr)) {
-        return 0;
-    }
-    for (int i = 0; i < ndim; i++) {
-        if (!put_i64(pk, a->shape[i])) {
+    for (int j = 0; j < n; j++) {
+        const gh_param *p = &pk->params[pk->n];
+        char *dst = pk->buf + p->offset;
+        if (p->size != 8) {
             return 0;
         }
-    }
-    for (int i = 0; i < ndim; i++) {
-        if (!put_i64(pk, a->strides[i])) {
-            return 0;
-        }
+        memcpy(dst, &v[j], 8);
+        pk->ptrs[pk->n++] = dst;
     }
     return 1;
 }

@@ -130,7 +130,8 @@ launch_entry(gh_jitlaunch *self, jit_entry *e, gh_kernel *k, PyObject *const *ar
         char bytes[2048];
     } small;
     void *small_ptrs[JIT_PARAMS_MAX];
-    jit_packer pk = {small.bytes, small_ptrs, k->params, 0, k->nparams};
+    jit_packer pk = {small.bytes, small_ptrs, k->params,
+                     0,           k->nparams, gh_state_of_type(Py_TYPE(self))->DeviceArrayType};
     Py_ssize_t pos = 0;
     launch_dims d = self->dims;
     int ok = 1, r;
@@ -695,6 +696,7 @@ jitdispatcher_pack(gh_jitdispatcher *self, PyObject *args)
     pk.params = k->params;
     pk.n = 0;
     pk.nparams = k->nparams;
+    pk.array_type = st->DeviceArrayType;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(argt) && ok; i++) {
         ok = gh_jit_pack_planned(k, &pk, (const unsigned char *)plan, planlen, &pos,
                                  PyTuple_GET_ITEM(argt, i));
