@@ -565,3 +565,54 @@ def test_jit_warns_at_decoration_as_numba_does():
 
     with pytest.warns(NumbaInvalidConfigWarning, match="not supported by CUDA"):
         gpuhost.jit(debug=True, opt=True)
+
+
+def test_python_packing_of_what_c_leaves_to_numbas_rules():
+    """Datetimes, timedeltas, enums and records are packed on the Python side, by numba's
+    rules: the bytes equal numba's own _prepare_args (records: a device copy of the record,
+    written back after the launch)."""
+    import ctypes
+    import enum
+    import types as pytypes
+
+    from numba.cuda import types
+    from numba.cuda.dispatcher import _Kernel
+    from numba.cuda.typing.typeof import typeof
+
+    from gpuhost import dispatcher
+
+    class Color(enum.IntEnum):
+        RED = 3
+        BLUE = 9
+
+    args = (np.datetime64(int(rng.integers(0, 2**40)), "s"),
+            np.timedelta64(int(rng.integers(-2**40, 2**40)), "ms"), Color.BLUE)
+    argtypes = tuple(typeof(a) for a in args)
+    assert isinstance(argtypes[2], types.EnumMember)
+    retr = []
+    ours = _numba.pack(argtypes, args, 0, [],
+                       lambda v, t, s: dispatcher._device_view(gpuhost.current_context(), retr,
+                                                               v, t, s), retr)
+    host = pytypes.SimpleNamespace(extensions=[])
+    host._prepare_args = pytypes.MethodType(_Kernel._prepare_args, host)
+    theirs = []
+    for ty, val in zip(argtypes, args):
+        _Kernel._prepare_args(host, ty, val, 0, [], theirs)
+    assert ours == [bytes(v) if not isinstance(v, int) else bytes(ctypes.c_int64(v))
+                    for v in theirs]
+
+    rec_t = np.dtype([("a", np.float64), ("b", np.int32)], align=True)
+    recs = np.zeros(2, rec_t)
+    recs["a"], recs["b"] = rng.random(2), rng.integers(0, 100, 2)
+    retr = []
+    (ptr,) = _numba.pack((typeof(recs[1]),), (recs[1],), 0, [],
+                         lambda v, t, s: dispatcher._device_view(gpuhost.current_context(),
+                                                                 retr, v, t, s), retr)
+    dev = gpuhost.from_cuda_array_interface(
+        {"shape": (1,), "typestr": "|V%d" % rec_t.itemsize, "version": 3, "strides": None,
+         "data": (int.from_bytes(ptr, "little"), False)}, sync=False)
+    assert dev.copy_to_host().tobytes() == recs[1].tobytes()
+    dev.copy_to_device(np.frombuffer(np.array((2.5, 7), rec_t).tobytes(), dev.dtype))
+    for writeback in retr:
+        writeback()
+    assert recs[1]["a"] == 2.5 and recs[1]["b"] == 7 and recs[0]["a"] != 2.5
