@@ -67,6 +67,9 @@ gh_jit_array_layout(const gh_devicearray *a)
 {
     Py_ssize_t itemsize = PyDataType_ELSIZE((PyArray_Descr *)a->dtype), step = itemsize;
     int c = 1, f = 1;
+    if (a->ndim == 1) { /* the common case: C (and F) when contiguous or of one element */
+        return (a->strides[0] == itemsize || a->shape[0] <= 1) ? 'C' : 'A';
+    }
     for (int i = 0; i < a->ndim; i++) {
         if (a->shape[i] == 0) {
             return 'C';
@@ -254,15 +257,19 @@ pack_array(gh_kernel *k, jit_packer *pk, PyObject *arg, int ndim)
         v[5 + i] = a->shape[i];
         v[5 + ndim + i] = a->strides[i];
     }
+    /* locals, not pk's fields: the stores through `dst` could alias them */
+    const gh_param *p = pk->params + pk->n;
+    char *buf = pk->buf;
+    void **ptrs = pk->ptrs + pk->n;
     for (int j = 0; j < n; j++) {
-        const gh_param *p = &pk->params[pk->n];
-        char *dst = pk->buf + p->offset;
-        if (p->size != 8) {
+        char *dst = buf + p[j].offset;
+        if (p[j].size != 8) {
             return 0;
         }
         memcpy(dst, &v[j], 8);
-        pk->ptrs[pk->n++] = dst;
+        ptrs[j] = dst;
     }
+    pk->n += n;
     return 1;
 }
 
