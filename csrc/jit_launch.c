@@ -1,4 +1,4 @@
-/* JitDispatcher and JitLaunch: the launch side of gpuhost.jit (DESIGN 12).  numba-cuda
+/* JitDispatcher and JitLaunch: the launch side of gpuhost.jit (design decision 12).  numba-cuda
  * compiles a Python kernel; gpuhost keeps, per compiled overload, the key of the argument
  * types that select it, the plan of numba's parameter layout, and the Kernel loaded in each
  * context.  dispatcher[grid, block, stream, shared](*args) computes its arguments' key in

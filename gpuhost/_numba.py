@@ -1,4 +1,5 @@
-"""Everything gpuhost.jit knows of numba-cuda, in one place (DESIGN 12).
+"""Everything gpuhost.jit knows of numba-cuda, in one place (design decision 12,
+docs/development/architecture.md).
 
 numba-cuda types and compiles Python kernels; gpuhost launches them. This module imports
 numba-cuda on first use (never with gpuhost), checks that its version is one whose

@@ -1,4 +1,5 @@
-"""gpuhost.jit: Python kernels compiled by numba-cuda, launched by gpuhost (DESIGN 12).
+"""gpuhost.jit: Python kernels compiled by numba-cuda, launched by gpuhost (design decision
+12, docs/development/architecture.md).
 
     import gpuhost as cuda
 

@@ -1,6 +1,6 @@
 /* fakecuda modules, kernels and the JIT linker.  The fake cannot run device code: by default
  * every entry point here does its usual checks (call counting, injected faults,
- * initialization) and then returns CUDA_ERROR_NOT_SUPPORTED, as DESIGN.md says.
+ * initialization) and then returns CUDA_ERROR_NOT_SUPPORTED (docs/development/architecture.md).
  *
  * With fakecuda_kernels(1) (fk_kernel.c) cuModuleLoadDataEx accepts PTX text: each .entry
  * becomes a function whose parameters are laid out from their PTX types, as the real
