@@ -200,21 +200,15 @@ jitlaunch_vectorcall(gh_jitlaunch *self, PyObject *const *args, size_t nargsf, P
 }
 
 static PyObject *
-dims_tuple(const unsigned int *d)
-{
-    return Py_BuildValue("(III)", d[0], d[1], d[2]);
-}
-
-static PyObject *
 jitlaunch_get_griddim(gh_jitlaunch *self, void *Py_UNUSED(closure))
 {
-    return dims_tuple(self->dims.grid);
+    return gh_dims_tuple(self->dims.grid);
 }
 
 static PyObject *
 jitlaunch_get_blockdim(gh_jitlaunch *self, void *Py_UNUSED(closure))
 {
-    return dims_tuple(self->dims.block);
+    return gh_dims_tuple(self->dims.block);
 }
 
 static PyObject *
@@ -337,25 +331,6 @@ dispatcher_state(PyObject *self)
     return gh_state_of_type(tp);
 }
 
-static int
-same_items(PyObject *a, PyObject *b)
-{
-    Py_ssize_t n;
-    if (a == b) {
-        return 1;
-    }
-    if (!PyTuple_CheckExact(a) || !PyTuple_CheckExact(b) ||
-        (n = PyTuple_GET_SIZE(a)) != PyTuple_GET_SIZE(b)) {
-        return 0;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (PyTuple_GET_ITEM(a, i) != PyTuple_GET_ITEM(b, i)) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* numba's checks of griddim and blockdim, with its messages: 1 to 3 integers (an int is
    one); the values' range is gh_launch_dims_parse's to check. */
 static int
@@ -466,7 +441,7 @@ static PyObject *
 jitdispatcher_getitem(gh_jitdispatcher *self, PyObject *key)
 {
     PyObject *launch;
-    if (self->last_key != NULL && same_items(key, self->last_key)) {
+    if (self->last_key != NULL && gh_same_items(key, self->last_key)) {
         return Py_NewRef(self->last_launch);
     }
     if ((launch = make_launch(self, key)) == NULL) {

@@ -170,8 +170,8 @@ config_vectorcall(gh_launchconfig *self, PyObject *const *args, size_t nargsf, P
     return kernel_launch(self->kernel, &self->dims, args, PyVectorcall_NARGS(nargsf));
 }
 
-static PyObject *
-dims_tuple(const unsigned int *d)
+PyObject *
+gh_dims_tuple(const unsigned int *d)
 {
     return Py_BuildValue("(III)", d[0], d[1], d[2]);
 }
@@ -179,19 +179,19 @@ dims_tuple(const unsigned int *d)
 static PyObject *
 config_get_griddim(gh_launchconfig *self, void *Py_UNUSED(closure))
 {
-    return dims_tuple(self->dims.grid);
+    return gh_dims_tuple(self->dims.grid);
 }
 
 static PyObject *
 config_get_blockdim(gh_launchconfig *self, void *Py_UNUSED(closure))
 {
-    return dims_tuple(self->dims.block);
+    return gh_dims_tuple(self->dims.block);
 }
 
 static PyObject *
 config_get_cluster(gh_launchconfig *self, void *Py_UNUSED(closure))
 {
-    return self->dims.cluster[0] ? dims_tuple(self->dims.cluster) : Py_NewRef(Py_None);
+    return self->dims.cluster[0] ? gh_dims_tuple(self->dims.cluster) : Py_NewRef(Py_None);
 }
 
 static PyObject *
@@ -313,8 +313,8 @@ config_new(gh_state *st, gh_kernel *k, const launch_dims *d)
 
 /* Whether two launch keys are the same object or tuples of the same objects: the common
    case of kernel[g, b, s] in a loop, decided without calling any comparison. */
-static int
-same_items(PyObject *a, PyObject *b)
+int
+gh_same_items(PyObject *a, PyObject *b)
 {
     Py_ssize_t n;
     if (a == b) {
@@ -342,7 +342,7 @@ kernel_getitem(gh_kernel *self, PyObject *key)
     PyObject *config;
 
     if (self->last_key != NULL) {
-        int same = same_items(key, self->last_key);
+        int same = gh_same_items(key, self->last_key);
         if (!same) {
             same = PyObject_RichCompareBool(key, self->last_key, Py_EQ);
         }

@@ -75,6 +75,12 @@ int gh_kernel_check_dims(gh_kernel *k, const launch_dims *d);
    with the error set. */
 int gh_kernel_launch_params(gh_kernel *k, const launch_dims *d, void **params);
 
+/* (x, y, z) of launch dimensions; new reference or NULL. */
+PyObject *gh_dims_tuple(const unsigned int *d);
+/* Whether two launch keys (kernel[...]'s) are the same object or tuples of the same
+   objects: a repeated configuration recognized without calling any comparison. */
+int gh_same_items(PyObject *a, PyObject *b);
+
 /* Check that kernel k can be launched now (its module loaded, its context alive, its
    parameters known) with `nargs` arguments.  0, or -1 with the error set. */
 int gh_kernel_check_call(gh_kernel *k, gh_cu_id id, Py_ssize_t nargs);

@@ -443,20 +443,28 @@ def test_numba_random_states_work_with_gpuhost_launches():
 
 # ---- the bytes launched, on the fake driver, against numba's own argument rules ----
 
-def _numba_param_bytes(argtypes, args, kernel):
-    """The parameters numba's launcher would pass for `args` (its _Kernel._prepare_args,
-    converted as its launch converts Python ints, ctypes values and bools), laid out at the
-    kernel's parameter offsets."""
-    import ctypes
+def _numba_kernelargs(argtypes, args):
+    """What numba's launcher makes of `args` before its launch: _Kernel._prepare_args,
+    numba's own argument rules, called as numba calls it (no extensions, stream 0)."""
     import types as pytypes
 
     from numba.cuda.dispatcher import _Kernel
 
     host = pytypes.SimpleNamespace(extensions=[])
     host._prepare_args = pytypes.MethodType(_Kernel._prepare_args, host)
-    kernelargs, retr = [], []
+    kernelargs = []
     for ty, val in zip(argtypes, args):
-        _Kernel._prepare_args(host, ty, val, 0, retr, kernelargs)
+        host._prepare_args(ty, val, 0, [], kernelargs)
+    return kernelargs
+
+
+def _numba_param_bytes(argtypes, args, kernel):
+    """The parameters numba's launcher would pass for `args` (its _Kernel._prepare_args,
+    converted as its launch converts Python ints, ctypes values and bools), laid out at the
+    kernel's parameter offsets."""
+    import ctypes
+
+    kernelargs = _numba_kernelargs(argtypes, args)
     info = kernel.param_info
     assert len(info) == len(kernelargs)
     out = bytearray(max(off + size for off, size, _ in info))
@@ -573,10 +581,8 @@ def test_python_packing_of_what_c_leaves_to_numbas_rules():
     written back after the launch)."""
     import ctypes
     import enum
-    import types as pytypes
 
     from numba.cuda import types
-    from numba.cuda.dispatcher import _Kernel
     from numba.cuda.typing.typeof import typeof
 
     from gpuhost import dispatcher
@@ -593,11 +599,7 @@ def test_python_packing_of_what_c_leaves_to_numbas_rules():
     ours = _numba.pack(argtypes, args, 0, [],
                        lambda v, t, s: dispatcher._device_view(gpuhost.current_context(), retr,
                                                                v, t, s), retr)
-    host = pytypes.SimpleNamespace(extensions=[])
-    host._prepare_args = pytypes.MethodType(_Kernel._prepare_args, host)
-    theirs = []
-    for ty, val in zip(argtypes, args):
-        _Kernel._prepare_args(host, ty, val, 0, [], theirs)
+    theirs = _numba_kernelargs(argtypes, args)
     assert ours == [bytes(v) if not isinstance(v, int) else bytes(ctypes.c_int64(v))
                     for v in theirs]
 

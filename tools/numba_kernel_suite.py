@@ -41,12 +41,11 @@ import re
 import fnmatch
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import numba_suite
-from suite_port import CallGraphClassifier, alias_text, report, summarize
+from suite_port import CallGraphClassifier, alias_text, report, run_ported
 
 REPO = numba_suite.REPO
 CUDAPY = "numba.cuda.tests.cudapy"
@@ -474,16 +473,7 @@ def main():
     if args.list:
         return 0
     dest = os.path.join(out, "cudapy")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [REPO] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
-           "--rootdir", dest, "-c", os.devnull, "-rfE", "--continue-on-collection-errors",
-           "-W", "ignore::DeprecationWarning", "--junitxml", os.path.join(dest, "junit.xml")
-           ] + chosen + args.pytest_args
-    print("+ " + " ".join(cmd), flush=True)
-    rc = subprocess.call(cmd, cwd=dest, env=env)
-    summarize(os.path.join(dest, "junit.xml"), not_portable)
-    return rc
+    return run_ported(dest, chosen, args.pytest_args, not_portable)
 
 
 

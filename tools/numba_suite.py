@@ -30,11 +30,10 @@ import ast
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
-from suite_port import CallGraphClassifier, alias_text, report, summarize
+from suite_port import CallGraphClassifier, alias_text, report, run_ported
 
 MODULES = [
     "cudadrv/test_array_attr.py",
@@ -332,15 +331,7 @@ def main():
     report(not_portable, args.list)
     if args.list:
         return 0
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [REPO] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
-           "--rootdir", out, "-c", os.devnull, "-rfE", "--continue-on-collection-errors", "-W", "ignore::DeprecationWarning",
-           "--junitxml", os.path.join(out, "junit.xml"), out] + args.pytest_args
-    print("+ " + " ".join(cmd), flush=True)
-    rc = subprocess.call(cmd, cwd=out, env=env)
-    summarize(os.path.join(out, "junit.xml"), not_portable)
-    return rc
+    return run_ported(out, [out], args.pytest_args, not_portable)
 
 
 if __name__ == "__main__":

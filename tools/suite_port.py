@@ -142,3 +142,24 @@ def summarize(junit, not_portable):
         c = counts[mod]
         print("%-36s %7d %7d %8d %13d" % (mod, c["passed"], c["failed"], c["skipped"],
                                           c.get("not portable", 0)))
+
+
+def run_ported(folder, targets, pytest_args, not_portable, path_first=()):
+    """pytest over the ported tests in `folder` (the checkout's gpuhost first on the path,
+    then `path_first`), its junit report summarized per module; pytest's exit status."""
+    import subprocess
+    import sys
+
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [repo, *path_first] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                               if p]))
+    junit = os.path.join(folder, "junit.xml")
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:randomly",
+           "--rootdir", folder, "-c", os.devnull, "-rfE", "--continue-on-collection-errors",
+           "-W", "ignore::DeprecationWarning", "--junitxml", junit] + list(targets) + list(
+               pytest_args)
+    print("+ " + " ".join(cmd), flush=True)
+    rc = subprocess.call(cmd, cwd=folder, env=env)
+    summarize(junit, not_portable)
+    return rc
