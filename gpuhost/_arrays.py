@@ -177,13 +177,49 @@ def _like(ary, name):
 
 
 def device_array_like(ary, stream=0):
-    """A new device array with the shape and dtype of `ary` (its order if contiguous)."""
+    """A new device array with the shape and dtype of `ary` (its order if contiguous).
+
+    Parameters
+    ----------
+    ary : array_like
+        Any object with ``.shape`` and ``.dtype``: a numpy array, a device array, ...
+    stream : Stream, optional
+        As for `device_array`; 0 (the default) is the default stream.
+
+    Returns
+    -------
+    DeviceArray
+        Uninitialized: fill it before reading it.
+
+    Raises
+    ------
+    TypeError
+        `ary` has no ``.shape`` or ``.dtype``.
+
+    Examples
+    --------
+    >>> host = np.zeros((4, 5), np.int16, order="F")
+    >>> d = gpuhost.device_array_like(host)
+    >>> d.shape, d.dtype, d.is_f_contiguous()
+    ((4, 5), dtype('int16'), True)
+    """
     shape, dtype, order = _like(ary, "device_array_like")
     return device_array(shape, dtype, order=order, stream=stream)
 
 
 def is_cuda_array(obj):
-    """Whether `obj` exports the CUDA array interface."""
+    """Whether `obj` exports the CUDA array interface (``__cuda_array_interface__``).
+
+    True for gpuhost's device arrays and mapped arrays, CuPy arrays, numba's device arrays,
+    PyTorch CUDA tensors; False for numpy arrays.
+
+    Examples
+    --------
+    >>> gpuhost.is_cuda_array(gpuhost.to_device(np.ones(3)))
+    True
+    >>> gpuhost.is_cuda_array(np.ones(3))
+    False
+    """
     return hasattr(obj, "__cuda_array_interface__")
 
 
@@ -296,13 +332,63 @@ def _host_alloc(kind, shape, dtype, strides, order, **flags):
 
 
 def pinned_array(shape, dtype=np.float64, strides=None, order="C"):
-    """A numpy array in page-locked host memory (fast, asynchronous copies)."""
+    """A numpy array in page-locked (pinned) host memory.
+
+    Copies between pinned memory and the device run at full bus speed and, on a stream,
+    asynchronously. The memory is freed when the array and its views are gone.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The array's shape.
+    dtype : numpy dtype, optional
+        The element type (default float64).
+    strides : tuple of int, optional
+        Strides in bytes; by default those of a contiguous array in `order`.
+    order : {"C", "F"}, optional
+        Row-major (default) or column-major layout.
+
+    Returns
+    -------
+    numpy.ndarray
+        Uninitialized.
+
+    Raises
+    ------
+    CudaOutOfMemoryError
+        The driver could not page-lock that much host memory.
+
+    Examples
+    --------
+    >>> h = gpuhost.pinned_array((2, 3), np.float32)
+    >>> h[:] = 1
+    >>> float(gpuhost.to_device(h).copy_to_host().sum())
+    6.0
+    """
     alloc, shape, dtype, strides = _host_alloc("pinned", shape, dtype, strides, order)
     return np.ndarray(shape, dtype, buffer=alloc if alloc.size else None, strides=strides)
 
 
 def pinned_array_like(ary):
-    """A new, uninitialized pinned host array of `ary`'s shape, dtype and order."""
+    """A new, uninitialized pinned host array of `ary`'s shape, dtype and order.
+
+    Parameters
+    ----------
+    ary : array_like
+        Any object with ``.shape`` and ``.dtype`` (a device array too).
+
+    Returns
+    -------
+    numpy.ndarray
+        In page-locked memory, as from `pinned_array`.
+
+    Examples
+    --------
+    >>> d = gpuhost.to_device(np.arange(4))
+    >>> h = gpuhost.pinned_array_like(d)
+    >>> d.copy_to_host(h)
+    array([0, 1, 2, 3])
+    """
     shape, dtype, order = _like(ary, "pinned_array_like")
     return pinned_array(shape, dtype, order=order)
 
@@ -349,24 +435,96 @@ def _mapped_view(alloc, shape, dtype, strides, stream=0):
 
 def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0, portable=False,
                  wc=False):
-    """A host array mapped into the device's address space. `portable`: usable from every
-    context; `wc`: write-combined (fast for the device to read, slow for the host).
-    `stream` is the one its __cuda_array_interface__ reports (numba's)."""
+    """A host array mapped into the device's address space.
+
+    A kernel reads and writes the host memory directly, over the bus: no copies. The
+    array is a numpy array that also exports ``__cuda_array_interface__``, so it can be
+    passed to a kernel as it is.
+
+    Parameters
+    ----------
+    shape, dtype, strides, order
+        As for `pinned_array`.
+    stream : Stream, optional
+        The stream its ``__cuda_array_interface__`` reports (numba's); 0 for none.
+    portable : bool, optional
+        Usable from every context, not only the current one.
+    wc : bool, optional
+        Write-combined: fast for the device to read, very slow for the host to read.
+
+    Returns
+    -------
+    numpy.ndarray
+        Uninitialized; a subclass with ``__cuda_array_interface__``.
+
+    Examples
+    --------
+    >>> m = gpuhost.mapped_array(4, np.int32)
+    >>> m[:] = 7
+    >>> gpuhost.is_cuda_array(m)
+    True
+    >>> gpuhost.as_cuda_array(m).copy_to_host()
+    array([7, 7, 7, 7], dtype=int32)
+    """
     alloc, shape, dtype, strides = _host_alloc("mapped", shape, dtype, strides, order,
                                                portable=portable, wc=wc)
     return _mapped_view(alloc, shape, dtype, strides, stream)
 
 
 def mapped_array_like(ary, stream=0, portable=False, wc=False):
-    """A new, uninitialized mapped host array of `ary`'s shape, dtype and order, bound to
-    `stream` like mapped_array()."""
+    """A new, uninitialized mapped host array of `ary`'s shape, dtype and order.
+
+    Parameters
+    ----------
+    ary : array_like
+        Any object with ``.shape`` and ``.dtype``.
+    stream, portable, wc
+        As for `mapped_array`.
+
+    Returns
+    -------
+    numpy.ndarray
+        Mapped into the device's address space, as from `mapped_array`.
+
+    Examples
+    --------
+    >>> m = gpuhost.mapped_array_like(np.zeros((2, 2), np.float32))
+    >>> m.shape, m.dtype
+    ((2, 2), dtype('float32'))
+    """
     shape, dtype, order = _like(ary, "mapped_array_like")
     return mapped_array(shape, dtype, order=order, stream=stream, portable=portable, wc=wc)
 
 
 def managed_array(shape, dtype=np.float64, strides=None, order="C", stream=0,
                   attach_global=True):
-    """An array in managed (unified) memory, readable from the host and the device."""
+    """An array in managed (unified) memory, readable from the host and the device.
+
+    The driver migrates the pages to whichever side touches them. Synchronize before the
+    host reads what a kernel wrote.
+
+    Parameters
+    ----------
+    shape, dtype, strides, order
+        As for `device_array`.
+    stream : Stream, optional
+        The stream its ``__cuda_array_interface__`` reports; 0 for none.
+    attach_global : bool, optional
+        True (default): every stream may access it (``CU_MEM_ATTACH_GLOBAL``); False:
+        attached to the host until a stream attaches it.
+
+    Returns
+    -------
+    numpy.ndarray
+        Uninitialized; a subclass with ``__cuda_array_interface__``.
+
+    Examples
+    --------
+    >>> a = gpuhost.managed_array(3, np.float64)
+    >>> a[:] = [1, 2, 3]
+    >>> gpuhost.as_cuda_array(a).copy_to_host()
+    array([1., 2., 3.])
+    """
     alloc, shape, dtype, strides = _host_alloc("managed", shape, dtype, strides, order,
                                                attach_global=attach_global)
     return _mapped_view(alloc, shape, dtype, strides, stream)
@@ -374,7 +532,25 @@ def managed_array(shape, dtype=np.float64, strides=None, order="C", stream=0,
 
 @contextlib.contextmanager
 def pinned(*arrays):
-    """Page-lock the host arrays for the block (cuMemHostRegister), then release them."""
+    """Page-lock existing host arrays for the duration of a ``with`` block.
+
+    Inside the block their copies to and from the device are as fast as those of
+    `pinned_array`'s memory (``cuMemHostRegister``); at its end they are unregistered.
+    Registering costs time: worth it for large arrays copied more than once.
+
+    Parameters
+    ----------
+    *arrays : numpy.ndarray
+        Host arrays to page-lock.
+
+    Examples
+    --------
+    >>> a = np.arange(1 << 16, dtype=np.float32)
+    >>> with gpuhost.pinned(a):
+    ...     d = gpuhost.to_device(a)
+    >>> d.copy_to_host()[-2:]
+    array([65534., 65535.], dtype=float32)
+    """
     regs = []
     try:
         for a in arrays:
@@ -387,8 +563,38 @@ def pinned(*arrays):
 
 @contextlib.contextmanager
 def mapped(*arrays, stream=0, portable=False, wc=False):
-    """Page-lock and map the host arrays for the block; yields a device array (or a list
-    of them) over the same memory."""
+    """Page-lock and map existing host arrays into the device for a ``with`` block.
+
+    Parameters
+    ----------
+    *arrays : numpy.ndarray
+        Host arrays to map.
+    stream : Stream, optional
+        The device arrays' stream.
+    portable : bool, optional
+        Mapped for every context.
+    wc : bool, optional
+        Not supported here (only an allocation can be write-combined).
+
+    Yields
+    ------
+    DeviceArray or list of DeviceArray
+        One device array over each host array's memory (the array itself for one):
+        writes through either are seen by the other.
+
+    Raises
+    ------
+    ValueError
+        `wc` is true.
+
+    Examples
+    --------
+    >>> a = np.zeros(4, np.int32)
+    >>> with gpuhost.mapped(a) as d:
+    ...     d[:] = 5
+    >>> a
+    array([5, 5, 5, 5], dtype=int32)
+    """
     if wc:
         raise ValueError("write-combined memory can only be allocated (mapped_array(wc=True)), "
                          "not made from an existing array")
@@ -419,11 +625,39 @@ def _cai_bound_stream(handle):
 
 
 def from_cuda_array_interface(desc, owner=None, sync=True):
-    """A DeviceArray over the memory `desc` (a __cuda_array_interface__ dict) describes;
-    `owner` is kept alive with it. The exporter's stream becomes the array's stream (as an
-    external stream); with `sync` it is synchronized first. Memory exported read-only
-    (data=(ptr, True)) gives a read-only array. ValueError for a version gpuhost does not
-    know, stream 0, or a null pointer with elements; NotImplementedError for a mask."""
+    """A DeviceArray over the memory a ``__cuda_array_interface__`` dict describes.
+
+    No copy: the array views the exporter's memory. The exporter's stream becomes the
+    array's stream (as an external stream). Memory exported read-only
+    (``data=(ptr, True)``) gives a read-only array.
+
+    Parameters
+    ----------
+    desc : dict
+        The interface's dict (versions 0 to 3).
+    owner : object, optional
+        Kept alive as long as the array: the object that owns the memory.
+    sync : bool, optional
+        Synchronize the exporter's stream first (default True, as the protocol asks).
+
+    Returns
+    -------
+    DeviceArray
+
+    Raises
+    ------
+    ValueError
+        A version gpuhost does not know, stream 0, or a null pointer with elements.
+    NotImplementedError
+        `desc` has a mask.
+
+    Examples
+    --------
+    >>> src = gpuhost.to_device(np.arange(3.0))
+    >>> d = gpuhost.from_cuda_array_interface(src.__cuda_array_interface__, owner=src)
+    >>> d.ptr == src.ptr, d.copy_to_host()
+    (True, array([0., 1., 2.]))
+    """
     version = desc.get("version")
     if version not in _CAI_VERSIONS:
         raise ValueError("__cuda_array_interface__ version %r is not one gpuhost knows "
@@ -453,9 +687,37 @@ def from_cuda_array_interface(desc, owner=None, sync=True):
 
 
 def from_dlpack(obj):
-    """A DeviceArray over a CUDA tensor exported through DLPack (PyTorch, CuPy, JAX, ...),
-    without a copy. The producer is asked to order its work before the legacy default
-    stream, which gpuhost's default copies use."""
+    """A DeviceArray over a CUDA tensor exported through DLPack, without a copy.
+
+    Takes PyTorch, CuPy and JAX arrays, and any object with ``__dlpack__``. The producer is
+    asked to order its work before the legacy default stream, which gpuhost's default
+    copies use.
+
+    Parameters
+    ----------
+    obj : object
+        An object with ``__dlpack__`` (and ``__dlpack_device__``) in CUDA memory.
+
+    Returns
+    -------
+    DeviceArray
+        Over the tensor's memory; it keeps the tensor alive.
+
+    Raises
+    ------
+    TypeError
+        `obj` does not export ``__dlpack__``.
+    BufferError
+        The tensor is not in CUDA memory: copy it with `to_device`.
+
+    Examples
+    --------
+    >>> src = gpuhost.to_device(np.arange(3, dtype=np.int64))
+    >>> gpuhost.from_dlpack(src) is src          # a gpuhost array is returned as it is
+    True
+    >>> import torch                                   # doctest: +SKIP
+    >>> d = gpuhost.from_dlpack(torch.ones(3, device="cuda"))   # doctest: +SKIP
+    """
     if isinstance(obj, _core.DeviceArray):
         return obj
     if not hasattr(obj, "__dlpack__"):
@@ -473,7 +735,33 @@ def from_dlpack(obj):
 
 
 def as_cuda_array(obj, sync=True):
-    """A DeviceArray over `obj`'s memory (CuPy, PyTorch, numba, ...), without a copy."""
+    """A DeviceArray over `obj`'s memory, without a copy (numba's ``as_cuda_array``).
+
+    Parameters
+    ----------
+    obj : object
+        An object exporting ``__cuda_array_interface__``: a CuPy array, a PyTorch CUDA
+        tensor, a numba device array, a mapped array...
+    sync : bool, optional
+        Synchronize the exporter's stream first (default True).
+
+    Returns
+    -------
+    DeviceArray
+        Over the same memory; it keeps `obj` alive.
+
+    Raises
+    ------
+    TypeError
+        `obj` does not export the CUDA array interface.
+
+    Examples
+    --------
+    >>> m = gpuhost.mapped_array(2, np.float32)
+    >>> m[:] = 3
+    >>> gpuhost.as_cuda_array(m).copy_to_host()
+    array([3., 3.], dtype=float32)
+    """
     if isinstance(obj, _core.DeviceArray):
         return obj
     if not is_cuda_array(obj):
@@ -483,8 +771,18 @@ def as_cuda_array(obj, sync=True):
 
 @contextlib.contextmanager
 def defer_cleanup():
-    """Hold the release of device memory, streams and events until the block ends (so a
-    free's implicit synchronization cannot stall queued work)."""
+    """Hold the release of device memory, streams and events until the block ends.
+
+    A free can synchronize the device; inside the block, arrays, streams and events that
+    die are released at its end instead, so queued work is never stalled (numba's
+    ``defer_cleanup``). An external memory manager's own deferral applies too.
+
+    Examples
+    --------
+    >>> with gpuhost.defer_cleanup():
+    ...     for _ in range(3):
+    ...         tmp = gpuhost.device_array(1 << 20)   # each one freed at the end
+    """
     _core._defer_cleanup_enter()
     try:
         manager_defer = _manager_defer() if _manager_defer is not None else None
@@ -818,10 +1116,23 @@ def split(dev, section, stream=0):
 # ---- IPC: device arrays shared with other processes ----
 
 class IpcArrayHandle:
-    """A picklable handle to a device array's memory for another process: open it there
-    with ``with handle as arr:`` (closed at the end of the block) or ``arr =
-    handle.open()`` (closed when ``handle.close()`` is called or the array dies). The
-    exporting process must keep its array alive while the other one uses it."""
+    """A picklable handle to a device array's memory, for another process.
+
+    Made by ``DeviceArray.get_ipc_handle()``; pickle it to another process (a
+    multiprocessing queue, say) and open it there with ``with handle as arr:`` (closed at
+    the end of the block) or ``arr = handle.open()`` (closed by ``handle.close()``). The
+    exporting process must keep its array alive while the other one uses it.
+
+    Examples
+    --------
+    >>> d = gpuhost.to_device(np.arange(4.0))
+    >>> h = d.get_ipc_handle()
+    >>> h.shape, h.dtype
+    ((4,), dtype('float64'))
+    >>> with h as view:              # in another process, after unpickling
+    ...     view.copy_to_host()
+    array([0., 1., 2., 3.])
+    """
 
     __slots__ = {
         "handle": "The driver's IPC memory handle of the allocation, bytes.",
@@ -845,13 +1156,39 @@ class IpcArrayHandle:
                                  self.dtype, self.device_uuid))
 
     def open(self, device=None):
-        """A DeviceArray over the exported memory, opened on the device it is on (found by
-        UUID), or in `device`'s context (a Device or id): another device then reaches the
-        memory through peer access, which must be possible (Device.can_access_peer); the
-        memory stays where it is and writes from either process are seen by both. In the
+        """A DeviceArray over the exported memory.
+
+        The memory stays where it is; writes from either process are seen by both. In the
         process that exported it (where the driver refuses to open it) this is a view of
-        the exported array, which it keeps alive. ValueError if it is open already (close()
-        it first), as numba's."""
+        the exported array, which it keeps alive.
+
+        Parameters
+        ----------
+        device : Device or int, optional
+            Open it in this device's context; by default the device the memory is on
+            (found by UUID). Another device reaches it through peer access.
+
+        Returns
+        -------
+        DeviceArray
+
+        Raises
+        ------
+        ValueError
+            It is open already: `close` it first (as numba's).
+        InvalidDeviceError
+            The memory's device is not visible in this process.
+        CudaDriverError
+            `device` cannot access the memory's device (``Device.can_access_peer``).
+
+        Examples
+        --------
+        >>> h = gpuhost.to_device(np.ones(2)).get_ipc_handle()
+        >>> arr = h.open()
+        >>> arr.copy_to_host()
+        array([1., 1.])
+        >>> h.close()
+        """
         if self._opened is not None:
             raise ValueError("IpcHandle is already opened")
         home = _device_of_uuid(self.device_uuid, "array")
@@ -947,9 +1284,36 @@ def get_ipc_handle(dev):
 
 
 def open_ipc_array(handle, shape, dtype, strides=None, offset=0):
-    """numba's open_ipc_array: a context manager yielding a DeviceArray over the memory of
-    `handle` (the 64 bytes of a CUipcMemHandle, or an IpcArrayHandle) in the current
-    context, closed when the block ends."""
+    """A context manager yielding a DeviceArray over another process's memory (numba's).
+
+    The memory is opened in the current context and closed when the block ends.
+
+    Parameters
+    ----------
+    handle : bytes or IpcArrayHandle
+        The 64 bytes of a ``CUipcMemHandle``, or an `IpcArrayHandle`.
+    shape : int or tuple of int
+        The array's shape.
+    dtype : numpy dtype
+        The element type.
+    strides : tuple of int, optional
+        Strides in bytes; C-contiguous by default.
+    offset : int, optional
+        Bytes from the start of the allocation to the first element.
+
+    Returns
+    -------
+    context manager
+        Its ``__enter__`` gives the DeviceArray.
+
+    Examples
+    --------
+    >>> src = gpuhost.to_device(np.arange(4, dtype=np.int32))
+    >>> raw = src.get_ipc_handle().handle          # sent to another process
+    >>> with gpuhost.open_ipc_array(raw, 4, np.int32) as d:
+    ...     d.copy_to_host()
+    array([0, 1, 2, 3], dtype=int32)
+    """
     if isinstance(handle, IpcArrayHandle):
         handle = handle.handle
     shape, dtype, strides, nbytes = _layout(shape, dtype, strides, "C")

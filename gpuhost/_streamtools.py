@@ -52,8 +52,20 @@ def _core_error(status):
 
 
 class IpcEventHandle:
-    """A picklable handle to an interprocess event: send it to another process (e.g.
-    through multiprocessing) and call open() there to get an Event for the same event."""
+    """A picklable handle to an interprocess event, for another process.
+
+    Made by `Event.ipc_handle` for an event made with ``event(interprocess=True)``: send
+    it to another process (through multiprocessing, say) and call `open` there to get an
+    Event for the same event, to wait on work the first process queued.
+
+    Examples
+    --------
+    >>> e = gpuhost.event(timing=False, interprocess=True)
+    >>> h = e.ipc_handle()
+    >>> e.record()
+    >>> other = h.open()                 # in the other process, after unpickling
+    >>> other.synchronize()
+    """
 
     __slots__ = {
         "handle": "The driver's IPC event handle, bytes.",
@@ -69,8 +81,11 @@ class IpcEventHandle:
 
     def open(self):
         """The Event, opened in the context of the device it was made on (found by UUID).
+
         In the process that exported it (where the driver refuses to open it) this is the
-        exported Event itself, while it lives."""
+        exported Event itself, while it lives. Raises `InvalidDeviceError` if the device
+        is not visible in this process.
+        """
         for i in range(_core.device_count()):
             dev = _core.get_device(i)
             if dev.uuid == self.device_uuid:
@@ -109,7 +124,16 @@ def _invalid_device(uuid):
 
 @contextlib.contextmanager
 def profiling():
-    """Collect profiling data (cuProfilerStart) for the duration of the block."""
+    """Collect profiling data for the duration of a ``with`` block.
+
+    `profile_start` (``cuProfilerStart``) on entry, `profile_stop` on exit: with Nsight
+    Systems' ``--capture-range=cudaProfilerApi`` only the block is recorded.
+
+    Examples
+    --------
+    >>> with gpuhost.profiling():
+    ...     d = gpuhost.to_device(np.arange(10))
+    """
     _core.profile_start()
     try:
         yield

@@ -62,14 +62,37 @@ _MEMORY_LIMIT = 4096  # entries kept in memory; the oldest go first
 
 
 class CompiledCode(bytes):
-    """The output of one NVRTC compilation, as bytes (PTX text, a cubin ELF image, or
-    LTO IR), with what NVRTC said about it:
+    """The output of one NVRTC compilation, as bytes, with what NVRTC said about it.
 
-    ``output`` ("ptx", "cubin" or "ltoir"), ``target`` ("compute_80", "sm_90", ...),
-    ``cc`` ((major, minor) of the target), ``ptx`` (the PTX as str, also for a cubin;
-    None for LTO IR), ``log`` (NVRTC's log, warnings included, "" when silent),
-    ``lowered_names`` ({name expression: mangled name}), ``name_expressions`` and
-    ``options`` (the full NVRTC option list used).
+    The bytes are PTX text, a cubin ELF image, or LTO IR; `Module` loads the first two.
+    Made by `compile` and `compile_ptx`; picklable.
+
+    Attributes
+    ----------
+    output : str
+        "ptx", "cubin" or "ltoir".
+    target : str
+        The architecture: "compute_80", "sm_90", ...
+    cc : tuple of int
+        (major, minor) of the target.
+    ptx : str or None
+        The PTX, also for a cubin; None for LTO IR.
+    log : str
+        NVRTC's log, warnings included; "" when silent.
+    lowered_names : dict
+        {name expression: mangled name}, for the `name_expressions` asked for.
+    name_expressions : tuple of str
+    options : tuple of str
+        The full NVRTC option list used.
+
+    Examples
+    --------
+    >>> code = gpuhost.compile_ptx('extern "C" __global__ void k(int *p) { *p = 1; }',
+    ...                            cc=(8, 0))
+    >>> code.output, code.target, code.cc
+    ('ptx', 'compute_80', (8, 0))
+    >>> code.ptx.startswith("//")
+    True
     """
 
     def __new__(cls, data, output, target, *, ptx=None, log="", lowered_names=None,
@@ -117,36 +140,80 @@ def _numba_for_python_functions(func):
             return getattr(_numba.load(), name)(source, *args, **kwargs)
         return func(source, *args, **kwargs)
 
-    wrapper.__doc__ = (func.__doc__ or "") + (
-        "\n\n    Given a Python function instead of source (numba.cuda's form: "
-        "``%s(pyfunc, sig, ...)``), numba-cuda compiles it and its result is returned." % name)
-    return wrapper
+    return wrapper  # the docstrings say so themselves, before their sections
 
 
 @_numba_for_python_functions
 def compile(source, output="cubin", *, cc=None, debug=False, lineinfo=False, fastmath=False,
             opt=True, std=None, defines=None, include_dirs=(), options=(),
             name_expressions=()):
-    """Compile CUDA C++ `source` with NVRTC to `output`: "cubin" (default), "ptx" or
-    "ltoir" (LTO IR, for nvJitLink).  Returns a CompiledCode (bytes).
+    """Compile CUDA C++ `source` with NVRTC.
 
-    cc: (major, minor) or "8.0" / "9.0a"; default: see the module's doc.  PTX for a
-        newer cc than NVRTC knows is made for the newest it knows (the driver JIT-compiles
-        it); a cubin or LTO IR needs a cc NVRTC supports (else ValueError).
-    debug: -G (device debug information, no optimization).  lineinfo: -lineinfo.
-    fastmath: --use_fast_math.  opt=False: NVVM's and ptxas's optimizations off
-        (-Xnvvm -opt=0 -Xptxas -O0).  std: "c++17" (or 17).
-    defines: {"NAME": value or None} or an iterable of "NAME", "NAME=VALUE" and
-        (name, value).  include_dirs: directories searched by #include.
-    options: further NVRTC options, passed as they are.
-    name_expressions: C++ names (e.g. "kernel<float>") whose mangled names are wanted:
-        see CompiledCode.lowered_names.
+    The result is cached in memory and on disk (see `gpuhost.compiler`). The toolkit's
+    include directory is searched last, so ``<cuda_fp16.h>`` and ``<cuda/std/...>``
+    work. NVRTC's warnings are kept in ``.log`` and issued as an `NvrtcWarning` (not
+    again for a cached result). Given a Python function instead of source (numba.cuda's
+    form, ``compile(pyfunc, sig, ...)``), numba-cuda compiles it and its result is
+    returned.
 
-    The toolkit's include directory is added last, so <cuda_fp16.h> and <cuda/std/...>
-    work.  NVRTC's warnings are kept in .log and issued as an NvrtcWarning (not again
-    for a cached result).  Raises NvrtcError, whose message holds the log and the
-    offending source lines, when compilation fails; TypeError/ValueError for bad
-    arguments; NvrtcSupportError when libnvrtc is not found.
+    Parameters
+    ----------
+    source : str
+        CUDA C++ source. Kernels meant to be found by name need ``extern "C"``.
+    output : {"cubin", "ptx", "ltoir"}, optional
+        A cubin (default), PTX, or LTO IR for nvJitLink.
+    cc : tuple of int or str, optional
+        Target compute capability, ``(8, 0)``, ``"8.0"`` or ``"9.0a"``; by default the
+        current device's (see `gpuhost.compiler`). PTX for a newer cc than NVRTC knows is
+        made for the newest it knows; a cubin or LTO IR needs a cc NVRTC supports.
+    debug : bool, optional
+        ``-G``: device debug information, no optimization.
+    lineinfo : bool, optional
+        ``-lineinfo``: source lines for profilers.
+    fastmath : bool, optional
+        ``--use_fast_math``.
+    opt : bool, optional
+        False turns NVVM's and ptxas's optimizations off.
+    std : str or int, optional
+        The C++ dialect, ``"c++17"`` or ``17``.
+    defines : dict or iterable, optional
+        ``{"NAME": value or None}``, or an iterable of ``"NAME"``, ``"NAME=VALUE"`` and
+        ``(name, value)``.
+    include_dirs : iterable of str, optional
+        Directories searched by ``#include``.
+    options : iterable of str, optional
+        Further NVRTC options, passed as they are.
+    name_expressions : iterable of str, optional
+        C++ names (``"kernel<float>"``) whose mangled names are wanted, in
+        `CompiledCode.lowered_names`.
+
+    Returns
+    -------
+    CompiledCode
+        The output as bytes.
+
+    Raises
+    ------
+    NvrtcError
+        Compilation failed; the message holds the log and the offending source lines.
+    NvrtcSupportError
+        libnvrtc was not found.
+    ValueError
+        A cubin or LTO IR for a cc NVRTC does not support, or another bad argument.
+
+    Examples
+    --------
+    >>> src = r'''
+    ... template <typename T>
+    ... __global__ void fill(T *x, T v, int n) {
+    ...     int i = blockIdx.x * blockDim.x + threadIdx.x;
+    ...     if (i < n) x[i] = v;
+    ... }'''
+    >>> code = gpuhost.compile(src, "ptx", cc=(8, 0), std=17,
+    ...                        name_expressions=["fill<float>"])
+    >>> code.lowered_names["fill<float>"]
+    '_Z4fillIfEvPT_S0_i'
+    >>> cubin = gpuhost.compile(src, cc=(9, 0), lineinfo=True)   # doctest: +SKIP
     """
     return _compile(source, output, cc, debug, lineinfo, fastmath, opt, std, defines,
                     include_dirs, options, name_expressions)
@@ -155,8 +222,32 @@ def compile(source, output="cubin", *, cc=None, debug=False, lineinfo=False, fas
 @_numba_for_python_functions
 def compile_ptx(source, *, cc=None, debug=False, lineinfo=False, fastmath=False, opt=True,
                 std=None, defines=None, include_dirs=(), options=(), name_expressions=()):
-    """Compile CUDA C++ `source` to PTX for `cc` (see compile()); returns a CompiledCode
-    whose bytes are the PTX text (also as str in its .ptx)."""
+    """Compile CUDA C++ `source` to PTX: `compile` with ``output="ptx"``.
+
+    The keywords are `compile`'s. Given a Python function instead of source (numba.cuda's
+    form, ``compile_ptx(pyfunc, sig, ...)``), numba-cuda compiles it and its result is
+    returned.
+
+    Returns
+    -------
+    CompiledCode
+        The PTX text as bytes, also as str in ``.ptx``.
+
+    Raises
+    ------
+    NvrtcError
+        Compilation failed; the message holds the log and the offending source lines.
+    NvrtcSupportError
+        libnvrtc was not found.
+
+    Examples
+    --------
+    >>> ptx = gpuhost.compile_ptx('extern "C" __global__ void k(float *x) { x[0] = 1; }',
+    ...                           cc="8.0")
+    >>> ".entry k" in ptx.ptx
+    True
+    >>> kernel = gpuhost.Module(ptx).get_function("k")
+    """
     return _compile(source, "ptx", cc, debug, lineinfo, fastmath, opt, std, defines,
                     include_dirs, options, name_expressions)
 
@@ -165,16 +256,50 @@ def compile_ptx(source, *, cc=None, debug=False, lineinfo=False, fastmath=False,
 def compile_ptx_for_current_device(source, *, debug=False, lineinfo=False, fastmath=False,
                                    opt=True, std=None, defines=None, include_dirs=(),
                                    options=(), name_expressions=()):
-    """compile_ptx() for the compute capability of the current device (device 0's when
-    no context is current). Raises CudaSupportError when no GPU is usable."""
+    """`compile_ptx` for the compute capability of the current device.
+
+    Device 0's when no context is current. The keywords are `compile`'s. Given a Python
+    function instead of source (numba.cuda's form), numba-cuda compiles it.
+
+    Returns
+    -------
+    CompiledCode
+        PTX for the device's architecture.
+
+    Raises
+    ------
+    CudaSupportError
+        No usable GPU.
+    NvrtcError
+        Compilation failed.
+
+    Examples
+    --------
+    >>> ptx = gpuhost.compile_ptx_for_current_device(
+    ...     'extern "C" __global__ void k(int *p) { *p = 0; }')
+    >>> ptx.cc == gpuhost.get_current_device().compute_capability
+    True
+    """
     dev = _core.current_device() or _core.get_device(0)
     return _compile(source, "ptx", dev.compute_capability, debug, lineinfo, fastmath, opt,
                     std, defines, include_dirs, options, name_expressions)
 
 
 def clear_cache(memory=True, disk=False):
-    """Forget the compiled kernels kept in memory and, with disk=True, remove the files
-    of the disk cache (GPUHOST_CACHE_DIR or its default)."""
+    """Forget compiled kernels kept in memory and, with `disk`, those on disk.
+
+    Parameters
+    ----------
+    memory : bool, optional
+        Clear this process's memory cache (default True).
+    disk : bool, optional
+        Remove the files of the disk cache (``GPUHOST_CACHE_DIR`` or its default).
+
+    Examples
+    --------
+    >>> from gpuhost import compiler
+    >>> compiler.clear_cache()
+    """
     if memory:
         _fast.clear()
         _by_key.clear()

@@ -15,9 +15,21 @@ _SUPPORTED_MAJOR_VERSIONS = (12, 13)  # the CUDA versions gpuhost is built and t
 
 
 class _DeviceList:
-    """``gpuhost.gpus``: the devices, indexable, iterable and sized; ``gpus.current`` is
-    the device whose context is current in this thread, or None. Touching it loads the
-    driver; with none, it raises CudaSupportError."""
+    """``gpuhost.gpus``: the devices, indexable, iterable and sized (numba's ``cuda.gpus``).
+
+    ``gpus[i]`` is a `Device`, usable as a context manager that makes its primary context
+    current; ``gpus.current`` is the device whose context is current in this thread, or
+    None; ``gpus.lst`` is the list. Touching it loads the driver; with none, it raises
+    `CudaSupportError`.
+
+    Examples
+    --------
+    >>> len(gpuhost.gpus) >= 1
+    True
+    >>> with gpuhost.gpus[0]:
+    ...     gpuhost.gpus.current.id
+    0
+    """
 
     def __len__(self):
         return _core.device_count()
@@ -78,32 +90,94 @@ gpus = _DeviceList()
 
 
 def is_supported_version():
-    """numba's: True if the CUDA version gpuhost compiles with (NVRTC's, numba's "runtime")
-    is one gpuhost is tested with (12 or 13). Others may still work."""
+    """Whether NVRTC's CUDA version is one gpuhost is tested with (numba's).
+
+    NVRTC's version is what numba calls the runtime's. gpuhost is tested with CUDA 12 and
+    13; others may still work.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    NvrtcSupportError
+        libnvrtc was not found.
+
+    Examples
+    --------
+    >>> gpuhost.is_supported_version()
+    True
+    """
     from .runtime import get_version
 
     return get_version()[0] in _SUPPORTED_MAJOR_VERSIONS
 
 
 def is_float16_supported():
-    """numba's: whether 16-bit floats are supported; always True (every device gpuhost
-    supports has them)."""
+    """Whether 16-bit floats are supported (numba's): always True.
+
+    Every device gpuhost supports has them.
+
+    Examples
+    --------
+    >>> gpuhost.is_float16_supported()
+    True
+    """
     return True
 
 
 def is_bfloat16_supported():
-    """numba's: whether the current device has bfloat16 (compute capability 8.0 or newer)."""
+    """Whether the current device has bfloat16: compute capability 8.0 or newer (numba's).
+
+    Makes device 0's primary context current if no context is.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> with gpuhost.gpus[0] as dev:
+    ...     gpuhost.is_bfloat16_supported() == (dev.compute_capability >= (8, 0))
+    True
+    """
     return _core.current_context().device.compute_capability >= (8, 0)
 
 
 def is_fp8_supported():
-    """numba's: whether the current device has FP8 (compute capability 8.9 or newer)."""
+    """Whether the current device has FP8: compute capability 8.9 or newer (numba's).
+
+    Makes device 0's primary context current if no context is.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> with gpuhost.gpus[0] as dev:
+    ...     gpuhost.is_fp8_supported() == (dev.compute_capability >= (8, 9))
+    True
+    """
     return _core.current_context().device.compute_capability >= (8, 9)
 
 
 def cuda_error():
-    """numba's: None if the CUDA driver loaded and initialized, else a string saying why
-    not (the CudaSupportError's message)."""
+    """Why the CUDA driver is not usable, or None if it is (numba's).
+
+    Never raises: use it to decide whether to run GPU code at all.
+
+    Returns
+    -------
+    str or None
+        None if the driver loaded and initialized, else the `CudaSupportError`'s message.
+
+    Examples
+    --------
+    >>> gpuhost.cuda_error() is None
+    True
+    """
     try:
         _core.device_count()
     except CudaSupportError as e:
@@ -112,20 +186,79 @@ def cuda_error():
 
 
 def list_devices():
-    """All devices, as a list of Device."""
+    """All devices, as a list of `Device`.
+
+    Returns
+    -------
+    list of Device
+
+    Raises
+    ------
+    CudaSupportError
+        No usable CUDA driver.
+
+    Examples
+    --------
+    >>> gpuhost.list_devices()                      # doctest: +ELLIPSIS
+    [<CUDA device 0 '...'>, ...]
+    """
     return list(gpus)
 
 
 def get_context(devnum=None):
-    """numba's ``cuda.devices.get_context``: the Context current in this thread; when none
-    is, device `devnum`'s (default 0) primary context is made current and returned, as
-    current_context() does. CudaDriverError if another device's context is current,
-    InvalidDeviceError for a device that does not exist."""
+    """The Context current in this thread, making one current if none is.
+
+    numba's ``cuda.devices.get_context``; the same as `current_context`.
+
+    Parameters
+    ----------
+    devnum : int, optional
+        The device whose primary context is made current when none is (default 0).
+
+    Returns
+    -------
+    Context
+
+    Raises
+    ------
+    CudaDriverError
+        Another device's context is current.
+    InvalidDeviceError
+        There is no device `devnum`.
+
+    Examples
+    --------
+    >>> ctx = gpuhost.devices.get_context()
+    >>> ctx is gpuhost.current_context()
+    True
+    """
     return _core.current_context(devnum)
 
 
 def require_context(fn):
-    """Decorator: make sure a context is current (current_context()) before `fn` runs."""
+    """Decorator: make sure a context is current before `fn` runs (numba's).
+
+    Each call first calls `current_context`, which makes device 0's primary context
+    current if none is.
+
+    Parameters
+    ----------
+    fn : callable
+        The function to wrap.
+
+    Returns
+    -------
+    callable
+        `fn`, wrapped (``functools.wraps``).
+
+    Examples
+    --------
+    >>> @gpuhost.require_context
+    ... def free_bytes():
+    ...     return gpuhost.current_context().get_memory_info().free
+    >>> free_bytes() > 0
+    True
+    """
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -136,9 +269,19 @@ def require_context(fn):
 
 
 def close():
-    """Pop the primary contexts off this thread's context stack; in the main thread also
-    give up every primary context gpuhost holds, so the driver can destroy them (numba's
-    ``cuda.close()``). Objects made before then raise when used."""
+    """Release this thread's contexts (numba's ``cuda.close()``).
+
+    Pops the primary contexts off this thread's context stack; in the main thread also
+    gives up every primary context gpuhost holds, so the driver can destroy them, and
+    resets an installed memory manager. Arrays, streams and other objects made before
+    then raise when used; the next call that needs a context makes a new one.
+
+    Examples
+    --------
+    >>> d = gpuhost.to_device(np.ones(3))
+    >>> del d
+    >>> gpuhost.close()
+    """
     manager = sys.modules.get("gpuhost.memory_manager")
     if manager is not None:
         manager._close_managers()  # an EMM plugin's reset(), as numba's close() does
@@ -167,10 +310,26 @@ def _support(cc):
 
 
 class DeviceSummary:
-    """What detect() finds, as an object: ``str()`` is the text detect() prints, and in
-    Jupyter it shows as a table of the devices. ``devices`` is the list of Device (empty
-    without a usable driver, when ``error`` says why); ``supported`` counts those gpuhost
-    supports; ``bool(summary)`` is detect()'s result."""
+    """What `detect` finds, as an object; made by `summary`.
+
+    ``str()`` is the text `detect` prints; in Jupyter it shows as a table of the devices.
+
+    Attributes
+    ----------
+    devices : list of Device
+        Empty without a usable driver.
+    error : CudaSupportError or None
+        Why the driver is not usable, or None.
+    supported : int
+        How many of the devices gpuhost supports (compute capability 5.0 or newer);
+        ``bool(summary)`` is ``supported > 0``, `detect`'s result.
+
+    Examples
+    --------
+    >>> s = gpuhost.summary()
+    >>> s.error is None, len(s.devices) == len(gpuhost.gpus), bool(s)
+    (True, True, True)
+    """
 
     def __init__(self):
         try:
@@ -227,15 +386,54 @@ class DeviceSummary:
 
 
 def summary():
-    """A DeviceSummary of the devices found: what detect() prints, and in Jupyter a table
-    of the devices. Never raises for a missing driver (``summary().error`` says why)."""
+    """The devices found, as a `DeviceSummary`: what `detect` prints, as an object.
+
+    In Jupyter it shows as a table of the devices. Never raises for a missing driver.
+
+    Returns
+    -------
+    DeviceSummary
+        ``.error`` says why when no driver is usable.
+
+    Examples
+    --------
+    >>> s = gpuhost.summary()
+    >>> s                                        # doctest: +ELLIPSIS
+    <gpuhost.DeviceSummary: Found ... CUDA device..., ... supported>
+    >>> print(s)                                 # doctest: +SKIP
+    Found 1 CUDA devices
+    id 0    NVIDIA H200                              [SUPPORTED]
+    ...
+    """
     return DeviceSummary()
 
 
 def detect(file=None):
-    """Print the CUDA devices found in numba.cuda.detect()'s words and layout (scripts that
-    grep it keep working), and return True if at least one is supported. With no usable
-    driver, print why and return False."""
+    """Print the CUDA devices found, in numba.cuda.detect()'s words and layout.
+
+    Scripts that grep numba's output keep working. With no usable driver it prints why.
+
+    Parameters
+    ----------
+    file : file object, optional
+        Where to print (default ``sys.stdout``).
+
+    Returns
+    -------
+    bool
+        True if at least one device is supported.
+
+    Examples
+    --------
+    >>> gpuhost.detect()                          # doctest: +SKIP
+    Found 1 CUDA devices
+    id 0             NVIDIA H200                              [SUPPORTED]
+                          Compute Capability: 9.0
+    ...
+    Summary:
+        1/1 devices are supported
+    True
+    """
     found = DeviceSummary()
     print(str(found), file=file if file is not None else sys.stdout)
     return bool(found)

@@ -47,11 +47,41 @@ class _Capture:
 
 @contextlib.contextmanager
 def graph_capture(stream=None, mode="global"):
-    """Capture the work queued on `stream` inside the block into a graph.
+    """Capture the work queued on `stream` inside a ``with`` block into a `Graph`.
 
-    `stream` defaults to a new stream (the legacy default stream cannot capture); the
-    object yielded has ``.stream`` to queue work on and ``.graph`` set on exit.  If the
-    block raises, the capture is ended and its graph dropped.
+    Nothing queued in the block runs then: it is recorded. Instantiate the graph once
+    (`Graph.instantiate`) and launch the `GraphExec` as often as needed, one launch for
+    all of it. If the block raises, the capture is ended and its graph dropped.
+
+    Parameters
+    ----------
+    stream : Stream, optional
+        The stream to capture; by default a new one (the legacy default stream cannot
+        capture).
+    mode : {"global", "thread_local", "relaxed"}, optional
+        The driver's capture mode: which unsafe calls in other threads (or this one) make
+        the capture fail.
+
+    Yields
+    ------
+    capture
+        With ``.stream``, to queue the work on, and ``.graph``, the Graph, set when the
+        block ends.
+
+    Raises
+    ------
+    StreamCaptureError
+        The capture was invalidated (an unsafe call, a synchronization in the block...).
+
+    Examples
+    --------
+    >>> x = gpuhost.device_array(1 << 20, np.float32)
+    >>> with gpuhost.graph_capture() as cap:
+    ...     x.copy_to_device(np.ones(1 << 20, np.float32), stream=cap.stream)
+    ...     scale[256, 256, cap.stream](x, np.float32(2), np.int32(x.size))  # doctest: +SKIP
+    >>> g = cap.graph.instantiate()                               # doctest: +SKIP
+    >>> for _ in range(100):                                      # doctest: +SKIP
+    ...     g.launch(cap.stream)
     """
     if stream is None:
         stream = _core.stream()

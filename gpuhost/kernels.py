@@ -23,9 +23,47 @@ __all__ = ["Kernel", "LaunchConfig", "Linker", "Module", "RawKernel", "SourceMod
 def launch(kernel, grid, block, *args, stream=None, shared=0, cooperative=False, cluster=None):
     """Launch `kernel` over `grid` blocks of `block` threads with `args`.
 
-    grid, block and cluster are ints or tuples of 1 to 3 ints; `shared` is the bytes of
-    dynamic shared memory; `cooperative` makes a cooperative launch; `cluster` groups blocks
-    into thread-block clusters (compute capability 9.0+)."""
+    The same as ``kernel[grid, block, stream, shared](*args)``, with the launch options
+    as keywords. The launch is asynchronous.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        From `Module.get_function` (or `SourceModule.get_function`).
+    grid, block : int or tuple of int
+        Blocks in the grid and threads per block, 1 to 3 dimensions.
+    *args
+        The kernel's arguments: device arrays (passed as pointers), numpy scalars and
+        Python numbers (converted to the parameter's type when the module knows it).
+    stream : Stream, optional
+        The stream to launch on; None (default) is the default stream.
+    shared : int, optional
+        Bytes of dynamic shared memory.
+    cooperative : bool, optional
+        A cooperative launch (grid-wide synchronization).
+    cluster : int or tuple of int, optional
+        Group blocks into thread-block clusters of this shape (compute capability 9.0+).
+
+    Raises
+    ------
+    TypeError
+        `kernel` is not a Kernel, or an argument cannot be passed.
+    CudaAPIError
+        The driver refused the launch (too many threads, too much shared memory...).
+
+    Examples
+    --------
+    >>> ptx = gpuhost.compile_ptx(r'''extern "C" __global__
+    ... void scale(float *x, float a, int n) {
+    ...     int i = blockIdx.x * blockDim.x + threadIdx.x;
+    ...     if (i < n) x[i] *= a;
+    ... }''')
+    >>> scale = gpuhost.Module(ptx).get_function("scale")
+    >>> x = gpuhost.to_device(np.ones(1000, np.float32))
+    >>> gpuhost.launch(scale, 4, 256, x, np.float32(2), np.int32(1000))  # doctest: +SKIP
+    >>> x.copy_to_host()[:3]                                            # doctest: +SKIP
+    array([2., 2., 2.], dtype=float32)
+    """
     if not isinstance(kernel, Kernel):
         raise TypeError("launch() takes a Kernel (Module.get_function), not %s"
                         % type(kernel).__name__)
@@ -39,13 +77,49 @@ def _compile(source, options, name_expressions, kwargs):
 
 
 class SourceModule:
-    """pycuda's SourceModule: CUDA C++ compiled with NVRTC (cached) and loaded into the
-    current context.
+    """pycuda's SourceModule: CUDA C++ compiled with NVRTC and loaded into the current context.
 
     As in pycuda the source is wrapped in ``extern "C" { }`` so that kernels keep their
-    plain names; pass ``no_extern_c=True`` for C++ (templates, name expressions).
-    Other keywords (cc, debug, lineinfo, fastmath, std, defines, include_dirs) are
-    gpuhost.compile()'s.
+    plain names. The compiled cubin is cached (see `compile`).
+
+    Parameters
+    ----------
+    source : str
+        CUDA C++ source.
+    options : iterable of str, optional
+        NVRTC options.
+    no_extern_c : bool, optional
+        Do not wrap the source: for C++ (templates, name expressions).
+    name_expressions : iterable of str, optional
+        C++ names whose mangled names are wanted (see `compile`).
+    **kwargs
+        `compile`'s other keywords: cc, debug, lineinfo, fastmath, std, defines,
+        include_dirs.
+
+    Attributes
+    ----------
+    code : CompiledCode
+        The cubin.
+    module : Module
+        The loaded module.
+
+    Raises
+    ------
+    TypeError
+        `source` is not a str.
+    NvrtcError
+        Compilation failed.
+
+    Examples
+    --------
+    >>> mod = gpuhost.SourceModule(r'''
+    ... __global__ void scale(float *x, float a, int n) {
+    ...     int i = blockIdx.x * blockDim.x + threadIdx.x;
+    ...     if (i < n) x[i] *= a;
+    ... }''')                                           # doctest: +SKIP
+    >>> scale = mod.get_function("scale")               # doctest: +SKIP
+    >>> x = gpuhost.to_device(np.ones(1000, np.float32))
+    >>> scale[4, 256](x, np.float32(2), np.int32(1000))  # doctest: +SKIP
     """
 
     def __init__(self, source, options=(), *, no_extern_c=False, name_expressions=(), **kwargs):
@@ -58,12 +132,17 @@ class SourceModule:
         self.module = Module(self.code)
 
     def get_function(self, name):
-        """The Kernel `name`."""
+        """The `Kernel` named `name` (its ``extern "C"`` name), as pycuda's.
+
+        Raises `CudaAPIError` (``CUDA_ERROR_NOT_FOUND``) if the module has no such kernel.
+        """
         return self.module.get_function(name)
 
     def get_global(self, name):
-        """(device address, size in bytes) of the variable `name`, as pycuda returns it;
-        Module.get_global() gives a DeviceArray instead."""
+        """(device address, size in bytes) of the ``__device__`` variable `name`, as pycuda's.
+
+        `Module.get_global` gives a DeviceArray over it instead.
+        """
         return self.module._get_global(name)
 
     @property
@@ -73,13 +152,35 @@ class SourceModule:
 
 
 class RawKernel:
-    """CuPy's RawKernel: one kernel of CUDA C++ source, compiled (cached) and loaded on
-    first use on each device.
+    """CuPy's RawKernel: one kernel of CUDA C++ source, compiled and loaded on first use.
 
-        k = gpuhost.RawKernel(src, "scale")
-        k((blocks,), (256,), (d_x, np.float32(2), np.int32(n)))
+    Compiled (and cached) on first use on each device, and loaded there; the source is
+    not wrapped, so a kernel found by a plain name needs ``extern "C"``.
 
-    `options` are NVRTC options; `name` may be a name expression (``"scale<float>"``).
+    Parameters
+    ----------
+    code : str
+        CUDA C++ source.
+    name : str
+        The kernel's name, or a name expression (``"scale<float>"``).
+    options : iterable of str, optional
+        NVRTC options.
+    enable_cooperative_groups : bool, optional
+        Launch cooperatively (grid-wide synchronization).
+    **kwargs
+        `compile`'s other keywords.
+
+    Examples
+    --------
+    >>> k = gpuhost.RawKernel(r'''extern "C" __global__
+    ... void scale(float *x, float a, int n) {
+    ...     int i = blockIdx.x * blockDim.x + threadIdx.x;
+    ...     if (i < n) x[i] *= a;
+    ... }''', "scale")
+    >>> x = gpuhost.to_device(np.ones(1000, np.float32))
+    >>> k((4,), (256,), (x, np.float32(2), np.int32(1000)))   # doctest: +SKIP
+    >>> k.num_regs                                            # doctest: +SKIP
+    8
     """
 
     def __init__(self, code, name, options=(), *, enable_cooperative_groups=False, **kwargs):
@@ -95,13 +196,14 @@ class RawKernel:
         return "<" in self.name or "::" in self.name
 
     def compile(self):
-        """Compile (if not yet) and return the CompiledCode."""
+        """Compile the source for the current device (or take it from the cache); the
+        `CompiledCode`."""
         names = (self.name,) if self._is_expression() else ()
         return _compile(self.code, self.options, names, self._compile_kwargs)
 
     @property
     def kernel(self):
-        """The Kernel on the current device."""
+        """The `Kernel` on the current device, compiled and loaded on first use there."""
         ctx = _core.current_context()
         key = (ctx.device.id, ctx)
         k = self._kernels.get(key)
@@ -112,7 +214,12 @@ class RawKernel:
         return k
 
     def __call__(self, grid, block, args, *, shared_mem=0, stream=None):
-        """Launch: grid and block as ints or tuples, args a tuple of the kernel's arguments."""
+        """Launch, as CuPy's: ``k(grid, block, args, shared_mem=0, stream=None)``.
+
+        `grid` and `block` are ints or tuples of 1 to 3 ints, `args` a tuple of the
+        kernel's arguments, `shared_mem` the bytes of dynamic shared memory. TypeError if
+        `args` is not a tuple or list.
+        """
         if not isinstance(args, (tuple, list)):
             raise TypeError("RawKernel arguments are a tuple, not %s" % type(args).__name__)
         self.kernel.configure(grid, block, stream, shared_mem,
@@ -120,7 +227,8 @@ class RawKernel:
 
     @property
     def attributes(self):
-        """The kernel's attributes as a dict."""
+        """The kernel's attributes on the current device, as a dict (``num_regs``,
+        ``max_threads_per_block``, ...); each is also an attribute of the RawKernel."""
         k = self.kernel
         return {name: getattr(k, name) for name in _ATTRIBUTES}
 
@@ -154,14 +262,33 @@ class LinkedCode(bytes):
 
 
 class Linker:
-    """The driver's JIT linker: combine PTX, cubin, fatbin, object and library inputs
-    (relocatable device code: compile with ``options=("-rdc=true",)``) into one cubin,
-    in the current context.
+    """The driver's JIT linker: PTX, cubin, fatbin, object and library inputs into one cubin.
 
-        link = gpuhost.Linker()
-        link.add_ptx(compile_ptx(src_a, options=("-rdc=true",)))
-        link.add_file("libdevice_helpers.a")
-        module = gpuhost.Module(link.complete())
+    For relocatable device code (a kernel calling a device function of another
+    compilation unit): compile each unit with ``options=("-rdc=true",)``, add them, and
+    load `complete`'s cubin with `Module`. Links in the current context.
+
+    Parameters
+    ----------
+    max_registers : int, optional
+        Registers per thread at most; 0 (default) for no limit.
+    debug : bool, optional
+        Keep debug information.
+    lineinfo : bool, optional
+        Keep line information.
+
+    Examples
+    --------
+    >>> a = gpuhost.compile_ptx('extern "C" __device__ float twice(float x) '
+    ...                         '{ return 2 * x; }', options=("-rdc=true",))
+    >>> b = gpuhost.compile_ptx('extern "C" __device__ float twice(float); '
+    ...                         'extern "C" __global__ void k(float *x) { x[0] = twice(x[0]); }',
+    ...                         options=("-rdc=true",))
+    >>> link = gpuhost.Linker()
+    >>> link.add(a)
+    >>> link.add(b)
+    >>> module = gpuhost.Module(link.complete())        # doctest: +SKIP
+    >>> kernel = module.get_function("k")               # doctest: +SKIP
     """
 
     def __init__(self, *, max_registers=0, debug=False, lineinfo=False):
@@ -181,11 +308,12 @@ class Linker:
         self._inputs.append((data, kind, name))
 
     def add_ptx(self, ptx, name="<ptx>"):
-        """Add PTX (str, bytes or a CompiledCode)."""
+        """Add PTX (str, bytes or a CompiledCode); `name` appears in the linker's errors."""
         self._add(ptx, _INPUT_PTX, name)
 
     def add_cubin(self, cubin, name="<cubin>"):
-        """Add a cubin; its PTX's parameter types are kept when it is a CompiledCode."""
+        """Add a cubin (bytes or a CompiledCode; then its PTX's parameter types are kept);
+        `name` appears in the linker's errors."""
         ptx = getattr(cubin, "ptx", None)
         if ptx:
             self._types.update(ptx_param_types(ptx))
@@ -207,7 +335,10 @@ class Linker:
         self._add(data, _INPUT_LIBRARY, name)
 
     def add(self, code, name=None):
-        """Add a CompiledCode from gpuhost.compile() (PTX or cubin)."""
+        """Add a CompiledCode from `compile` (PTX or cubin).
+
+        ValueError for another output (LTO IR).
+        """
         output = getattr(code, "output", None)
         if output == "ptx":
             self.add_ptx(code, name or "<ptx>")
@@ -218,8 +349,11 @@ class Linker:
                              % (output,))
 
     def add_file(self, path, kind=None):
-        """Add a file; its kind ('ptx', 'cubin', 'fatbin', 'object', 'library') is guessed
-        from the extension when not given."""
+        """Add a file; `kind` ("ptx", "cubin", "fatbin", "object", "library") is guessed
+        from the extension (.ptx, .cubin, .fatbin, .o, .a) when not given.
+
+        ValueError for an unknown kind or extension.
+        """
         path = os.fspath(path)
         if kind is None:
             ext = os.path.splitext(path)[1]
@@ -237,8 +371,21 @@ class Linker:
             self._add(f.read(), code, path)
 
     def complete(self):
-        """Link; returns the cubin (a LinkedCode: bytes) for Module(). A failure raises
-        CudaAPIError with the linker's log."""
+        """Link the inputs into one cubin.
+
+        Returns
+        -------
+        bytes
+            The cubin, for `Module`; with ``info_log`` (the linker's log) and
+            ``param_types`` (from the PTX inputs).
+
+        Raises
+        ------
+        ValueError
+            Nothing was added.
+        CudaAPIError
+            Linking failed; the message holds the linker's log.
+        """
         if not self._inputs:
             raise ValueError("nothing to link: add inputs first")
         cubin, log = _core.link(self._inputs, self.max_registers, self.debug, self.lineinfo)

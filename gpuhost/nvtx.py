@@ -16,6 +16,8 @@ from . import _core
 
 __all__ = ["COLORS", "mark", "range", "range_pop", "range_push"]
 
+#: The color names `mark`, `range` and `range_push` take, with their ARGB values
+#: (``nvtx.COLORS["red"] == 0xFFFF0000``); a name is matched case-insensitively.
 COLORS = {
     "red": 0xFFFF0000, "green": 0xFF00FF00, "blue": 0xFF0000FF, "yellow": 0xFFFFFF00,
     "cyan": 0xFF00FFFF, "magenta": 0xFFFF00FF, "orange": 0xFFFFA500, "purple": 0xFF800080,
@@ -41,22 +43,82 @@ def _argb(color):
 
 
 def mark(message, color=None):
-    """An instant marker on the profiler's timeline."""
+    """An instant marker on the profiler's timeline.
+
+    Parameters
+    ----------
+    message : str
+        The marker's text (any object, made a str).
+    color : int or str, optional
+        ARGB (``0xAARRGGBB``; under ``0x01000000`` taken as opaque RGB) or a name in
+        `COLORS`.
+
+    Raises
+    ------
+    ValueError
+        An unknown color name.
+    TypeError
+        A color neither an int nor a str.
+
+    Examples
+    --------
+    >>> from gpuhost import nvtx
+    >>> nvtx.mark("checkpoint", color="red")
+    """
     _core.nvtx_mark(str(message), _argb(color))
 
 
 def range_push(message, color=None):
-    """Open a nested range; returns its depth (negative when no profiler is attached)."""
+    """Open a nested range, closed by `range_pop`; prefer `range` as a context manager.
+
+    Parameters
+    ----------
+    message : str
+        The range's text.
+    color : int or str, optional
+        As for `mark`.
+
+    Returns
+    -------
+    int
+        The range's depth, from 0; negative when no profiler is attached.
+
+    Examples
+    --------
+    >>> from gpuhost import nvtx
+    >>> depth = nvtx.range_push("load")
+    >>> depth = nvtx.range_pop()
+    """
     return _core.nvtx_range_push(str(message), _argb(color))
 
 
 def range_pop():
-    """Close the innermost range opened by range_push()."""
+    """Close the innermost range opened by `range_push`; returns the depth it had
+    (negative when no profiler is attached)."""
     return _core.nvtx_range_pop()
 
 
 class range:  # noqa: A001 - NVTX's own name, as in the nvtx package
-    """A range around a block (``with nvtx.range("x"):``) or a function (``@nvtx.range("x")``)."""
+    """A range on the profiler's timeline around a block or each call of a function.
+
+    Parameters
+    ----------
+    message : str
+        The range's text.
+    color : int or str, optional
+        As for `mark`.
+
+    Examples
+    --------
+    >>> from gpuhost import nvtx
+    >>> with nvtx.range("step", color=0xFF00FF00):
+    ...     d = gpuhost.to_device(np.ones(8))
+    >>> @nvtx.range("load", color="blue")
+    ... def load():
+    ...     return gpuhost.to_device(np.ones(8))
+    >>> load().shape
+    (8,)
+    """
 
     __slots__ = {
         "message": "The range's message, a str.",

@@ -5,11 +5,44 @@ __all__ = ["get_version", "driver_version"]
 
 
 def get_version():
-    """NVRTC's version as a (major, minor) tuple, as numba.cuda.runtime.get_version()
-    reports it. Raises NvrtcSupportError when libnvrtc is not found."""
+    """NVRTC's CUDA version, as numba.cuda.runtime.get_version() reports it.
+
+    Returns
+    -------
+    tuple of int
+        (major, minor).
+
+    Raises
+    ------
+    NvrtcSupportError
+        libnvrtc was not found.
+
+    Examples
+    --------
+    >>> from gpuhost import runtime
+    >>> runtime.get_version() >= (12, 0)
+    True
+    """
     return _core.nvrtc_version()
 
 
 def driver_version():
-    """The CUDA version the driver supports, as (major, minor)."""
+    """The CUDA version the driver supports, as `gpuhost.driver_version`.
+
+    Returns
+    -------
+    tuple of int
+        (major, minor).
+
+    Raises
+    ------
+    CudaSupportError
+        No usable CUDA driver.
+
+    Examples
+    --------
+    >>> from gpuhost import runtime
+    >>> runtime.driver_version() >= runtime.get_version()    # doctest: +SKIP
+    True
+    """
     return _core.driver_version()

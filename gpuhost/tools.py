@@ -17,3 +17,10 @@ from ._pools import (  # noqa: F401  (memory pools)
     PooledHostAllocation,
     host_alloc_flags,
 )
+
+__all__ = [
+    "DeviceData", "OccupancyRecord", "clear_context_caches", "context_dependent_memoize",
+    "get_default_device", "make_default_context", "mark_cuda_test", "DeviceMemoryPool",
+    "PageLockedAllocator", "PageLockedMemoryPool", "PooledDeviceAllocation",
+    "PooledHostAllocation", "host_alloc_flags",
+]
