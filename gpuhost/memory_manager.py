@@ -182,6 +182,20 @@ class ArrayMemory(MemoryPointer):
             raise AttributeError(name)
         return getattr(owner, name)
 
+    def _span(self):
+        return (self.context, int(self.device_pointer.value or 0), self.size,
+                id(self.__dict__.get("_owner")))
+
+    def __eq__(self, other):
+        """Two arrays' gpu_data are equal when they span the same bytes of the same memory
+        (an array and its views of another dtype, as numba's share one MemoryPointer)."""
+        if not isinstance(other, ArrayMemory):
+            return NotImplemented
+        return self._span() == other._span()
+
+    def __hash__(self):
+        return hash(self._span())
+
 
 class AutoFreePointer(MemoryPointer):
     """A MemoryPointer freed when its reference count drops to zero."""
