@@ -684,26 +684,76 @@ context_dealloc(gh_context *self)
 static PyMethodDef context_methods[] = {
     {"get_memory_info", (PyCFunction)context_get_memory_info, METH_NOARGS,
      "get_memory_info($self, /)\n--\n\n"
-     "Return the device's (free, total) memory in bytes as a MemoryInfo named tuple."},
+     "The device's free and total memory in bytes (cuMemGetInfo).\n\n"
+     "Returns\n"
+     "-------\n"
+     "MemoryInfo\n"
+     "    A named tuple (free, total). Free memory is the device's, over all processes.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> free, total = gpuhost.current_context().get_memory_info()\n"
+     ">>> 0 <= free <= total\n"
+     "True"},
     {"synchronize", (PyCFunction)context_synchronize, METH_NOARGS,
      "synchronize($self, /)\n--\n\n"
-     "Wait, with the GIL released, until all work queued in this context has finished. "
-     "Raises CudaAPIError for an error an earlier asynchronous operation left."},
+     "Wait until all work queued in this context, on every stream, has finished.\n\n"
+     "The GIL is released while waiting.\n\n"
+     "Raises\n"
+     "------\n"
+     "CudaAPIError\n"
+     "    For an error an earlier asynchronous operation left (such as a kernel's illegal\n"
+     "    address).\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> gpuhost.current_context().synchronize()"},
     {"push", (PyCFunction)context_push, METH_NOARGS,
-     "push($self, /)\n--\n\nPush this context on the calling thread's context stack."},
+     "push($self, /)\n--\n\n"
+     "Make this context current: push it on the calling thread's context stack.\n\n"
+     "Pair it with pop(), or use the context's device as a context manager\n"
+     "(`with gpuhost.gpus[1]:`).\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> ctx = gpuhost.gpus[0].get_primary_context()\n"
+     ">>> ctx.push()\n"
+     ">>> gpuhost.current_context() is ctx\n"
+     "True\n"
+     ">>> ctx.pop()"},
     {"pop", (PyCFunction)context_pop, METH_NOARGS,
      "pop($self, /)\n--\n\n"
-     "Pop this context off the calling thread's stack. Raises CudaDriverError if it is "
-     "not on top."},
+     "Pop this context off the calling thread's context stack (undo push()).\n\n"
+     "Raises\n"
+     "------\n"
+     "CudaDriverError\n"
+     "    If this context is not on top of the stack."},
     {"reset", (PyCFunction)context_reset, METH_NOARGS,
      "reset($self, /)\n--\n\n"
-     "Destroy everything in this context, as Device.reset() does (numba's Device.reset); "
-     "the memory manager's reset() runs first."},
+     "Destroy everything made in this context, as Device.reset() does.\n\n"
+     "The memory manager's reset() runs first. Arrays, streams, events and modules made\n"
+     "before cannot be used again (they say so); the device works for new objects.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> ctx = gpuhost.current_context()\n"
+     ">>> d = gpuhost.to_device(np.arange(3))\n"
+     ">>> ctx.reset()\n"
+     ">>> gpuhost.to_device(np.arange(3)).copy_to_host()  # new objects work\n"
+     "array([0, 1, 2])"},
     {"memalloc", (PyCFunction)(void (*)(void))context_memalloc, METH_VARARGS | METH_KEYWORDS,
      "memalloc($self, bytesize, /)\n--\n\n"
-     "`bytesize` bytes of device memory from the context's memory manager, as numba's: a "
-     "MemoryPointer (device_pointer, device_ctypes_pointer, view(), memset(), free()), "
-     "freed when the last reference dies."},
+     "Allocate device memory from the context's memory manager, as numba's.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "bytesize : int\n"
+     "    Bytes to allocate.\n\n"
+     "Returns\n"
+     "-------\n"
+     "MemoryPointer\n"
+     "    device_pointer, device_ctypes_pointer, view(), memset(), free(); the memory is\n"
+     "    freed when the last reference dies.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> m = gpuhost.current_context().memalloc(1024)\n"
+     ">>> m.size\n"
+     "1024"},
     {"memallocmanaged", (PyCFunction)(void (*)(void))context_memallocmanaged,
      METH_VARARGS | METH_KEYWORDS,
      "memallocmanaged($self, bytesize, attach_global=True)\n--\n\n"
@@ -756,9 +806,29 @@ static PyMethodDef context_methods[] = {
     {"create_module_ptx", (PyCFunction)(void (*)(void))context_create_module_ptx,
      METH_VARARGS | METH_KEYWORDS,
      "create_module_ptx($self, ptx, /)\n--\n\n"
-     "Load PTX text (str or bytes) into this context, as numba's: a Module, whose "
-     "get_function(name) gives a Kernel. TypeError for other types, ValueError for a cubin "
-     "or fatbin (gpuhost.Module() loads those), CudaAPIError if the driver refuses the PTX."},
+     "Load PTX into this context, as numba's.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "ptx : str or bytes\n"
+     "    PTX text. gpuhost.Module() loads cubins and fatbins.\n\n"
+     "Returns\n"
+     "-------\n"
+     "Module\n"
+     "    Its get_function(name) gives a Kernel.\n\n"
+     "Raises\n"
+     "------\n"
+     "TypeError\n"
+     "    If `ptx` is neither str nor bytes.\n"
+     "ValueError\n"
+     "    For a cubin or fatbin.\n"
+     "CudaAPIError\n"
+     "    If the driver refuses the PTX.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> src = 'extern \"C\" __global__ void k(float *x) { x[threadIdx.x] = 1; }'\n"
+     ">>> ptx = gpuhost.compile_ptx_for_current_device(src)  # doctest: +SKIP\n"
+     ">>> k = gpuhost.current_context().create_module_ptx(ptx).get_function('k')"
+     "  # doctest: +SKIP"},
     {"unload_module", (PyCFunction)(void (*)(void))context_unload_module,
      METH_VARARGS | METH_KEYWORDS,
      "unload_module($self, module, /)\n--\n\n"
@@ -768,33 +838,82 @@ static PyMethodDef context_methods[] = {
      (PyCFunction)(void (*)(void))context_get_active_blocks_per_multiprocessor,
      METH_VARARGS | METH_KEYWORDS,
      "get_active_blocks_per_multiprocessor($self, func, blocksize, memsize, flags=None)\n--\n\n"
-     "numba's occupancy query: how many blocks of `blocksize` threads using `memsize` bytes "
-     "of dynamic shared memory fit on one multiprocessor (Kernel."
-     "max_active_blocks_per_multiprocessor). `func` is a Kernel loaded in this context "
-     "(TypeError, ValueError otherwise); `flags` None or 0 (NotImplementedError for "
-     "CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE, ValueError for others)."},
+     "numba's occupancy query: how many blocks fit on one multiprocessor.\n\n"
+     "Kernel.max_active_blocks_per_multiprocessor() asks the same of a kernel.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "func : Kernel\n"
+     "    A kernel loaded in this context.\n"
+     "blocksize : int\n"
+     "    Threads per block.\n"
+     "memsize : int\n"
+     "    Bytes of dynamic shared memory per block.\n"
+     "flags : None or 0, optional\n"
+     "    CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE is not supported.\n\n"
+     "Returns\n"
+     "-------\n"
+     "int\n\n"
+     "Raises\n"
+     "------\n"
+     "TypeError\n"
+     "    If `func` is not a Kernel.\n"
+     "ValueError\n"
+     "    If `func` belongs to another context, or for unknown `flags`.\n"
+     "NotImplementedError\n"
+     "    For CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE."},
     {"get_max_potential_block_size",
      (PyCFunction)(void (*)(void))context_get_max_potential_block_size,
      METH_VARARGS | METH_KEYWORDS,
      "get_max_potential_block_size($self, func, b2d_func, memsize, blocksizelimit, "
      "flags=None)\n--\n\n"
-     "numba's launch configurator: (min_grid_size, block_size), the block size (at most "
-     "`blocksizelimit`, 0: no limit) that keeps most threads resident, and the smallest "
-     "grid filling the device with it. `b2d_func` gives the dynamic shared memory of a block "
-     "size (a callable, or the address of a C function size_t (*)(int)); 0 or None: "
-     "`memsize` bytes at every size. Arguments are checked as for "
-     "get_active_blocks_per_multiprocessor()."},
+     "numba's launch configurator: the block size that keeps most threads resident.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "func : Kernel\n"
+     "    A kernel loaded in this context.\n"
+     "b2d_func : callable, int or None\n"
+     "    The dynamic shared memory of a block size: a callable, or the address of a C\n"
+     "    function size_t (*)(int). 0 or None: `memsize` bytes at every size.\n"
+     "memsize : int\n"
+     "    Bytes of dynamic shared memory per block, when `b2d_func` is None.\n"
+     "blocksizelimit : int\n"
+     "    The largest block size to consider; 0: no limit.\n"
+     "flags : None or 0, optional\n"
+     "    As for get_active_blocks_per_multiprocessor().\n\n"
+     "Returns\n"
+     "-------\n"
+     "tuple of int\n"
+     "    (min_grid_size, block_size): the block size, and the smallest grid that fills\n"
+     "    the device with it.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> ctx = gpuhost.current_context()\n"
+     ">>> grid, block = ctx.get_max_potential_block_size(k, None, 0, 0)  # doctest: +SKIP"},
     {"can_access_peer", (PyCFunction)context_can_access_peer, METH_O,
      "can_access_peer($self, peer_device, /)\n--\n\n"
      "numba's name: whether this context's device can access `peer_device`'s memory "
      "directly (a device id, Device or Context); see Device.can_access_peer."},
     {"enable_peer_access", (PyCFunction)context_enable_peer_access, METH_O,
      "enable_peer_access($self, peer, /)\n--\n\n"
-     "Let kernels and copies in this context use the memory of `peer`'s device (a Device, "
-     "Context or device id) directly (cuCtxEnablePeerAccess). One direction only: call it on "
-     "both contexts for both. Enabling twice is not an error. Raises ValueError for this "
-     "context's own device, CudaAPIError (CUDA_ERROR_PEER_ACCESS_UNSUPPORTED) where "
-     "Device.can_access_peer() is False."},
+     "Let this context use the memory of `peer`'s device directly "
+     "(cuCtxEnablePeerAccess).\n\n"
+     "Kernels and copies in this context then read and write the peer's memory.\n"
+     "One direction only: call it on both contexts for both. Enabling twice is not an\n"
+     "error.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "peer : Device, Context or int\n"
+     "    The other device, or its id.\n\n"
+     "Raises\n"
+     "------\n"
+     "ValueError\n"
+     "    For this context's own device.\n"
+     "CudaAPIError\n"
+     "    CUDA_ERROR_PEER_ACCESS_UNSUPPORTED where Device.can_access_peer() is False.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> if gpuhost.gpus[0].can_access_peer(gpuhost.gpus[1]):  # doctest: +SKIP\n"
+     "...     gpuhost.gpus[0].get_primary_context().enable_peer_access(1)"},
     {"disable_peer_access", (PyCFunction)context_disable_peer_access, METH_O,
      "disable_peer_access($self, peer, /)\n--\n\n"
      "Undo enable_peer_access(peer) (cuCtxDisablePeerAccess); disabling access that is not "
@@ -826,8 +945,17 @@ static PyMemberDef context_members[] = {
 
 static PyType_Slot context_slots[] = {
     {Py_tp_members, context_members},
-    {Py_tp_doc, "A device's primary context, as gpuhost holds it. Get one from "
-                "current_context() or Device.get_primary_context(); not made directly."},
+    {Py_tp_doc, "A device's primary context, as gpuhost holds it, numba.cuda's Context.\n\n"
+                "Get one from current_context() or Device.get_primary_context(); it is not\n"
+                "made directly. Everything that owns device resources (arrays, streams,\n"
+                "events, modules) belongs to the context it was made in.\n\n"
+                "Examples\n"
+                "--------\n"
+                ">>> ctx = gpuhost.current_context()\n"
+                ">>> ctx.device is gpuhost.get_current_device()\n"
+                "True\n"
+                ">>> ctx.get_memory_info().total == ctx.device.total_memory\n"
+                "True"},
     {Py_tp_methods, context_methods},
     {Py_tp_getset, context_getset},
     {Py_tp_repr, context_repr},

@@ -347,21 +347,67 @@ module_dealloc(gh_module *self)
 static PyMethodDef module_methods[] = {
     {"get_function", (PyCFunction)module_get_function, METH_O,
      "get_function($self, name, /)\n--\n\n"
-     "The Kernel `name` (a name expression the source was compiled with, e.g. "
-     "'scale<float>', is looked up by its lowered name). Raises CudaAPIError "
-     "(CUDA_ERROR_NOT_FOUND) naming it when the module has no such kernel."},
+     "The kernel `name` of the module.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "name : str\n"
+     "    The kernel's name: its extern \"C\" name, its mangled symbol, or a name\n"
+     "    expression the source was compiled with ('scale<float>'), which is looked up by\n"
+     "    its lowered name.\n\n"
+     "Returns\n"
+     "-------\n"
+     "Kernel\n\n"
+     "Raises\n"
+     "------\n"
+     "CudaAPIError\n"
+     "    CUDA_ERROR_NOT_FOUND, listing the module's kernels, when it has no such kernel.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> scale = mod.get_function('scale')  # doctest: +SKIP\n"
+     ">>> scale.num_params  # doctest: +SKIP\n"
+     "3"},
     {"get_global", (PyCFunction)(void (*)(void))module_get_global, METH_VARARGS | METH_KEYWORDS,
      "get_global($self, /, name, dtype=None, shape=None)\n--\n\n"
-     "The __device__ or __constant__ variable `name` as a DeviceArray viewing it (uint8 "
-     "bytes unless `dtype` is given; `shape` defaults to all of it). Raises CudaAPIError "
-     "(CUDA_ERROR_NOT_FOUND) when there is none."},
+     "A module's __device__ or __constant__ variable, as a DeviceArray viewing it.\n\n"
+     "Writing to the array changes what the kernels read; no copy is made.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "name : str\n"
+     "    The variable's name.\n"
+     "dtype : dtype_like, optional\n"
+     "    The element type; uint8 bytes if None.\n"
+     "shape : int or tuple of int, optional\n"
+     "    The array's shape; all of the variable if None.\n\n"
+     "Returns\n"
+     "-------\n"
+     "DeviceArray\n\n"
+     "Raises\n"
+     "------\n"
+     "CudaAPIError\n"
+     "    CUDA_ERROR_NOT_FOUND when the module has no such variable.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> src = '__constant__ float coeffs[4];'\n"
+     ">>> mod = gpuhost.Module(gpuhost.compile(src))  # doctest: +SKIP\n"
+     ">>> coeffs = mod.get_global('coeffs', np.float32)  # doctest: +SKIP\n"
+     ">>> coeffs.shape  # doctest: +SKIP\n"
+     "(4,)\n"
+     ">>> coeffs.copy_to_device(np.ones(4, np.float32))  # doctest: +SKIP"},
     {"_get_global", (PyCFunction)module_get_global_raw, METH_O,
      "_get_global($self, name, /)\n--\n\n(address, size in bytes) of the variable `name`."},
     {"unload", (PyCFunction)module_unload, METH_NOARGS,
      "unload($self, /)\n--\n\n"
-     "Stop using the module: its kernels raise CudaAPIError from now on. The code is freed "
-     "now, or once no array from get_global() refers to it."},
-    {"__enter__", (PyCFunction)module_enter, METH_NOARGS, "__enter__($self, /)\n--\n\n"},
+     "Stop using the module: its kernels raise CudaAPIError from now on.\n\n"
+     "The code is freed now, or once no array from get_global() refers to it. A Module\n"
+     "is also a context manager that unloads it at the end of the block.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> with gpuhost.Module(code) as mod:  # doctest: +SKIP\n"
+     "...     mod.get_function('scale')[4, 256](d, np.float32(2), d.size)\n"
+     ">>> mod.unloaded  # doctest: +SKIP\n"
+     "True"},
+    {"__enter__", (PyCFunction)module_enter, METH_NOARGS,
+     "__enter__($self, /)\n--\n\nThe module itself."},
     {"__exit__", (PyCFunction)module_exit, METH_VARARGS,
      "__exit__($self, *exc_info)\n--\n\nunload()."},
     {NULL, NULL, 0, NULL},
@@ -389,11 +435,28 @@ static PyGetSetDef module_getset[] = {
 
 static PyType_Slot module_slots[] = {
     {Py_tp_doc, "Module(image)\n--\n\n"
-                "A CUDA module loaded into the current context from `image`: PTX (str or "
-                "bytes), cubin or fatbin bytes, a CompiledCode from gpuhost.compile(), or "
-                "the path of such a file. PTX is compiled by the driver's JIT; its log is "
-                "kept in `info_log`. A load failure raises CudaAPIError with the JIT's "
-                "error log."},
+                "A CUDA module: device code loaded into the current context.\n\n"
+                "PTX is compiled by the driver's JIT; its log is kept in `info_log`.\n\n"
+                "Parameters\n"
+                "----------\n"
+                "image : str, bytes, CompiledCode or path\n"
+                "    PTX (str or bytes), cubin or fatbin bytes, a CompiledCode from\n"
+                "    gpuhost.compile(), or the path of such a file.\n\n"
+                "Raises\n"
+                "------\n"
+                "CudaAPIError\n"
+                "    If the load fails; the message carries the JIT's error log.\n\n"
+                "Examples\n"
+                "--------\n"
+                ">>> src = r'''\n"
+                "... extern \"C\" __global__ void scale(float *x, float a, int n) {\n"
+                "...     int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                "...     if (i < n) x[i] *= a;\n"
+                "... }'''\n"
+                ">>> mod = gpuhost.Module(gpuhost.compile(src))  # doctest: +SKIP\n"
+                ">>> scale = mod.get_function('scale')  # doctest: +SKIP\n"
+                ">>> d = gpuhost.to_device(np.ones(1000, np.float32))\n"
+                ">>> scale[4, 256](d, np.float32(2), d.size)  # doctest: +SKIP"},
     {Py_tp_new, module_new},
     {Py_tp_methods, module_methods},
     {Py_tp_members, module_members},
@@ -556,9 +619,16 @@ done:
 static PyMethodDef cumodule_functions[] = {
     {"link", (PyCFunction)(void (*)(void))mod_link, METH_VARARGS | METH_KEYWORDS,
      "link(inputs, max_registers=0, debug=False, lineinfo=False)\n--\n\n"
-     "Link [(data, CUjitInputType, name), ...] with the driver's JIT linker in the current "
-     "context; returns (cubin bytes, info log). A failure raises CudaAPIError with the "
-     "linker's error log."},
+     "Link [(data, CUjitInputType, name), ...] with the driver's JIT linker.\n\n"
+     "It links in the current context (gpuhost internal; see gpuhost.Linker).\n\n"
+     "Returns\n"
+     "-------\n"
+     "tuple\n"
+     "    (cubin bytes, info log).\n\n"
+     "Raises\n"
+     "------\n"
+     "CudaAPIError\n"
+     "    If linking fails, with the linker's error log."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -472,24 +472,68 @@ device_dealloc(gh_device *self)
 static PyMethodDef device_methods[] = {
     {"get_attribute", (PyCFunction)device_get_attribute, METH_O,
      "get_attribute($self, attr, /)\n--\n\n"
-     "Return the device attribute `attr`, given as a CU_DEVICE_ATTRIBUTE_* name (with or "
-     "without the prefix, e.g. 'MAX_THREADS_PER_BLOCK') or number.\n"
-     "Raises ValueError for an unknown attribute, CudaAPIError if the driver refuses it."},
+     "Read one device attribute (cuDeviceGetAttribute).\n\n"
+     "The same value reads as an attribute of the device: dev.MAX_THREADS_PER_BLOCK.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "attr : str or int\n"
+     "    A CU_DEVICE_ATTRIBUTE_* name, with or without the prefix\n"
+     "    ('MAX_THREADS_PER_BLOCK'), or its number.\n\n"
+     "Returns\n"
+     "-------\n"
+     "int\n\n"
+     "Raises\n"
+     "------\n"
+     "ValueError\n"
+     "    For an unknown attribute.\n"
+     "CudaAPIError\n"
+     "    If the driver refuses it.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> dev = gpuhost.gpus[0]\n"
+     ">>> dev.get_attribute('WARP_SIZE'), dev.WARP_SIZE\n"
+     "(32, 32)"},
     {"can_access_peer", (PyCFunction)device_can_access_peer, METH_O,
      "can_access_peer($self, other, /)\n--\n\n"
-     "Whether kernels on this device can read and write `other`'s memory directly (a "
-     "Device, Context or device id), once Context.enable_peer_access(other) was called "
-     "(cuDeviceCanAccessPeer). True for the device itself. Copies between the two work "
-     "either way; without peer access the driver stages them through the host."},
+     "Whether kernels on this device can use `other`'s memory directly "
+     "(cuDeviceCanAccessPeer).\n\n"
+     "Access needs Context.enable_peer_access(other) first. Copies between the two\n"
+     "devices work either way; without peer access the driver stages them through the\n"
+     "host.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "other : Device, Context or int\n"
+     "    The other device, or its id.\n\n"
+     "Returns\n"
+     "-------\n"
+     "bool\n"
+     "    True for the device itself.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> gpuhost.gpus[0].can_access_peer(0)\n"
+     "True"},
     {"get_primary_context", (PyCFunction)device_get_primary_context, METH_NOARGS,
      "get_primary_context($self, /)\n--\n\n"
-     "Return the device's primary Context, retaining it if gpuhost does not hold it yet. "
-     "It is not made current."},
+     "The device's primary Context, retained if gpuhost does not hold it yet.\n\n"
+     "It is not made current: use `with dev:`, select_device() or Context.push().\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> ctx = gpuhost.gpus[0].get_primary_context()\n"
+     ">>> ctx.device is gpuhost.gpus[0]\n"
+     "True"},
     {"reset", (PyCFunction)device_reset, METH_NOARGS,
      "reset($self, /)\n--\n\n"
-     "Destroy the device's primary context and everything in it (memory, streams, "
-     "modules), in this process, as cuDevicePrimaryCtxReset does; objects made before "
-     "then raise when used. If the context was current in this thread, a fresh one is."},
+     "Destroy the device's primary context and everything in it, in this process.\n\n"
+     "As cuDevicePrimaryCtxReset does.\n"
+     "Memory, streams, events and modules made before raise an error that says so when\n"
+     "used. If the context was current in this thread, a fresh one is; the device works\n"
+     "for new objects.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> dev = gpuhost.get_current_device()\n"
+     ">>> dev.reset()\n"
+     ">>> gpuhost.to_device(np.arange(2)).copy_to_host()\n"
+     "array([0, 1])"},
     {"__enter__", (PyCFunction)device_enter, METH_NOARGS,
      "__enter__($self, /)\n--\n\nPush the device's primary context on this thread's stack."},
     {"__exit__", (PyCFunction)(void (*)(void))device_exit, METH_FASTCALL,
@@ -522,8 +566,13 @@ static PyGetSetDef device_getset[] = {
      "The compute capability as a (major, minor) tuple.", NULL},
     {"total_memory", (getter)device_total_memory, NULL, "The device's memory in bytes.", NULL},
     {"attributes", (getter)device_attributes, NULL,
-     "Every device attribute this driver knows, as a dict from name (without the "
-     "CU_DEVICE_ATTRIBUTE_ prefix) to value.",
+     "Every device attribute this driver knows, as a dict.\n\n"
+     "The keys are the names without the `CU_DEVICE_ATTRIBUTE_` prefix.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> attrs = gpuhost.gpus[0].attributes\n"
+     ">>> attrs['WARP_SIZE']\n"
+     "32",
      NULL},
     {"supports_float16", (getter)device_supports_float16, NULL,
      "Whether the device has native half precision (compute capability 5.3 or newer).", NULL},
@@ -533,10 +582,21 @@ static PyGetSetDef device_getset[] = {
 };
 
 static PyType_Slot device_slots[] = {
-    {Py_tp_doc, "A CUDA device. Get one from gpuhost.gpus[i] or get_current_device(); "
-                "not made directly.\n\n"
-                "Every CU_DEVICE_ATTRIBUTE_* reads as an attribute: dev.MAX_THREADS_PER_BLOCK. "
-                "`with dev:` makes the device's primary context current for the block."},
+    {Py_tp_doc, "A CUDA device, numba.cuda's Device.\n\n"
+                "Get one from gpuhost.gpus[i] or get_current_device(); it is not made "
+                "directly.\nEvery CU_DEVICE_ATTRIBUTE_* reads as an attribute: "
+                "dev.MAX_THREADS_PER_BLOCK.\n`with dev:` makes the device's primary context "
+                "current for the block.\n\n"
+                "Examples\n"
+                "--------\n"
+                ">>> dev = gpuhost.gpus[0]\n"
+                ">>> major, minor = dev.compute_capability\n"
+                ">>> dev.MAX_THREADS_PER_BLOCK\n"
+                "1024\n"
+                ">>> with dev:\n"
+                "...     d = gpuhost.to_device(np.arange(3))  # on device 0\n"
+                ">>> d.device is dev\n"
+                "True"},
     {Py_tp_methods, device_methods},
     {Py_tp_members, device_members},
     {Py_tp_getset, device_getset},

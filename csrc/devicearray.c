@@ -1061,50 +1061,211 @@ static PyMethodDef da_methods[] = {
     {"copy_to_host", (PyCFunction)(void (*)(void))devicearray_copy_to_host,
      METH_VARARGS | METH_KEYWORDS,
      "copy_to_host($self, /, ary=None, stream=0)\n--\n\n"
-     "Copy to a new numpy array, or into `ary` (same shape and dtype; only its elements are "
-     "written, never the gaps between them), and return it. Asynchronous on a stream."},
+     "Copy the array to the host.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "ary : numpy.ndarray, optional\n"
+     "    The array to copy into: same shape and dtype. Only its elements are written, never\n"
+     "    the gaps between them. A new array is made when None.\n"
+     "stream : Stream or 0, optional\n"
+     "    The stream to copy on; the copy is then asynchronous, so synchronize the stream\n"
+     "    before reading the result. 0: the array's bound stream, else synchronous.\n\n"
+     "Returns\n"
+     "-------\n"
+     "numpy.ndarray\n"
+     "    `ary`, or the new array.\n\n"
+     "Raises\n"
+     "------\n"
+     "ValueError\n"
+     "    If `ary`'s shape or dtype differs from the array's.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> d = gpuhost.to_device(np.arange(4, dtype=np.float32))\n"
+     ">>> d.copy_to_host()\n"
+     "array([0., 1., 2., 3.], dtype=float32)\n"
+     ">>> out = np.empty(4, np.float32)\n"
+     ">>> s = gpuhost.stream()\n"
+     ">>> _ = d.copy_to_host(out, stream=s)\n"
+     ">>> s.synchronize()\n"
+     ">>> out\n"
+     "array([0., 1., 2., 3.], dtype=float32)"},
     {"copy_to_device", (PyCFunction)(void (*)(void))devicearray_copy_to_device,
      METH_VARARGS | METH_KEYWORDS,
      "copy_to_device($self, /, ary, stream=0)\n--\n\n"
-     "Copy `ary` (a host array, or a device array) of the same shape and dtype into this "
-     "array. Asynchronous on a stream."},
+     "Copy an array of the same shape and dtype into this one.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "ary : array_like or DeviceArray\n"
+     "    The source: a host array, or a device array (a device-to-device copy).\n"
+     "stream : Stream or 0, optional\n"
+     "    The stream to copy on (asynchronous); 0: the array's bound stream, else\n"
+     "    synchronous.\n\n"
+     "Raises\n"
+     "------\n"
+     "ValueError\n"
+     "    If the shapes or dtypes differ.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> d = gpuhost.device_array(3, np.int64)\n"
+     ">>> d.copy_to_device(np.array([7, 8, 9]))\n"
+     ">>> d.copy_to_host()\n"
+     "array([7, 8, 9])"},
     {"is_c_contiguous", (PyCFunction)da_is_c_contiguous, METH_NOARGS,
-     "is_c_contiguous($self, /)\n--\n\nWhether the array is C-contiguous."},
+     "is_c_contiguous($self, /)\n--\n\n"
+     "Whether the array is C-contiguous (row-major, no gaps).\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> d = gpuhost.device_array((2, 3), np.float32)\n"
+     ">>> d.is_c_contiguous(), d.T.is_c_contiguous()\n"
+     "(True, False)"},
     {"is_f_contiguous", (PyCFunction)da_is_f_contiguous, METH_NOARGS,
-     "is_f_contiguous($self, /)\n--\n\nWhether the array is Fortran-contiguous."},
+     "is_f_contiguous($self, /)\n--\n\n"
+     "Whether the array is Fortran-contiguous (column-major, no gaps).\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> d = gpuhost.device_array((2, 3), np.float32)\n"
+     ">>> d.is_f_contiguous(), d.T.is_f_contiguous()\n"
+     "(False, True)"},
     {"bind", (PyCFunction)(void (*)(void))da_bind, METH_VARARGS | METH_KEYWORDS,
      "bind($self, /, stream=None)\n--\n\n"
-     "A view of the same memory whose copies default to `stream`."},
+     "A view of the same memory whose copies default to `stream`.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "stream : Stream, optional\n"
+     "    The stream that copy_to_host(), copy_to_device() and the like use when given no\n"
+     "    stream; None: none (synchronous copies).\n\n"
+     "Returns\n"
+     "-------\n"
+     "DeviceArray\n"
+     "    A view; this array keeps its own stream.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> s = gpuhost.stream()\n"
+     ">>> d = gpuhost.device_array(8, np.float32)\n"
+     ">>> d.bind(s).stream is s, d.stream\n"
+     "(True, 0)"},
     {"reshape", (PyCFunction)(void (*)(void))da_reshape, METH_VARARGS | METH_KEYWORDS,
      "reshape($self, /, *newshape, order='C')\n--\n\n"
-     "A view with a new shape (one dimension may be -1). The array must be contiguous in "
-     "`order`, else NotImplementedError (a reshape that would need a copy)."},
+     "A view of the same memory with a new shape.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "*newshape : int or tuple of int\n"
+     "    The new shape, as separate ints or one tuple; one dimension may be -1 (inferred).\n"
+     "order : {'C', 'F'}, optional\n"
+     "    The order the elements are read in; the array must be contiguous in it.\n\n"
+     "Returns\n"
+     "-------\n"
+     "DeviceArray\n"
+     "    A view; no data is copied.\n\n"
+     "Raises\n"
+     "------\n"
+     "NotImplementedError\n"
+     "    If the array is not contiguous in `order` (the reshape would need a copy).\n"
+     "ValueError\n"
+     "    If the sizes do not match.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> d = gpuhost.to_device(np.arange(6))\n"
+     ">>> d.reshape(2, 3).shape, d.reshape((3, -1)).shape\n"
+     "((2, 3), (3, 2))"},
     {"ravel", (PyCFunction)(void (*)(void))da_ravel, METH_VARARGS | METH_KEYWORDS,
      "ravel($self, /, order='C', stream=0)\n--\n\n"
-     "A 1-d view of an array contiguous in `order` ('C', 'F', or 'A': whichever it is); "
-     "NotImplementedError if it is not (a ravel that would need a copy), ValueError for "
-     "another order."},
+     "A 1-d view of the array's elements.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "order : {'C', 'F', 'A'}, optional\n"
+     "    The order the array must be contiguous in; 'A': whichever it is.\n"
+     "stream : Stream or 0, optional\n"
+     "    The stream the view is bound to (see bind()); 0: the array's.\n\n"
+     "Raises\n"
+     "------\n"
+     "NotImplementedError\n"
+     "    If the array is not contiguous in `order` (the ravel would need a copy).\n"
+     "ValueError\n"
+     "    For another `order`.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> d = gpuhost.device_array((2, 3), np.float32)\n"
+     ">>> d.ravel().shape, d.T.ravel(order='F').shape\n"
+     "((6,), (6,))"},
     {"view", (PyCFunction)(void (*)(void))da_view, METH_VARARGS | METH_KEYWORDS,
-     "view($self, /, dtype)\n--\n\nThe same memory seen as another dtype (numpy's rules)."},
+     "view($self, /, dtype)\n--\n\n"
+     "The same memory seen as another dtype.\n\n"
+     "The last dimension is rescaled by the ratio of the item sizes, as numpy's\n"
+     "`ndarray.view` does; it must be contiguous.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "dtype : dtype_like\n"
+     "    The new element type.\n\n"
+     "Returns\n"
+     "-------\n"
+     "DeviceArray\n"
+     "    A view; no data is copied.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> d = gpuhost.to_device(np.zeros(4, np.float32))\n"
+     ">>> v = d.view(np.uint8)\n"
+     ">>> v.dtype, v.shape\n"
+     "(dtype('uint8'), (16,))"},
     {"transpose", (PyCFunction)(void (*)(void))da_transpose, METH_VARARGS | METH_KEYWORDS,
-     "transpose($self, /, axes=None)\n--\n\nA view with the axes permuted (reversed by default)."},
+     "transpose($self, /, axes=None)\n--\n\n"
+     "A view with the axes permuted.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "axes : tuple of int, optional\n"
+     "    The new order of the axes; None reverses them (as the `T` attribute).\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> d = gpuhost.device_array((2, 3, 4), np.float32)\n"
+     ">>> d.transpose().shape, d.transpose((1, 0, 2)).shape\n"
+     "((4, 3, 2), (3, 2, 4))"},
     {"split", (PyCFunction)(void (*)(void))da_split, METH_VARARGS | METH_KEYWORDS,
      "split($self, /, section, stream=0)\n--\n\n"
-     "Views of `section` elements each (the last may be shorter) of a 1-d array."},
+     "Split a 1-d array into views of `section` elements each.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "section : int\n"
+     "    Elements per view; the last view may be shorter.\n"
+     "stream : Stream or 0, optional\n"
+     "    The stream the views are bound to.\n\n"
+     "Returns\n"
+     "-------\n"
+     "list of DeviceArray\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> d = gpuhost.device_array(10, np.float32)\n"
+     ">>> [part.shape for part in d.split(4)]\n"
+     "[(4,), (4,), (2,)]"},
     {"get_ipc_handle", (PyCFunction)(void (*)(void))da_get_ipc_handle, METH_VARARGS | METH_KEYWORDS,
      "get_ipc_handle($self, /)\n--\n\n"
-     "A picklable IpcArrayHandle another process opens (`with handle as arr:` or "
-     "handle.open()) to use this array's memory without a copy."},
+     "Export the array's memory to another process.\n\n"
+     "Returns\n"
+     "-------\n"
+     "IpcArrayHandle\n"
+     "    A picklable handle; the other process opens it (`with handle as arr:` or\n"
+     "    `handle.open()`) and uses this array's memory without a copy.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> d = gpuhost.device_array(1024, np.float32)\n"
+     ">>> h = d.get_ipc_handle()  # doctest: +SKIP\n"
+     ">>> queue.put(h)            # pickled to the other process  # doctest: +SKIP"},
     {"__dlpack__", (PyCFunction)(void (*)(void))da_dlpack, METH_VARARGS | METH_KEYWORDS,
      "__dlpack__($self, /, *, stream=None, max_version=None, dl_device=None, copy=None)\n--\n\n"
-     "A DLPack capsule of the array (versioned when max_version >= (1, 0)); the consumer's "
-     "`stream` is made to wait for the array's stream. No copy."},
+     "A DLPack capsule of the array, for another library's `from_dlpack`.\n\n"
+     "The capsule is versioned when `max_version` >= (1, 0). The consumer's `stream` is\n"
+     "made to wait for the array's stream. No data is copied."},
     {"__dlpack_device__", (PyCFunction)da_dlpack_device, METH_NOARGS,
-     "__dlpack_device__($self, /)\n--\n\n(2, device id): CUDA device memory."},
+     "__dlpack_device__($self, /)\n--\n\n"
+     "(2, device id): DLPack's code for CUDA device memory, and the device's number."},
     {"__array__", (PyCFunction)(void (*)(void))da_array, METH_VARARGS | METH_KEYWORDS,
      "__array__($self, /, dtype=None, copy=None)\n--\n\n"
-     "A copy on the host (np.array(d), np.asarray(d)), as numba's: `dtype` converts it; "
-     "copy=False raises ValueError, since a device array cannot be seen without a copy."},
+     "A copy on the host, for `np.array(d)` and `np.asarray(d)`, as numba's.\n\n"
+     "`dtype` converts the copy. copy=False raises ValueError, since a device array cannot\n"
+     "be seen from the host without a copy.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> np.asarray(gpuhost.to_device(np.arange(3)))\n"
+     "array([0, 1, 2])"},
     {"_repr_html_", (PyCFunction)da_repr_html, METH_NOARGS,
      "_repr_html_($self, /)\n--\n\n"
      "An HTML table of the array's shape, dtype, layout, size and device, for Jupyter; the "
@@ -1117,14 +1278,17 @@ static PyMethodDef da_methods[] = {
 };
 
 static PyGetSetDef da_getset[] = {
-    {"shape", (getter)da_shape, NULL, "The shape, a tuple.", NULL},
-    {"strides", (getter)da_strides, NULL, "The strides in bytes, a tuple.", NULL},
+    {"shape", (getter)da_shape, NULL, "The shape, a tuple of ints.", NULL},
+    {"strides", (getter)da_strides, NULL, "The strides in bytes, a tuple of ints.", NULL},
     {"ndim", (getter)da_ndim, NULL, "The number of dimensions.", NULL},
     {"size", (getter)da_size, NULL, "The number of elements.", NULL},
     {"itemsize", (getter)da_itemsize, NULL, "Bytes per element.", NULL},
     {"nbytes", (getter)da_nbytes, NULL, "Bytes of the elements (size * itemsize).", NULL},
-    {"dtype", (getter)da_dtype, NULL, "The numpy dtype.", NULL},
-    {"ptr", (getter)da_ptr, NULL, "The device address of the first element, an int.", NULL},
+    {"dtype", (getter)da_dtype, NULL, "The element type, a numpy.dtype.", NULL},
+    {"ptr", (getter)da_ptr, NULL,
+     "The device address of the first element, an int (for a kernel's pointer argument or "
+     "a driver call).",
+     NULL},
     {"device_ctypes_pointer", (getter)da_ctypes_pointer, NULL,
      "The device address of the first element as a ctypes.c_void_p (numba's name).", NULL},
     {"alloc_size", (getter)da_alloc_size, NULL,
@@ -1132,19 +1296,24 @@ static PyGetSetDef da_getset[] = {
     {"device", (getter)da_device, NULL, "The Device the memory is on.", NULL},
     {"context", (getter)da_context, NULL, "The Context the memory belongs to.", NULL},
     {"stream", (getter)da_stream, NULL,
-     "The stream copies default to (bind()), or 0 when none is bound (numba's value).", NULL},
+     "The stream copies default to (see bind()), or 0 when none is bound (numba's value).", NULL},
     {"owner", (getter)da_owner, NULL,
-     "The object keeping the memory alive (an Allocation, or a foreign owner).", NULL},
+     "The object keeping the memory alive: an Allocation, or a foreign owner (an array "
+     "imported through DLPack or the CUDA array interface).",
+     NULL},
     {"gpu_data", (getter)da_gpu_data, NULL,
      "numba's gpu_data: a MemoryPointer over the bytes the array spans (device_pointer, "
      "size, view(), memset(), owner), keeping the memory alive; the owner's other "
      "attributes (an Allocation's pool, kind, ...) read through it.",
      NULL},
-    {"flags", (getter)da_flags, NULL, "{'C_CONTIGUOUS': bool, 'F_CONTIGUOUS': bool}", NULL},
-    {"T", (getter)da_T, NULL, "The transposed view.", NULL},
+    {"flags", (getter)da_flags, NULL,
+     "A dict of the layout: {'C_CONTIGUOUS': bool, 'F_CONTIGUOUS': bool, 'WRITEABLE': bool}.",
+     NULL},
+    {"T", (getter)da_T, NULL, "The transposed view (transpose() with the axes reversed).", NULL},
     {"__cuda_array_interface__", (getter)da_cai, NULL,
-     "The CUDA array interface, version 3: the bound stream's handle (1 for the default "
-     "stream), or None when no stream is bound, as numba reports it.",
+     "The CUDA array interface, version 3, for CuPy, PyTorch, numba and the like: the bound "
+     "stream's handle (1 for the default stream), or None when no stream is bound, as numba "
+     "reports it.",
      NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
@@ -1157,8 +1326,21 @@ static PyMemberDef da_members[] = {
 
 static PyType_Slot da_slots[] = {
     {Py_tp_members, da_members},
-    {Py_tp_doc, "An array in device memory. Make one with to_device(), device_array() and "
-                "friends; not made directly."},
+    {Py_tp_doc, "An array in device memory, numba.cuda's DeviceNDArray.\n\n"
+                "Make one with to_device(), device_array() and friends; it is not made\n"
+                "directly. Indexing and slicing give views (d[1:3]), assigning to a slice\n"
+                "copies from the host (d[:] = host), and np.asarray(d) copies to the host.\n\n"
+                "Examples\n"
+                "--------\n"
+                ">>> d = gpuhost.to_device(np.arange(6, dtype=np.float32).reshape(2, 3))\n"
+                ">>> d.shape, d.dtype, d.nbytes\n"
+                "((2, 3), dtype('float32'), 24)\n"
+                ">>> d[1].copy_to_host()\n"
+                "array([3., 4., 5.], dtype=float32)\n"
+                ">>> d[:, 0] = 0\n"
+                ">>> d.copy_to_host()\n"
+                "array([[0., 1., 2.],\n"
+                "       [0., 4., 5.]], dtype=float32)"},
     {Py_tp_methods, da_methods},
     {Py_tp_getset, da_getset},
     {Py_tp_repr, da_repr},

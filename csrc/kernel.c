@@ -274,8 +274,17 @@ static PyMemberDef config_members[] = {
 };
 
 static PyType_Slot config_slots[] = {
-    {Py_tp_doc, "A kernel with its launch configuration: call it with the kernel's arguments "
-                "to launch. Made by kernel[grid, block, stream, shared] or kernel.configure()."},
+    {Py_tp_doc, "A kernel with its launch configuration: call it with the kernel's "
+                "arguments to launch.\n\n"
+                "Made by kernel[grid, block, stream, shared] or kernel.configure(); keep one "
+                "to launch the\nsame configuration again without parsing it.\n\n"
+                "Examples\n"
+                "--------\n"
+                ">>> launch = scale[4, 256]  # doctest: +SKIP\n"
+                ">>> launch.griddim, launch.blockdim  # doctest: +SKIP\n"
+                "((4, 1, 1), (256, 1, 1))\n"
+                ">>> for _ in range(10):  # doctest: +SKIP\n"
+                "...     launch(d, np.float32(2), d.size)"},
     {Py_tp_getset, config_getset},
     {Py_tp_members, config_members},
     {Py_tp_call, PyVectorcall_Call},
@@ -866,35 +875,100 @@ static PyMethodDef kernel_methods[] = {
     {"configure", (PyCFunction)(void (*)(void))kernel_configure, METH_VARARGS | METH_KEYWORDS,
      "configure($self, /, grid, block, stream=None, shared=0, *, cooperative=False, "
      "cluster=None)\n--\n\n"
-     "A LaunchConfig: call it with the kernel's arguments to launch. `cooperative` makes a "
-     "cooperative launch (grid-wide sync); `cluster` (x, y, z) groups blocks into Hopper "
-     "thread-block clusters. Bad dimensions raise ValueError quoting the limits."},
+     "The kernel with a launch configuration: call it with the kernel's arguments.\n\n"
+     "kernel[grid, block, stream, shared] is the same without the keywords.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "grid, block : int or tuple of int\n"
+     "    Blocks in the grid and threads in a block, (x, y, z) or fewer.\n"
+     "stream : Stream, optional\n"
+     "    The stream to launch on; None: the default stream.\n"
+     "shared : int, optional\n"
+     "    Bytes of dynamic shared memory per block.\n"
+     "cooperative : bool, optional\n"
+     "    A cooperative launch: the grid may synchronize as a whole.\n"
+     "cluster : tuple of int, optional\n"
+     "    (x, y, z) blocks per thread-block cluster (compute capability 9.0+).\n\n"
+     "Returns\n"
+     "-------\n"
+     "LaunchConfig\n\n"
+     "Raises\n"
+     "------\n"
+     "ValueError\n"
+     "    For dimensions past the device's limits, quoting them.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> s = gpuhost.stream()\n"
+     ">>> launch = scale.configure(4, 256, stream=s)  # doctest: +SKIP\n"
+     ">>> launch(d, np.float32(2), d.size)  # doctest: +SKIP\n"
+     ">>> s.synchronize()"},
     {"max_active_blocks_per_multiprocessor", (PyCFunction)(void (*)(void))kernel_max_active_blocks,
      METH_VARARGS | METH_KEYWORDS,
      "max_active_blocks_per_multiprocessor($self, /, block_size, "
      "dynamic_shared_memory_size=0)\n--\n\n"
-     "How many blocks of `block_size` threads can be resident on one multiprocessor."},
+     "How many blocks can be resident on one multiprocessor at once (occupancy).\n\n"
+     "Parameters\n"
+     "----------\n"
+     "block_size : int\n"
+     "    Threads per block.\n"
+     "dynamic_shared_memory_size : int, optional\n"
+     "    Bytes of dynamic shared memory per block.\n\n"
+     "Returns\n"
+     "-------\n"
+     "int\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> blocks = scale.max_active_blocks_per_multiprocessor(256)  # doctest: +SKIP\n"
+     ">>> per_sm = gpuhost.gpus[0].MAX_THREADS_PER_MULTIPROCESSOR\n"
+     ">>> occupancy = blocks * 256 / per_sm  # doctest: +SKIP"},
     {"max_potential_block_size", (PyCFunction)(void (*)(void))kernel_max_potential_block_size,
      METH_VARARGS | METH_KEYWORDS,
      "max_potential_block_size($self, /, dynamic_shared_memory_size=0, "
      "block_size_limit=0)\n--\n\n"
-     "(min_grid_size, block_size): the block size that maximizes occupancy, and the "
-     "smallest grid that reaches it."},
+     "The block size that maximizes occupancy (cuOccupancyMaxPotentialBlockSize).\n\n"
+     "Parameters\n"
+     "----------\n"
+     "dynamic_shared_memory_size : int, optional\n"
+     "    Bytes of dynamic shared memory per block.\n"
+     "block_size_limit : int, optional\n"
+     "    The largest block size to consider; 0: no limit.\n\n"
+     "Returns\n"
+     "-------\n"
+     "tuple of int\n"
+     "    (min_grid_size, block_size): the block size, and the smallest grid that reaches\n"
+     "    full occupancy with it.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> _, block = scale.max_potential_block_size()  # doctest: +SKIP\n"
+     ">>> scale[(d.size + block - 1) // block, block](d, np.float32(2), d.size)"
+     "  # doctest: +SKIP"},
     {"max_active_clusters", (PyCFunction)(void (*)(void))kernel_max_active_clusters,
      METH_VARARGS | METH_KEYWORDS,
      "max_active_clusters($self, /, grid, block, cluster, shared=0)\n--\n\n"
-     "How many clusters of this shape can be resident at once (compute capability 9.0+)."},
+     "How many clusters of this shape can be resident at once (compute capability "
+     "9.0+).\n\n"
+     "The arguments are those of configure(); `cluster` is (x, y, z) blocks per cluster."},
     {NULL, NULL, 0, NULL},
 };
 
 static PyType_Slot kernel_slots[] = {
-    {Py_tp_doc, "A kernel of a loaded Module (Module.get_function()). Launch it with "
-                "kernel[grid, block, stream, shared](*args), kernel(*args, grid=..., "
-                "block=..., stream=..., shared=...) or kernel.configure(...)(*args). "
+    {Py_tp_doc, "A kernel of a loaded Module; get one from Module.get_function().\n\n"
+                "Launch it with `kernel[grid, block, stream, shared](*args)`,\n"
+                "`kernel(*args, grid=..., block=..., stream=..., shared=...)` or\n"
+                "`kernel.configure(...)(*args)`; launches are asynchronous.\n"
                 "Arguments are checked against the kernel's parameters: device arrays and "
-                "objects exporting the CUDA array interface or DLPack go as pointers, NumPy "
-                "scalars and bytes by their bytes (exact size), Python numbers converted to "
-                "the parameter's width."},
+                "objects\nexporting the CUDA array interface or DLPack go as pointers, NumPy "
+                "scalars and bytes\nby their bytes (exact size), Python numbers converted to "
+                "the parameter's width.\nThe function attributes (num_regs, "
+                "max_threads_per_block, ...) read as properties.\n\n"
+                "Examples\n"
+                "--------\n"
+                ">>> scale = gpuhost.Module(code).get_function('scale')  # doctest: +SKIP\n"
+                ">>> d = gpuhost.to_device(np.ones(1000, np.float32))\n"
+                ">>> scale[4, 256](d, np.float32(2), d.size)  # doctest: +SKIP\n"
+                ">>> scale(d, 2.0, d.size, grid=4, block=256)  # doctest: +SKIP\n"
+                ">>> d.copy_to_host()[:3]  # doctest: +SKIP\n"
+                "array([4., 4., 4.], dtype=float32)"},
     {Py_tp_getset, kernel_getset},
     {Py_tp_members, kernel_members},
     {Py_tp_methods, kernel_methods},

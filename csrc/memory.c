@@ -367,9 +367,19 @@ allocation_dealloc(gh_allocation *self)
 static PyMethodDef allocation_methods[] = {
     {"close", (PyCFunction)allocation_close, METH_NOARGS,
      "close($self, /)\n--\n\n"
-     "Free (or unregister) the memory now instead of when the last reference dies; pooled "
-     "memory goes back to its pool. Device arrays made over it must not be used afterwards; "
-     "host memory that numpy arrays still view is not released (BufferError)."},
+     "Free (or unregister) the memory now, instead of when the last reference dies.\n\n"
+     "Pooled memory goes back to its pool. Device arrays made over it must not be used\n"
+     "afterwards. Closing twice is not an error.\n\n"
+     "Raises\n"
+     "------\n"
+     "BufferError\n"
+     "    For host memory that numpy arrays still view (it is not released).\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> d = gpuhost.device_array(1 << 20, np.uint8)\n"
+     ">>> alloc = d.owner\n"
+     ">>> del d\n"
+     ">>> alloc.close()  # back to the pool now"},
     {"free", (PyCFunction)allocation_close, METH_NOARGS,
      "free($self, /)\n--\n\nThe same as close() (pycuda's name)."},
     {NULL, NULL, 0, NULL},
@@ -399,8 +409,18 @@ static PyMemberDef allocation_members[] = {
 
 static PyType_Slot allocation_slots[] = {
     {Py_tp_members, allocation_members},
-    {Py_tp_doc, "One allocation or registration of memory; arrays keep theirs alive. Host "
-                "kinds export the buffer protocol."},
+    {Py_tp_doc, "One allocation or registration of memory, which arrays keep alive.\n\n"
+                "A device array's is its `owner`; a pinned numpy array's is its `base`. "
+                "The host kinds\n(pinned, mapped, registered) export the buffer protocol. "
+                "int(alloc) is the device\naddress and len(alloc) the size in bytes.\n\n"
+                "Examples\n"
+                "--------\n"
+                ">>> alloc = gpuhost.device_array(256, np.float32).owner\n"
+                ">>> alloc.kind, alloc.size\n"
+                "('device', 1024)\n"
+                ">>> h = gpuhost.pinned_array(4, np.float32)\n"
+                ">>> h.base.kind\n"
+                "'pinned'"},
     {Py_tp_getset, allocation_getset},
     {Py_tp_methods, allocation_methods},
     {Py_tp_repr, allocation_repr},
@@ -591,8 +611,20 @@ static PyMethodDef memory_module_methods[] = {
      "Allocation dies or close() is called."},
     {"mem_alloc", (PyCFunction)(void (*)(void))mod_mem_alloc, METH_VARARGS | METH_KEYWORDS,
      "mem_alloc(size, kind='device', *, portable=False, wc=False, attach_global=True)\n--\n\n"
-     "Allocate `size` bytes of device, managed, pinned or mapped memory in the current "
-     "context. Raises CudaOutOfMemoryError (a MemoryError) stating the size."},
+     "Allocate memory in the current context (gpuhost internal; see device_array()).\n\n"
+     "Parameters\n"
+     "----------\n"
+     "size : int\n"
+     "    Bytes.\n"
+     "kind : {'device', 'managed', 'pinned', 'mapped'}, optional\n"
+     "    The memory's kind.\n\n"
+     "Returns\n"
+     "-------\n"
+     "Allocation\n\n"
+     "Raises\n"
+     "------\n"
+     "CudaOutOfMemoryError\n"
+     "    A MemoryError stating the size."},
     {"mem_register", (PyCFunction)(void (*)(void))mod_mem_register, METH_VARARGS | METH_KEYWORDS,
      "mem_register(obj, *, mapped=False, portable=False)\n--\n\n"
      "Page-lock the contiguous buffer of `obj` (cuMemHostRegister) until the returned "

@@ -364,33 +364,94 @@ mod_nvrtc_library(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
 static PyMethodDef module_methods[] = {
     {"is_available", mod_is_available, METH_NOARGS,
      "is_available()\n--\n\n"
-     "True if a CUDA driver loads and reports at least one device. Never raises."},
+     "Whether a CUDA driver loads and reports at least one device.\n\n"
+     "It never raises: use it to choose between a GPU and a CPU path.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> if gpuhost.is_available():\n"
+     "...     print(gpuhost.get_current_device().name)  # doctest: +SKIP"},
     {"driver_version", mod_driver_version, METH_NOARGS,
      "driver_version()\n--\n\n"
-     "The CUDA version the driver supports, as (major, minor). Raises CudaSupportError "
-     "when no usable driver is found."},
+     "The CUDA version the driver supports (cuDriverGetVersion).\n\n"
+     "Returns\n"
+     "-------\n"
+     "tuple of int\n"
+     "    (major, minor), such as (12, 4).\n\n"
+     "Raises\n"
+     "------\n"
+     "CudaSupportError\n"
+     "    When no usable driver is found.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> major, minor = gpuhost.driver_version()"},
     {"driver_library", mod_driver_library, METH_NOARGS,
      "driver_library()\n--\n\nThe path of the libcuda that was loaded."},
     {"device_count", mod_device_count, METH_NOARGS,
      "device_count()\n--\n\nThe number of CUDA devices. Raises CudaSupportError."},
     {"get_device", mod_get_device, METH_O,
      "get_device(id, /)\n--\n\n"
-     "The Device with ordinal `id`. Raises InvalidDeviceError, saying which ids exist."},
+     "The Device with ordinal `id` (gpuhost.gpus[id] is the same object).\n\n"
+     "Raises\n"
+     "------\n"
+     "InvalidDeviceError\n"
+     "    If there is no such device; the message says which ids exist."},
     {"current_context", (PyCFunction)(void (*)(void))mod_current_context,
      METH_VARARGS | METH_KEYWORDS,
      "current_context(devnum=None)\n--\n\n"
-     "The Context current in this thread. If none is, device `devnum`'s (default 0) primary "
-     "context is made current. Raises CudaDriverError if another device's context, or a "
-     "context that is not a primary context, is current."},
+     "The Context current in this thread, made current if none is.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "devnum : int, optional\n"
+     "    The device whose primary context is made current when none is (default 0).\n\n"
+     "Returns\n"
+     "-------\n"
+     "Context\n\n"
+     "Raises\n"
+     "------\n"
+     "CudaDriverError\n"
+     "    If another device's context, or a context that is not a primary context, is\n"
+     "    current.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> ctx = gpuhost.current_context()\n"
+     ">>> ctx.device.id\n"
+     "0\n"
+     ">>> free, total = ctx.get_memory_info()"},
     {"select_device", mod_select_device, METH_O,
      "select_device(id, /)\n--\n\n"
-     "Make device `id`'s primary context current in this thread, in place of the current "
-     "one, and return the Device."},
+     "Make a device current in this thread.\n\n"
+     "Its primary context replaces the current one on this thread's context stack; new\n"
+     "arrays, streams and modules are made there.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "id : int\n"
+     "    The device's ordinal.\n\n"
+     "Returns\n"
+     "-------\n"
+     "Device\n\n"
+     "Raises\n"
+     "------\n"
+     "InvalidDeviceError\n"
+     "    If there is no such device.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> dev = gpuhost.select_device(0)\n"
+     ">>> gpuhost.get_current_device() is dev\n"
+     "True"},
     {"current_device", mod_current_device, METH_NOARGS,
      "current_device()\n--\n\n"
      "The Device whose primary context is current in this thread, or None."},
     {"synchronize", mod_synchronize, METH_NOARGS,
-     "synchronize()\n--\n\nSynchronize the current context (GIL released)."},
+     "synchronize()\n--\n\n"
+     "Wait until all work queued in the current context has finished.\n\n"
+     "The GIL is released while waiting. Context.synchronize() waits for one context.\n\n"
+     "Raises\n"
+     "------\n"
+     "CudaAPIError\n"
+     "    For an error an earlier asynchronous operation left.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> gpuhost.synchronize()"},
     {"close", mod_close, METH_O,
      "close(release_all, /)\n--\n\n"
      "Pop the primary contexts off this thread's stack; if `release_all`, also give up "

@@ -1546,9 +1546,31 @@ pool_repr_pretty(gh_pool *self, PyObject *args)
 static PyMethodDef pool_methods[] = {
     {"allocate", (PyCFunction)(void (*)(void))pool_allocate_meth, METH_FASTCALL | METH_KEYWORDS,
      "allocate($self, /, size, stream=None)\n--\n\n"
-     "An Allocation of `size` bytes from the pool, ordered on `stream` (None: the legacy "
-     "default stream); its memory goes back to the pool when it dies or is closed. Raises "
-     "CudaOutOfMemoryError (a MemoryError) with the pool's statistics."},
+     "Allocate memory from the pool.\n\n"
+     "The memory goes back to the pool when the Allocation dies or is closed.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "size : int\n"
+     "    Bytes; the pool may round the block up (in 'cache' mode, to its size class).\n"
+     "stream : Stream, optional\n"
+     "    The stream the memory is used on, which orders its reuse; None: the legacy\n"
+     "    default stream.\n\n"
+     "Returns\n"
+     "-------\n"
+     "Allocation\n\n"
+     "Raises\n"
+     "------\n"
+     "CudaOutOfMemoryError\n"
+     "    A MemoryError, with the pool's statistics and the device's free memory.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> pool = gpuhost._core.Pool('device')\n"
+     ">>> a = pool.allocate(1000)\n"
+     ">>> a.size, pool.used_bytes\n"
+     "(1000, 1024)\n"
+     ">>> a.close()\n"
+     ">>> pool.used_bytes, pool.free_bytes\n"
+     "(0, 1024)"},
     {"allocate_pointer", (PyCFunction)(void (*)(void))pool_allocate_pointer, METH_FASTCALL,
      "allocate_pointer($self, size, stream, cls, /)\n--\n\n"
      "allocate(size, stream) as a new `cls` instance whose `mem` is the Allocation and "
@@ -1556,9 +1578,23 @@ static PyMethodDef pool_methods[] = {
     {"free_all_blocks", (PyCFunction)(void (*)(void))pool_free_all_blocks,
      METH_VARARGS | METH_KEYWORDS,
      "free_all_blocks($self, /, stream=None)\n--\n\n"
-     "Free the blocks the pool holds (those freed on `stream` only, if given). In 'driver' "
-     "mode: synchronize the context and trim the driver's pool. Inside defer_cleanup() the "
-     "frees wait for the end of the block."},
+     "Give the blocks the pool holds for reuse back to the device.\n\n"
+     "In 'driver' mode, the context is synchronized and the driver's pool trimmed. Inside\n"
+     "defer_cleanup() the frees wait for the end of the block. Blocks in use are not\n"
+     "affected.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "stream : Stream, optional\n"
+     "    Free only the blocks freed on this stream.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> pool = gpuhost._core.Pool('device')\n"
+     ">>> pool.allocate(1 << 20).close()\n"
+     ">>> pool.free_bytes\n"
+     "1048576\n"
+     ">>> pool.free_all_blocks()\n"
+     ">>> pool.free_bytes\n"
+     "0"},
     {"stop_holding", (PyCFunction)pool_stop_holding, METH_NOARGS,
      "stop_holding($self, /)\n--\n\n"
      "Free the blocks held, and from now on free memory as soon as it comes back."},
@@ -1586,25 +1622,48 @@ static PyGetSetDef pool_getset[] = {
      "Blocks held for reuse (0 in 'driver' mode, where the driver keeps them).", NULL},
     {"n_used_blocks", (getter)pool_get_n_used_blocks, NULL, "Blocks in use.", NULL},
     {"limit", (getter)pool_get_limit, (setter)pool_set_limit,
-     "Most bytes the pool may take from the device (in use + held); 0: no limit.", NULL},
-    {"mode", (getter)pool_get_mode, NULL, "'cache', 'driver' or 'plain'.", NULL},
+     "Most bytes the pool may take from the device (in use + held); 0: no limit. "
+     "Settable: an allocation past it raises CudaOutOfMemoryError.",
+     NULL},
+    {"mode", (getter)pool_get_mode, NULL, "'cache', 'driver' or 'plain' (see Pool).", NULL},
     {"kind", (getter)pool_get_kind, NULL, "'device' or 'pinned'.", NULL},
     {"host_flags", (getter)pool_get_host_flags, NULL, "The cuMemHostAlloc flags of a pinned pool.",
      NULL},
     {"context", (getter)pool_get_context, NULL, "The Context the pool allocates in.", NULL},
     {"holding", (getter)pool_get_holding, NULL, "False after stop_holding().", NULL},
-    {"stats", (getter)pool_get_stats, NULL, "The statistics as a dict.", NULL},
+    {"stats", (getter)pool_get_stats, NULL,
+     "The statistics as a dict: used_bytes, used_blocks, free_bytes, free_blocks, "
+     "total_bytes, limit and mode.",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyType_Slot pool_slots[] = {
     {Py_tp_doc, "Pool(kind='device', mode=None, *, host_flags=0, allocator=None)\n--\n\n"
-                "A pool of device memory (kind 'pinned': page-locked host memory, made with "
-                "cuMemHostAlloc `host_flags`) in the current context. mode: 'cache' (gpuhost's "
-                "caching pool), 'driver' (cuMemAllocAsync on the device's default pool) or "
-                "'plain' (cuMemAlloc/cuMemFree each time); None: GPUHOST_ALLOCATOR's, default "
-                "'cache'. `allocator(size)`, if given, makes new blocks (an object with an int "
-                ".ptr, kept while the block lives)."},
+                "A pool of device or pinned host memory in the current context.\n\n"
+                "Device arrays allocate from their context's default pool "
+                "(d.owner.pool); a Pool of\nyour own keeps its memory apart.\n\n"
+                "Parameters\n"
+                "----------\n"
+                "kind : {'device', 'pinned'}, optional\n"
+                "    Device memory, or page-locked host memory (cuMemHostAlloc).\n"
+                "mode : {'cache', 'driver', 'plain'}, optional\n"
+                "    'cache': gpuhost's caching pool, which holds freed blocks for reuse;\n"
+                "    'driver': cuMemAllocAsync on the device's default memory pool;\n"
+                "    'plain': cuMemAlloc and cuMemFree each time. None: the\n"
+                "    GPUHOST_ALLOCATOR environment variable's, default 'cache'.\n"
+                "host_flags : int, optional\n"
+                "    The cuMemHostAlloc flags of a pinned pool.\n"
+                "allocator : callable, optional\n"
+                "    allocator(size) makes new blocks: it returns an object with an int\n"
+                "    `ptr`, kept while the block lives.\n\n"
+                "Examples\n"
+                "--------\n"
+                ">>> pool = gpuhost._core.Pool('device', 'cache')\n"
+                ">>> pool.limit = 1 << 30  # at most 1 GiB from the device\n"
+                ">>> a = pool.allocate(4096)\n"
+                ">>> pool.stats['used_blocks']\n"
+                "1"},
     {Py_tp_new, pool_tp_new},
     {Py_tp_dealloc, pool_dealloc},
     {Py_tp_methods, pool_methods},
@@ -1674,13 +1733,22 @@ mod_default_pool(PyObject *module, PyObject *args)
 static PyMethodDef pool_module_methods[] = {
     {"device_alloc", (PyCFunction)(void (*)(void))mod_device_alloc, METH_FASTCALL | METH_KEYWORDS,
      "device_alloc(size, stream=None)\n--\n\n"
-     "An Allocation of `size` bytes of device memory in the current context, from its default "
-     "pool, ordered on `stream`. Raises CudaOutOfMemoryError (a MemoryError) stating the "
-     "size, the pool's statistics and the device's free/total memory."},
+     "Device memory from the current context's default pool (gpuhost internal).\n\n"
+     "An Allocation of `size` bytes, ordered on `stream`; see device_array().\n\n"
+     "Raises\n"
+     "------\n"
+     "CudaOutOfMemoryError\n"
+     "    A MemoryError stating the size, the pool's statistics and the device's free\n"
+     "    and total memory."},
     {"default_pool", (PyCFunction)mod_default_pool, METH_VARARGS,
      "default_pool(context=None, /)\n--\n\n"
-     "The default device Pool of `context` (the current one if None), the one device arrays "
-     "allocate from."},
+     "The default device Pool of `context` (the current one if None).\n\n"
+     "Device arrays allocate from it.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> pool = gpuhost._core.default_pool()\n"
+     ">>> gpuhost.device_array(16, np.uint8).owner.pool is pool\n"
+     "True"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -277,19 +277,61 @@ mod_external_stream(PyObject *module, PyObject *arg)
 PyMethodDef gh_stream_module_methods[] = {
     {"stream", (PyCFunction)(void (*)(void))mod_stream, METH_VARARGS | METH_KEYWORDS,
      "stream(*, non_blocking=False, priority=0)\n--\n\n"
-     "Create a new stream in the current context. `non_blocking`: the stream does not "
-     "synchronize with the legacy default stream. `priority`: lower numbers run first; "
-     "ValueError outside the device's range."},
+     "Create a new stream in the current context.\n\n"
+     "Work queued on one stream runs in order; work on different streams may overlap.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "non_blocking : bool, optional\n"
+     "    If True, the stream does not synchronize with the legacy default stream.\n"
+     "priority : int, optional\n"
+     "    Lower numbers run first: 0 is the lowest priority, the device's greatest is\n"
+     "    negative (-5 on recent GPUs).\n\n"
+     "Returns\n"
+     "-------\n"
+     "Stream\n\n"
+     "Raises\n"
+     "------\n"
+     "ValueError\n"
+     "    If `priority` is outside the device's range.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> s = gpuhost.stream()\n"
+     ">>> d = gpuhost.to_device(np.arange(4), stream=s)\n"
+     ">>> s.synchronize()\n"
+     ">>> gpuhost.stream(priority=-1).priority\n"
+     "-1"},
     {"default_stream", mod_default_stream, METH_NOARGS,
-     "default_stream()\n--\n\nThe current context's default stream (handle 0)."},
+     "default_stream()\n--\n\n"
+     "The current context's default stream (handle 0).\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> gpuhost.default_stream().handle\n"
+     "0"},
     {"legacy_default_stream", mod_legacy_default_stream, METH_NOARGS,
-     "legacy_default_stream()\n--\n\nThe legacy default stream (CU_STREAM_LEGACY)."},
+     "legacy_default_stream()\n--\n\n"
+     "The legacy default stream (CU_STREAM_LEGACY, handle 1), which synchronizes with every "
+     "blocking stream of its context."},
     {"per_thread_default_stream", mod_per_thread_default_stream, METH_NOARGS,
-     "per_thread_default_stream()\n--\n\nThe per-thread default stream (CU_STREAM_PER_THREAD)."},
+     "per_thread_default_stream()\n--\n\n"
+     "The per-thread default stream (CU_STREAM_PER_THREAD, handle 2): one for each host "
+     "thread, which does not synchronize with other streams."},
     {"external_stream", mod_external_stream, METH_O,
      "external_stream(ptr, /)\n--\n\n"
-     "Wrap a stream made elsewhere (its CUstream address as an int), in the current "
-     "context. gpuhost never destroys it: keep the owner alive while it is used."},
+     "Wrap a stream made elsewhere, in the current context.\n\n"
+     "gpuhost never destroys the stream: keep its owner alive while it is used.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "ptr : int\n"
+     "    The CUstream's address, such as another library's `stream.ptr` or\n"
+     "    `torch.cuda.Stream().cuda_stream`.\n\n"
+     "Returns\n"
+     "-------\n"
+     "Stream\n"
+     "    A stream whose `external` is True.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> import cupy  # doctest: +SKIP\n"
+     ">>> s = gpuhost.external_stream(cupy.cuda.Stream().ptr)  # doctest: +SKIP"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -884,46 +926,145 @@ stream_dealloc(gh_stream *self)
 static PyMethodDef stream_methods[] = {
     {"synchronize", (PyCFunction)stream_synchronize, METH_NOARGS,
      "synchronize($self, /)\n--\n\n"
-     "Wait, with the GIL released, until all work queued on the stream has finished."},
+     "Wait until all work queued on the stream has finished.\n\n"
+     "The GIL is released while waiting, so other Python threads run.\n\n"
+     "Raises\n"
+     "------\n"
+     "CudaAPIError\n"
+     "    If queued work failed (such as a kernel's illegal address).\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> s = gpuhost.stream()\n"
+     ">>> h = gpuhost.to_device(np.arange(4), stream=s).copy_to_host(stream=s)\n"
+     ">>> s.synchronize()  # h holds the data now\n"
+     ">>> h\n"
+     "array([0, 1, 2, 3])"},
     {"query", (PyCFunction)stream_query, METH_NOARGS,
-     "query($self, /)\n--\n\nTrue if all work queued on the stream has finished."},
+     "query($self, /)\n--\n\n"
+     "Whether all work queued on the stream has finished, without waiting.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> gpuhost.stream().query()\n"
+     "True"},
     {"add_callback", (PyCFunction)(void (*)(void))stream_add_callback, METH_VARARGS | METH_KEYWORDS,
      "add_callback($self, /, callback, arg=None)\n--\n\n"
-     "Call callback(stream, status, arg) on a driver thread once the work queued so far "
-     "has finished; later work on the stream waits for it. The callback must not call "
-     "CUDA. An exception it raises goes to sys.unraisablehook."},
+     "Call a function once the work queued so far has finished.\n\n"
+     "Later work on the stream waits for the callback.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "callback : callable\n"
+     "    Called as callback(stream, status, arg) on a driver thread; status is 0 or a\n"
+     "    CUresult. It must not call CUDA. An exception it raises goes to\n"
+     "    sys.unraisablehook.\n"
+     "arg : object, optional\n"
+     "    Passed to `callback`.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> s = gpuhost.stream()\n"
+     ">>> s.add_callback(lambda stream, status, arg: print('done', status, arg), 'x')\n"
+     ">>> s.synchronize()\n"
+     "done 0 x"},
     {"async_done", (PyCFunction)stream_async_done, METH_NOARGS,
      "async_done($self, /)\n--\n\n"
-     "An asyncio future of the running loop, resolved (on the loop's thread) once the "
-     "work queued so far has finished."},
+     "An asyncio future resolved once the work queued so far has finished.\n\n"
+     "The future belongs to the running event loop and is resolved on the loop's thread;\n"
+     "awaiting it does not block the loop.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> async def copy_back(d, s):\n"
+     "...     h = d.copy_to_host(stream=s)\n"
+     "...     await s.async_done()\n"
+     "...     return h\n"
+     ">>> import asyncio\n"
+     ">>> s = gpuhost.stream()\n"
+     ">>> asyncio.run(copy_back(gpuhost.to_device(np.arange(3)), s))\n"
+     "array([0, 1, 2])"},
     {"auto_synchronize", (PyCFunction)stream_auto_synchronize, METH_NOARGS,
      "auto_synchronize($self, /)\n--\n\n"
-     "A context manager that yields the stream and synchronizes it on exit."},
+     "A context manager that yields the stream and synchronizes it on exit.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> with gpuhost.stream().auto_synchronize() as s:\n"
+     "...     h = gpuhost.to_device(np.arange(3), stream=s).copy_to_host(stream=s)\n"
+     ">>> h\n"
+     "array([0, 1, 2])"},
     {"record", (PyCFunction)(void (*)(void))stream_record, METH_VARARGS | METH_KEYWORDS,
      "record($self, /, event=None)\n--\n\n"
-     "Record `event` (a new timing event if None) on the stream and return it."},
+     "Record an event on the stream.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "event : Event, optional\n"
+     "    The event to record; None makes a new timing event.\n\n"
+     "Returns\n"
+     "-------\n"
+     "Event\n"
+     "    The event recorded.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> s = gpuhost.stream()\n"
+     ">>> start = s.record()\n"
+     ">>> d = gpuhost.to_device(np.zeros(1 << 20), stream=s)\n"
+     ">>> end = s.record()\n"
+     ">>> end.synchronize()\n"
+     ">>> ms = start.elapsed_time(end)"},
     {"wait_event", (PyCFunction)stream_wait_event, METH_O,
      "wait_event($self, event, /)\n--\n\n"
-     "Make later work on the stream wait until `event` has completed."},
+     "Make later work on the stream wait until `event` has completed.\n\n"
+     "The host does not wait. The event may be another device's.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> a, b = gpuhost.stream(), gpuhost.stream()\n"
+     ">>> d = gpuhost.to_device(np.arange(4), stream=a)\n"
+     ">>> b.wait_event(a.record())  # b's later work sees d's data\n"
+     ">>> h = d.copy_to_host(stream=b)"},
     {"begin_capture", (PyCFunction)(void (*)(void))stream_begin_capture,
      METH_VARARGS | METH_KEYWORDS,
      "begin_capture($self, /, mode='global')\n--\n\n"
-     "Start capturing the work queued on the stream into a graph (cuStreamBeginCapture); "
-     "mode is 'global', 'thread_local' or 'relaxed'. Work queued meanwhile does not run: "
-     "end_capture() returns it as a Graph."},
+     "Start capturing the work queued on the stream into a graph (cuStreamBeginCapture).\n\n"
+     "Work queued meanwhile does not run: end_capture() returns it as a Graph.\n"
+     "gpuhost.graph_capture() is the context manager around the two calls.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "mode : {'global', 'thread_local', 'relaxed'}, optional\n"
+     "    Which unsafe CUDA calls of other threads the capture forbids.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> s = gpuhost.stream()\n"
+     ">>> a = gpuhost.to_device(np.ones(256, np.float32))\n"
+     ">>> b = gpuhost.device_array_like(a)\n"
+     ">>> s.begin_capture()\n"
+     ">>> b.copy_to_device(a, stream=s)  # recorded, not run\n"
+     ">>> g = s.end_capture()\n"
+     ">>> g.instantiate().launch(s)  # doctest: +SKIP"},
     {"end_capture", (PyCFunction)stream_end_capture, METH_NOARGS,
-     "end_capture($self, /)\n--\n\nEnd the capture and return the captured work as a Graph "
-     "(cuStreamEndCapture)."},
+     "end_capture($self, /)\n--\n\n"
+     "End the capture begin_capture() started (cuStreamEndCapture).\n\n"
+     "Returns\n"
+     "-------\n"
+     "Graph\n"
+     "    The work captured.\n\n"
+     "Raises\n"
+     "------\n"
+     "StreamCaptureError\n"
+     "    If the capture was invalidated (an unsafe call during it)."},
     {"launch_host_func", (PyCFunction)(void (*)(void))stream_launch_host_func,
      METH_VARARGS | METH_KEYWORDS,
      "launch_host_func($self, /, fn, arg)\n--\n\n"
      "Call fn(arg) on a driver thread once the work queued so far has finished "
-     "(cuLaunchHostFunc); captured into a graph while the stream captures."},
+     "(cuLaunchHostFunc).\n\n"
+     "Unlike add_callback(), it is captured into a graph while the stream captures.\n"
+     "`fn` must not call CUDA.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> s = gpuhost.stream()\n"
+     ">>> s.launch_host_func(print, 'reached')\n"
+     ">>> s.synchronize()\n"
+     "reached"},
     {"is_capturing", (PyCFunction)stream_is_capturing, METH_NOARGS,
      "is_capturing($self, /)\n--\n\nTrue while the stream is capturing work into a CUDA graph "
      "(cuStreamIsCapturing)."},
     {"__cuda_stream__", (PyCFunction)stream_cuda_stream, METH_NOARGS,
-     "__cuda_stream__($self, /)\n--\n\nThe stream protocol: (0, handle)."},
+     "__cuda_stream__($self, /)\n--\n\nThe CUDA stream protocol: (0, handle)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -931,7 +1072,8 @@ static PyGetSetDef stream_getset[] = {
     {"handle", (getter)stream_get_handle, NULL, "The CUstream as an int.", NULL},
     {"ptr", (getter)stream_get_handle, NULL, "The CUstream as an int (CuPy's name).", NULL},
     {"done", (getter)stream_get_done, NULL, "True if all queued work has finished.", NULL},
-    {"priority", (getter)stream_get_priority, NULL, "The stream's priority.", NULL},
+    {"priority", (getter)stream_get_priority, NULL,
+     "The stream's priority: lower numbers run first (0 is the lowest).", NULL},
     {"non_blocking", (getter)stream_get_non_blocking, NULL,
      "Whether the stream does not synchronize with the legacy default stream.", NULL},
     {"context", (getter)stream_get_context, NULL, "The Context the stream belongs to.", NULL},
@@ -951,7 +1093,17 @@ static PyMemberDef stream_members[] = {
 
 static PyType_Slot stream_slots[] = {
     {Py_tp_members, stream_members},
-    {Py_tp_doc, "A CUDA stream. Make one with gpuhost.stream(); not made directly."},
+    {Py_tp_doc, "A CUDA stream: a queue of work that runs in order on the device.\n\n"
+                "Make one with gpuhost.stream(); it is not made directly. Streams compare and "
+                "hash by handle,\nand int(s) is the CUstream.\n\n"
+                "Examples\n"
+                "--------\n"
+                ">>> s = gpuhost.stream()\n"
+                ">>> d = gpuhost.to_device(np.arange(3), stream=s)\n"
+                ">>> h = d.copy_to_host(stream=s)\n"
+                ">>> s.synchronize()\n"
+                ">>> h\n"
+                "array([0, 1, 2])"},
     {Py_tp_methods, stream_methods},
     {Py_tp_getset, stream_getset},
     {Py_tp_repr, stream_repr},
