@@ -88,6 +88,7 @@ gh_devicearray_new(gh_state *st, gh_context *ctx, uint64_t generation, CUdevicep
     self->stream = Py_XNewRef(stream);
     self->weakreflist = NULL;
     self->readonly = 0;
+    self->jit_key[0] = 0;
     if (ndim > 0) { /* a 0-d array may come with NULL shape and strides */
         memcpy(self->shape, shape, (size_t)ndim * sizeof(npy_intp));
         memcpy(self->strides, strides, (size_t)ndim * sizeof(npy_intp));

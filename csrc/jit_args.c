@@ -111,22 +111,25 @@ key_arg(gh_state *st, jit_keybuf *kb, PyObject *arg, int depth, int keep)
     if (tp == st->DeviceArrayType) {
         gh_devicearray *a = (gh_devicearray *)arg;
         PyArray_Descr *d = (PyArray_Descr *)a->dtype;
-        int num = d->type_num;
-        unsigned char *out = kb->bytes + kb->n;
-        if (kb->n + 8 <= JIT_KEY_MAX && (num <= NPY_CLONGDOUBLE || num == NPY_HALF) &&
-            PyDataType_ISNOTSWAPPED(d) && !PyDataType_HASFIELDS(d) && !PyDataType_HASSUBARRAY(d) &&
-            a->ndim < 256) {
-            /* the common case in one go: 'A', the type number, ndim, layout, read-only */
-            out[0] = 'A';
-            out[1] = 'n';
-            out[2] = (unsigned char)num;
-            out[3] = (unsigned char)a->ndim;
-            out[4] = (unsigned char)gh_jit_array_layout(a);
-            out[5] = (unsigned char)a->readonly;
-            kb->n += 6;
-            return 1;
+        int num = d->type_num, r;
+        if (a->jit_key[0] == 0) {
+            /* the common case, made once per array (its layout never changes): 'A', the
+               type number, ndim, layout, read-only; other dtypes (records, byte orders)
+               are keyed below each time */
+            int simple = (num <= NPY_CLONGDOUBLE || num == NPY_HALF) &&
+                         PyDataType_ISNOTSWAPPED(d) && !PyDataType_HASFIELDS(d) &&
+                         !PyDataType_HASSUBARRAY(d);
+            a->jit_key[1] = 'n';
+            a->jit_key[2] = (unsigned char)num;
+            a->jit_key[3] = (unsigned char)a->ndim;
+            a->jit_key[4] = (unsigned char)gh_jit_array_layout(a);
+            a->jit_key[5] = (unsigned char)a->readonly;
+            a->jit_key[0] = simple ? 'A' : 'x';
         }
-        int r = key_byte(kb, 'A') ? key_dtype(kb, d, keep) : 0;
+        if (a->jit_key[0] == 'A') {
+            return key_put(kb, a->jit_key, sizeof(a->jit_key));
+        }
+        r = key_byte(kb, 'A') ? key_dtype(kb, d, keep) : 0;
         if (r <= 0) {
             return r;
         }

@@ -377,6 +377,9 @@ typedef struct {
     PyObject *weakreflist;
     int ndim;
     int readonly; /* memory its exporter declared read-only (CUDA array interface data[1]) */
+    /* gpuhost.jit's key of this array's numba type (jit_args.c), made on its first launch
+       (the layout never changes): jit_key[0] 0 not made yet, 'A' made, 'x' not cacheable */
+    unsigned char jit_key[6];
     Py_ssize_t shape[GH_MAXDIMS];
     Py_ssize_t strides[GH_MAXDIMS];
 } gh_devicearray;
