@@ -401,8 +401,36 @@ mod_dlpack_import(PyObject *module, PyObject *capsule)
 
 static PyMethodDef dlpack_module_methods[] = {
     {"dlpack_import", mod_dlpack_import, METH_O,
-     "dlpack_import(capsule, /)\n--\n\n"
-     "A DeviceArray over the CUDA tensor in an unconsumed DLPack capsule (no copy)."},
+     "dlpack_import(capsule, /)\n"
+     "--\n"
+     "\n"
+     "A DeviceArray over the CUDA tensor in an unconsumed DLPack capsule (no copy).\n"
+     "\n"
+     "The capsule is consumed: the array owns the tensor and calls its deleter when it goes.\n"
+     "Private: use gpuhost.from_dlpack(), which also takes objects with __dlpack__.\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "capsule : PyCapsule\n"
+     "    A \"dltensor\" or \"dltensor_versioned\" capsule of CUDA (or managed) memory.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "DeviceArray\n"
+     "\n"
+     "Raises\n"
+     "------\n"
+     "BufferError\n"
+     "    The capsule was consumed already, or its tensor is not CUDA memory.\n"
+     "TypeError\n"
+     "    Not a DLPack capsule.\n"
+     "\n"
+     "Examples\n"
+     "--------\n"
+     ">>> src = gpuhost.to_device(np.arange(3.0))\n"
+     ">>> d = gpuhost._core.dlpack_import(src.__dlpack__(stream=None))\n"
+     ">>> d.copy_to_host()\n"
+     "array([0., 1., 2.])"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -87,11 +87,62 @@ nvtx_range_pop(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
 
 PyMethodDef gh_nvtx_methods[] = {
     {"nvtx_mark", (PyCFunction)(void (*)(void))nvtx_mark, METH_VARARGS | METH_KEYWORDS,
-     "nvtx_mark(message, color=None)\n--\n\nAn NVTX instant marker."},
+     "nvtx_mark(message, color=None)\n"
+     "--\n"
+     "\n"
+     "An NVTX instant marker on a profiler's timeline (nvtxMarkEx).\n"
+     "\n"
+     "Costs nothing without a profiler. Private: use gpuhost.nvtx.mark().\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "message : str\n"
+     "    The marker's text.\n"
+     "color : int, optional\n"
+     "    An ARGB color, 0xAARRGGBB; None: no color.\n"
+     "\n"
+     "Examples\n"
+     "--------\n"
+     ">>> gpuhost._core.nvtx_mark(\"checkpoint\", 0xFF00FF00)"},
     {"nvtx_range_push", (PyCFunction)(void (*)(void))nvtx_range_push, METH_VARARGS | METH_KEYWORDS,
-     "nvtx_range_push(message, color=None)\n--\n\n"
-     "Open a nested NVTX range; returns its depth (negative without a profiler)."},
+     "nvtx_range_push(message, color=None)\n"
+     "--\n"
+     "\n"
+     "Open a nested NVTX range (nvtxRangePushEx); nvtx_range_pop() closes it.\n"
+     "\n"
+     "Private: use gpuhost.nvtx.range().\n"
+     "\n"
+     "Parameters\n"
+     "----------\n"
+     "message : str\n"
+     "    The range's text.\n"
+     "color : int, optional\n"
+     "    An ARGB color, 0xAARRGGBB; None: no color.\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "int\n"
+     "    The range's depth, from 0; negative without a profiler.\n"
+     "\n"
+     "Examples\n"
+     "--------\n"
+     ">>> depth = gpuhost._core.nvtx_range_push(\"copy\")\n"
+     ">>> _ = gpuhost._core.nvtx_range_pop()"},
     {"nvtx_range_pop", nvtx_range_pop, METH_NOARGS,
-     "nvtx_range_pop()\n--\n\nClose the innermost NVTX range; returns its depth."},
+     "nvtx_range_pop()\n"
+     "--\n"
+     "\n"
+     "Close this thread's innermost NVTX range (nvtxRangePop).\n"
+     "\n"
+     "Returns\n"
+     "-------\n"
+     "int\n"
+     "    The depth of the range closed; negative without a profiler.\n"
+     "\n"
+     "Examples\n"
+     "--------\n"
+     ">>> _ = gpuhost._core.nvtx_range_push(\"outer\")\n"
+     ">>> isinstance(gpuhost._core.nvtx_range_pop(), int)\n"
+     "True"},
     {NULL, NULL, 0, NULL},
 };

@@ -22,15 +22,51 @@ __all__ = [
 
 class CudaSupportError(ImportError):
     """CUDA cannot be used here: no driver, the toolkit's stub driver, no device, or a
-    driver too old. The message names what was tried and the driver's own error."""
+    driver too old.
+
+    Raised the first time something needs the driver (``len(gpuhost.gpus)``,
+    `gpuhost.to_device`, ...), never by ``import gpuhost``. The message names what was
+    tried and the driver's own error. It is an ImportError, as numba's is, so that
+    ``except ImportError`` around optional GPU code catches it; `gpuhost.cuda_error`
+    returns the same message without raising.
+
+    Examples
+    --------
+    >>> issubclass(gpuhost.CudaSupportError, ImportError)
+    True
+    >>> try:
+    ...     n = len(gpuhost.gpus)
+    ... except gpuhost.CudaSupportError as e:
+    ...     print("no GPU:", e)
+    ...     n = 0
+    >>> n >= 1
+    True
+    """
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
 
 
 class CudaDriverError(Exception):
-    """A CUDA driver operation was used wrongly or cannot be done (e.g. popping a
-    context that is not on top of this thread's stack)."""
+    """A CUDA driver operation was used wrongly or cannot be done.
+
+    gpuhost raises it itself when a check made before calling the driver fails, e.g.
+    popping a context that is not on top of this thread's stack, timing an event made
+    with ``timing=False`` or recording an event on another context's stream. It is the
+    base class of every driver error: `CudaAPIError` (a driver call failed),
+    `InvalidDeviceError`, `GraphUpdateError` and `StreamCaptureError`, so one
+    ``except CudaDriverError`` catches them all.
+
+    Examples
+    --------
+    >>> e = gpuhost.event(timing=False)
+    >>> e.record()
+    >>> try:
+    ...     e.elapsed_time(e)
+    ... except gpuhost.CudaDriverError as err:
+    ...     print("timing=False" in str(err))
+    True
+    """
 
     def __init__(self, *args):
         super().__init__(*args)
@@ -39,9 +75,41 @@ class CudaDriverError(Exception):
 class CudaAPIError(CudaDriverError):
     """A driver API call returned an error.
 
-    Attributes: ``code`` (the CUresult as an int), ``name`` (e.g.
-    ``"CUDA_ERROR_OUT_OF_MEMORY"``), ``msg`` (the driver's description) and ``call``
-    (the entry point, e.g. ``"cuMemAlloc"``).
+    Every failed ``cu*`` call raises it (or a subclass: `CudaOutOfMemoryError`,
+    `StreamCaptureError`); the message is ``"<call> failed: [<code>] <name>: <msg>"``.
+    It pickles, so errors from worker processes come back whole.
+
+    Parameters
+    ----------
+    code : int
+        The CUresult.
+    name : str
+        The CUresult's name, e.g. ``"CUDA_ERROR_OUT_OF_MEMORY"``.
+    msg : str, optional
+        The driver's description, with what gpuhost adds (sizes, devices).
+    call : str, optional
+        The driver entry point, e.g. ``"cuMemAlloc"``.
+
+    Attributes
+    ----------
+    code : int
+        The CUresult as an int.
+    name : str
+        Its name.
+    msg : str
+        The description.
+    call : str
+        The entry point that failed ("" when not known).
+
+    Examples
+    --------
+    >>> try:
+    ...     gpuhost.device_array(10**15, np.uint8)
+    ... except gpuhost.CudaAPIError as e:
+    ...     print(e.call, e.code, e.name)
+    cuMemAlloc 2 CUDA_ERROR_OUT_OF_MEMORY
+    >>> str(gpuhost.CudaAPIError(1, "CUDA_ERROR_INVALID_VALUE", "invalid argument", "cuMemcpy"))
+    'cuMemcpy failed: [1] CUDA_ERROR_INVALID_VALUE: invalid argument'
     """
 
     def __init__(self, code, name, msg="", call=""):
@@ -57,16 +125,53 @@ class CudaAPIError(CudaDriverError):
 
 
 class CudaOutOfMemoryError(CudaAPIError, MemoryError):
-    """The device is out of memory (CUDA_ERROR_OUT_OF_MEMORY); also a MemoryError."""
+    """The device is out of memory (CUDA_ERROR_OUT_OF_MEMORY); also a MemoryError.
+
+    Raised by allocations (`gpuhost.device_array`, `gpuhost.to_device`, the pools) after
+    gpuhost has given the pools' cached blocks back and retried; the message says how much
+    was asked, how much is free and what the pool holds. Attributes as `CudaAPIError`.
+
+    Examples
+    --------
+    >>> try:
+    ...     gpuhost.device_array(10**15, np.uint8)
+    ... except MemoryError as e:
+    ...     print(type(e).__name__, e.name)
+    CudaOutOfMemoryError CUDA_ERROR_OUT_OF_MEMORY
+    """
 
 
 class StreamCaptureError(CudaAPIError):
-    """Stream capture went wrong: work that cannot be captured into a CUDA graph was asked
-    of a capturing stream (``synchronize()``, a copy from pageable memory, a synchronous
-    call while a capture is under way), or capture was used wrongly (begun twice, ended
-    without a begin, on the legacy default stream).  The driver's refusals
-    (``CUDA_ERROR_STREAM_CAPTURE_*``) carry ``code``, ``name`` and ``call``; gpuhost's own
-    checks, made before the driver would invalidate the capture, have ``code`` None."""
+    """Stream capture went wrong.
+
+    Raised when work that cannot be captured into a CUDA graph is asked of a capturing
+    stream (``synchronize()``, a copy from pageable memory, a synchronous call while a
+    capture is under way), or when capture is used wrongly (begun twice, ended without a
+    begin, on the legacy default stream).
+
+    Parameters
+    ----------
+    code : int or str
+        The CUresult; or, alone, gpuhost's own message (``code`` is then None).
+    name, msg, call : str, optional
+        As `CudaAPIError`'s.
+
+    Attributes
+    ----------
+    code : int or None
+        The driver's refusals (``CUDA_ERROR_STREAM_CAPTURE_*``) carry ``code``, ``name``
+        and ``call``; gpuhost's own checks, made before the driver would invalidate the
+        capture, have ``code`` None and the message in ``msg``.
+
+    Examples
+    --------
+    >>> s = gpuhost.stream()
+    >>> try:
+    ...     s.end_capture()
+    ... except gpuhost.StreamCaptureError as e:
+    ...     print(e.code, "|", e)
+    None | end_capture() without begin_capture(): the stream is not capturing
+    """
 
     def __init__(self, code, name=None, msg="", call=""):
         if isinstance(code, str) and name is None:  # gpuhost's own message
@@ -78,17 +183,69 @@ class StreamCaptureError(CudaAPIError):
 
 
 class GraphUpdateError(CudaDriverError):
-    """GraphExec.update() was refused (cuGraphExecUpdate): the message gives the driver's
-    reason, e.g. that the graph's topology differs."""
+    """GraphExec.update() was refused (cuGraphExecUpdate).
+
+    The message gives the driver's reason, e.g. that the graph's topology differs; the
+    executable graph is unchanged and can still be launched, or instantiated anew from
+    the new graph.
+
+    Examples
+    --------
+    >>> issubclass(gpuhost.GraphUpdateError, gpuhost.CudaDriverError)
+    True
+    """
 
 
 class InvalidDeviceError(CudaDriverError, IndexError):
-    """A device number that does not exist; the message says which devices do."""
+    """A device number that does not exist; the message says which devices do.
+
+    Raised by ``gpuhost.gpus[n]``, `gpuhost.select_device` and every ``device=``
+    argument. Also an IndexError, so iterating devices by index ends cleanly.
+
+    Examples
+    --------
+    >>> try:
+    ...     gpuhost.gpus[99]
+    ... except gpuhost.InvalidDeviceError as e:
+    ...     print(e)
+    no CUDA device 99: ... devices found (ids 0 to ...)
+    """
 
 
 class NvrtcError(Exception):
-    """NVRTC failed. ``code`` and ``name`` are the nvrtcResult; ``log`` is the
-    compiler's log (empty when the failure was not a compilation)."""
+    """NVRTC failed: most often, the source did not compile.
+
+    Raised by `gpuhost.compile` and what builds on it (RawKernel, SourceModule); the
+    message holds the compiler's log.
+
+    Parameters
+    ----------
+    msg : str
+        The message.
+    code : int, optional
+        The nvrtcResult.
+    name : str, optional
+        Its name, e.g. ``"NVRTC_ERROR_COMPILATION"``.
+    log : str, optional
+        The compiler's log.
+
+    Attributes
+    ----------
+    code : int or None
+        The nvrtcResult.
+    name : str or None
+        Its name.
+    log : str
+        The compiler's log (empty when the failure was not a compilation).
+
+    Examples
+    --------
+    >>> try:
+    ...     gpuhost.compile("__global__ void k() { undeclared = 1; }")
+    ... except gpuhost.NvrtcError as e:
+    ...     print(e.name, "undeclared" in e.log)
+    NVRTC_ERROR_COMPILATION True
+    """
 
     def __init__(self, msg, code=None, name=None, log=""):
         super().__init__(msg)
@@ -98,12 +255,35 @@ class NvrtcError(Exception):
 
 
 class NvrtcSupportError(NvrtcError, ImportError):
-    """libnvrtc could not be found or loaded; the message lists the paths tried."""
+    """libnvrtc could not be found or loaded; the message lists the paths tried.
+
+    Raised by the first compilation (never by ``import gpuhost``). Install the
+    nvidia-cuda-nvrtc wheel or a CUDA toolkit, or point GPUHOST_NVRTC at the library.
+    Both an `NvrtcError` and an ImportError.
+
+    Examples
+    --------
+    >>> issubclass(gpuhost.NvrtcSupportError, (gpuhost.NvrtcError, ImportError))
+    True
+    """
 
 
 class NvrtcWarning(UserWarning):
-    """NVRTC compiled the source but logged warnings; the message holds the log, which
-    also stays on the result as ``CompiledCode.log``."""
+    """NVRTC compiled the source but logged warnings.
+
+    Issued (a `warnings` warning, not raised) by `gpuhost.compile` when it compiles (not
+    for a result from its cache); the message holds the log, which also stays on the
+    result as ``CompiledCode.log``. Filter it as any UserWarning.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", gpuhost.NvrtcWarning)
+    ...     code = gpuhost.compile("__global__ void k() { int unused; }")
+    >>> "unused" in code.log
+    True
+    """
 
     def __init__(self, *args):
         super().__init__(*args)
@@ -123,10 +303,42 @@ _NCCL_RESULT_NAMES = {
 
 
 class NcclError(RuntimeError):
-    """NCCL returned an error. ``status`` is the ncclResult_t code (``name`` its name),
-    ``call`` the NCCL function (empty when not known) and ``detail`` NCCL's own last-error
-    text (ncclGetLastError), which is in the message.  ``NcclError(status)`` alone makes the
-    message from NCCL's description of the code, as CuPy's NcclError does."""
+    """NCCL returned an error.
+
+    Raised by `gpuhost.nccl.Communicator`'s calls, and by its ``check_async_error()`` and
+    ``wait()`` for an error NCCL reported asynchronously. ``NcclError(status)`` alone
+    makes the message from NCCL's description of the code, as CuPy's NcclError does. It
+    pickles.
+
+    Parameters
+    ----------
+    status : int
+        The ncclResult_t.
+    call : str, optional
+        The NCCL function that failed.
+    detail : str, optional
+        NCCL's own last-error text (ncclGetLastError).
+
+    Attributes
+    ----------
+    status : int
+        The ncclResult_t code.
+    name : str
+        Its name, e.g. ``"NCCL_ERROR_INVALID_USAGE"``.
+    call : str
+        The NCCL function (empty when not known).
+    detail : str
+        NCCL's last-error text, which is also in the message.
+
+    Examples
+    --------
+    >>> from gpuhost.errors import NcclError
+    >>> e = NcclError(5, "ncclAllReduce")
+    >>> e.status, e.name
+    (5, 'NCCL_ERROR_INVALID_USAGE')
+    >>> str(e).startswith("ncclAllReduce failed: NCCL_ERROR_INVALID_USAGE")
+    True
+    """
 
     def __init__(self, status, call="", detail=""):
         self.status = int(status)
@@ -148,8 +360,18 @@ class NcclError(RuntimeError):
 
 
 class NcclSupportError(RuntimeError):
-    """libnccl could not be found or loaded; the message lists the paths tried (set
-    GPUHOST_NCCL, or install the nvidia-nccl-cu13 wheel)."""
+    """libnccl could not be found or loaded; the message lists the paths tried.
+
+    Raised by the first use of `gpuhost.nccl` that needs the library (never by
+    ``import gpuhost``). Set GPUHOST_NCCL to the library's path, or install the
+    nvidia-nccl-cu13 (or -cu12) wheel; `gpuhost.nccl.is_available` asks without raising.
+
+    Examples
+    --------
+    >>> from gpuhost import nccl
+    >>> if not nccl.is_available():
+    ...     print("no NCCL")
+    """
 
     def __init__(self, *args):
         super().__init__(*args)

@@ -45,7 +45,18 @@ _MIB = 2**20
 
 
 def pytest_addoption(parser):
-    """The plugin's options: --gpuhost-device and --gpuhost-leak-tolerance."""
+    """pytest's hook adding the plugin's options: --gpuhost-device and --gpuhost-leak-tolerance.
+
+    ``--gpuhost-device N`` runs the tests on device N (its primary context current,
+    CUDA_DEVICE=N); ``--gpuhost-leak-tolerance BYTES`` is how far the device's free memory
+    may fall during a test using `gpuhost_leak_check` (default 64 MiB).
+
+    Examples
+    --------
+    On the command line::
+
+        pytest --gpuhost-device 1 --gpuhost-leak-tolerance 0
+    """
     group = parser.getgroup("gpuhost", "gpuhost (CUDA)")
     group.addoption("--gpuhost-device", type=int, default=None, metavar="N",
                     dest="gpuhost_device",
@@ -85,7 +96,27 @@ def _usable_count():
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
-    """Register the markers and choose this process's device."""
+    """pytest's hook registering the ``cuda`` and ``gpus(n)`` markers and choosing the device.
+
+    The device is ``--gpuhost-device``'s, or under pytest-xdist worker ``gw<k>``'s
+    ``k % device count``; it is selected (``select_device``) before the test modules are
+    imported. Called by pytest, not by users.
+
+    Raises
+    ------
+    pytest.UsageError
+        ``--gpuhost-device`` names a device that does not exist, or CUDA is not usable.
+
+    Examples
+    --------
+    The markers it registers::
+
+        @pytest.mark.cuda
+        def test_on_any_gpu(): ...
+
+        @pytest.mark.gpus(2)
+        def test_peer_copy(): ...
+    """
     config.addinivalue_line("markers", "cuda: needs a usable CUDA device; skipped otherwise")
     config.addinivalue_line("markers", "gpus(n): needs at least n CUDA devices; skipped "
                                        "otherwise")
@@ -141,7 +172,19 @@ def _marker_count(marker):
 
 
 def pytest_runtest_setup(item):
-    """Skip a test whose cuda or gpus(n) marker this machine cannot satisfy."""
+    """pytest's hook skipping a test whose ``cuda`` or ``gpus(n)`` marker cannot be met here.
+
+    ``cuda``: skipped when no CUDA device is usable, with the driver's reason;
+    ``gpus(n)``: skipped with fewer than n devices. A ``gpus`` marker without a positive
+    int fails the test. Called by pytest, not by users.
+
+    Examples
+    --------
+    >>> import pytest
+    >>> @pytest.mark.gpus(2)
+    ... def test_two_devices():
+    ...     assert len(gpuhost.gpus) >= 2
+    """
     # No ordering: a conftest's own gpus/cuda handling (registered later) runs first.
     if item.get_closest_marker("cuda") is not None:
         _, why = _usable_count()
@@ -160,9 +203,25 @@ def pytest_runtest_setup(item):
 
 @pytest.fixture
 def gpuhost_context():
-    """The default device's primary context (make_default_context(): the device chosen
-    by --gpuhost-device or xdist, else CUDA_DEVICE, else the first usable one), pushed
-    for the test and popped after it.  Skips the test where CUDA is not usable."""
+    """The fixture giving a test the default device's primary context, current.
+
+    The device is make_default_context()'s: the one chosen by ``--gpuhost-device`` or
+    xdist, else CUDA_DEVICE, else the first usable one. The context is pushed for the
+    test and popped after it. The test is skipped where CUDA is not usable.
+
+    Yields
+    ------
+    gpuhost.Context
+        The context, current during the test.
+
+    Examples
+    --------
+    In a test module (pytest runs it; the plugin is loaded with gpuhost):
+
+    >>> def test_copy(gpuhost_context):
+    ...     d = gpuhost.to_device(np.arange(3))
+    ...     assert d.copy_to_host().tolist() == [0, 1, 2]
+    """
     import gpuhost
     from gpuhost._pycuda_tools import make_default_context
 
@@ -177,15 +236,44 @@ def gpuhost_context():
 
 @pytest.fixture
 def gpuhost_device(gpuhost_context):
-    """The Device of gpuhost_context."""
+    """The fixture giving a test the Device of `gpuhost_context`, its context current.
+
+    Skips the test where CUDA is not usable.
+
+    Returns
+    -------
+    gpuhost.Device
+
+    Examples
+    --------
+    >>> def test_device(gpuhost_device):
+    ...     assert gpuhost.gpus.current.id == gpuhost_device.id
+    """
     return gpuhost_context.device
 
 
 @pytest.fixture
 def gpuhost_leak_check(gpuhost_context):
-    """gpuhost_context, and the test fails if it leaves gpuhost streams, events, modules or
-    allocations alive, or the device with less free memory than it found (beyond
-    --gpuhost-leak-tolerance), or an asynchronous CUDA error pending."""
+    """The fixture `gpuhost_context`, with a leak check around the test.
+
+    The test fails if it leaves gpuhost streams, events, modules or allocations alive
+    (after gc.collect() and emptying the memory pools), or the device with less free
+    memory than it found (beyond ``--gpuhost-leak-tolerance``), or an asynchronous CUDA
+    error pending: the context is synchronized at the end, so that the error fails the
+    test that caused it. Skips the test where CUDA is not usable.
+
+    Returns
+    -------
+    gpuhost.Context
+        The context, current during the test.
+
+    Examples
+    --------
+    >>> def test_no_leak(gpuhost_leak_check):
+    ...     s = gpuhost.stream()
+    ...     s.synchronize()
+    ...     del s  # kept alive, the test would fail: "1 stream" still alive
+    """
     return gpuhost_context
 
 
@@ -255,13 +343,28 @@ def _free_threaded():
 
 
 def live_counts():
-    """{type name: live instances} of the resource types the leak check counts.
+    """How many of each resource the leak check counts are alive, for tests of your own.
 
     These types are not tracked by the garbage collector (gc.get_objects() does not list
     them), but each instance holds a reference to its heap type, so the type's reference
-    count moves with them: a precise and cheap count.  On a free-threaded build, where
-    instances count their type per thread, they are looked for instead one reference away
-    from every object the collector tracks (and through device arrays)."""
+    count moves with them: a precise and cheap count; compare two calls' results, not the
+    numbers themselves.  On a free-threaded build, where instances count their type per
+    thread, they are looked for instead one reference away from every object the collector
+    tracks (and through device arrays).
+
+    Returns
+    -------
+    dict
+        {"Allocation": n, "Stream": n, "Event": n, "Module": n}.
+
+    Examples
+    --------
+    >>> from gpuhost.pytest_plugin import live_counts
+    >>> before = live_counts()["Stream"]
+    >>> s = gpuhost.stream()
+    >>> live_counts()["Stream"] - before
+    1
+    """
     import gpuhost
 
     types = {name: getattr(gpuhost, name) for name, _ in _LEAK_TYPES}
@@ -340,8 +443,17 @@ def _leak_report(ctx, before, tolerance):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
-    """For tests using gpuhost_leak_check: take stock when the test body starts (every
-    fixture set up), check when it returns, before any fixture is torn down."""
+    """pytest's hook running `gpuhost_leak_check`'s check around a test's body.
+
+    For tests using the fixture: take stock when the test body starts (every fixture set
+    up), check when it returns, before any fixture is torn down; a leak fails the test
+    (or, when it failed already, is added to its report). Called by pytest, not by users.
+
+    Examples
+    --------
+    >>> def test_leaks(gpuhost_leak_check):
+    ...     test_leaks.kept = gpuhost.stream()  # fails: "1 stream" still alive
+    """
     funcargs = getattr(item, "funcargs", None) or {}
     ctx = funcargs.get("gpuhost_leak_check")
     if ctx is None:

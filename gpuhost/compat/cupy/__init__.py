@@ -81,7 +81,20 @@ __all__ = [
 
 
 def is_available():
-    """True if a CUDA driver and at least one device can be used."""
+    """Whether a CUDA driver and at least one device can be used, as ``cupy.is_available``.
+
+    Never raises.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> from gpuhost.compat import cupy as cuda
+    >>> cuda.is_available()
+    True
+    """
     try:
         return _core.is_available() and _core.device_count() > 0
     except Exception:
@@ -90,7 +103,18 @@ def is_available():
 
 @contextlib.contextmanager
 def profile():
-    """Collect profiling data (profiler.start() / stop()) for the duration of the block."""
+    """Collect profiling data for the duration of the block, as ``cupy.cuda.profile``.
+
+    `profiler.start` at its start, `profiler.stop` at its end (also when the block
+    raises): with ``nsys --capture-range=cudaProfilerApi`` only the block is profiled.
+    Without a profiler attached it does nothing.
+
+    Examples
+    --------
+    >>> from gpuhost.compat import cupy as cuda
+    >>> with cuda.profile():
+    ...     d = gpuhost.to_device(np.arange(4))
+    """
     profiler.start()
     try:
         yield

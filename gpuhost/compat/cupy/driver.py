@@ -6,12 +6,41 @@ __all__ = ["CUDADriverError", "driverGetVersion", "get_build_version"]
 
 
 def get_build_version():
-    """The CUDA version of the headers gpuhost was built with, as an int (13000)."""
+    """The CUDA version of the headers gpuhost was built with, as ``cupy.cuda.driver``'s.
+
+    Returns
+    -------
+    int
+        major * 1000 + minor * 10: 13000 for CUDA 13.0.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import driver
+    >>> driver.get_build_version() >= 12000
+    True
+    """
     return _core.CUDA_HEADERS_VERSION
 
 
 def driverGetVersion():  # noqa: N802 - CuPy's name
-    """The CUDA version the driver supports, as an int (13000 for 13.0)."""
+    """The CUDA version the driver supports (cuDriverGetVersion).
+
+    Returns
+    -------
+    int
+        major * 1000 + minor * 10: 13000 for CUDA 13.0.
+
+    Raises
+    ------
+    CudaSupportError
+        No usable CUDA driver.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import driver
+    >>> driver.driverGetVersion() >= 12000
+    True
+    """
     major, minor = _core.driver_version()
     return major * 1000 + minor * 10
 

@@ -33,33 +33,111 @@ _ALLREDUCE, _REDUCE, _BROADCAST, _ALLGATHER, _REDUCESCATTER, _SEND, _RECV = rang
 
 
 def get_build_version():
-    """NCCL's version code.  gpuhost is not built against NCCL (it declares the few types it
-    uses itself), so this is the loaded library's, as get_version()."""
+    """NCCL's version code, as ``cupy.cuda.nccl.get_build_version``.
+
+    gpuhost is not built against NCCL (it declares the few types it uses itself), so
+    this is the loaded library's, as `get_version`.
+
+    Returns
+    -------
+    int
+        22809 for NCCL 2.28.9.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import nccl
+    >>> nccl.get_build_version() == nccl.get_version()
+    True
+    """
     return _core.nccl_version()
 
 
 def get_version():
-    """The loaded libnccl's version code (22809 for 2.28.9)."""
+    """The loaded libnccl's version code (ncclGetVersion).
+
+    Returns
+    -------
+    int
+        22809 for NCCL 2.28.9.
+
+    Raises
+    ------
+    NcclSupportError
+        libnccl could not be loaded.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import nccl
+    >>> nccl.get_version() >= 21800
+    True
+    """
     return _core.nccl_version()
 
 
 def get_unique_id():
-    """A new NCCL unique id: 128 bytes (CuPy 14's form)."""
+    """A new NCCL unique id: 128 bytes (CuPy 14's form), for `NcclCommunicator`.
+
+    Returns
+    -------
+    bytes
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import nccl
+    >>> len(nccl.get_unique_id())
+    128
+    """
     return _core.nccl_unique_id()
 
 
 def groupStart():
-    """ncclGroupStart."""
+    """Start an NCCL group (ncclGroupStart): the calls until `groupEnd` launch together.
+
+    Needed where one process drives several ranks.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import nccl
+    >>> nccl.groupStart()
+    >>> nccl.groupEnd()
+    """
     _core.nccl_group_start()
 
 
 def groupEnd():
-    """ncclGroupEnd."""
+    """End the NCCL group `groupStart` began (ncclGroupEnd), launching its calls.
+
+    Raises
+    ------
+    NcclError
+        NCCL refused a call of the group.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import nccl
+    >>> comms = nccl.NcclCommunicator.initAll(1)
+    >>> nccl.groupStart()
+    >>> for c in comms:
+    ...     c.check_async_error()
+    >>> nccl.groupEnd()
+    """
     _core.nccl_group_end()
 
 
 class NcclConfig:
-    """ncclConfig_t's split_share (the one field CuPy exposes)."""
+    """ncclConfig_t's split_share, the one field CuPy exposes.
+
+    Parameters
+    ----------
+    split_share : int, optional
+        1: communicators split from this one share its resources.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import nccl
+    >>> nccl.NcclConfig(split_share=1).split_share
+    1
+    """
 
     def __init__(self, split_share=0):
         self._split_share = int(split_share)
@@ -79,8 +157,43 @@ def _as_bytes_id(commId):
 
 
 class NcclCommunicator:
-    """One rank of an NCCL communicator on the current device, as
-    ``cupy.cuda.nccl.NcclCommunicator(ndev, commId, rank, config=None)``."""
+    """One rank of an NCCL communicator on the current device, as CuPy's.
+
+    Buffers are device addresses (ints), counts are elements, datatypes and operations
+    NCCL's codes (``NCCL_FLOAT32``, ``NCCL_SUM``), streams handles (``stream.ptr``), as
+    in ``cupy.cuda.nccl``. `_gpuhost()` gives the `gpuhost.nccl.Communicator` it wraps.
+
+    Parameters
+    ----------
+    ndev : int
+        How many ranks.
+    commId : bytes
+        128 bytes from `get_unique_id`, the same on every rank.
+    rank : int
+        This rank.
+    config : NcclConfig, optional
+
+    Raises
+    ------
+    TypeError, ValueError
+        `commId` is not 128 bytes, or `config` not an NcclConfig.
+    NcclError
+        NCCL could not make the communicator.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import nccl
+    >>> comm = nccl.NcclCommunicator(1, nccl.get_unique_id(), 0)
+    >>> x = gpuhost.to_device(np.arange(4, dtype=np.float32))
+    >>> y = gpuhost.device_array(4, np.float32)
+    >>> comm.allReduce(x.device_ctypes_pointer.value, y.device_ctypes_pointer.value, 4,
+    ...                nccl.NCCL_FLOAT32, nccl.NCCL_SUM, 0)
+    >>> y.copy_to_host()
+    array([0., 1., 2., 3.], dtype=float32)
+    >>> comm.rank_id(), comm.size()
+    (0, 1)
+    >>> comm.destroy()
+    """
 
     __slots__ = ("_comm",)
 
@@ -102,12 +215,45 @@ class NcclCommunicator:
 
     @property
     def comm(self):
-        """The ncclComm_t as an int (0 once destroyed)."""
+        """The ncclComm_t as an int (0 once destroyed).
+
+        Examples
+        --------
+        >>> from gpuhost.compat.cupy import nccl
+        >>> comm = nccl.NcclCommunicator(1, nccl.get_unique_id(), 0)
+        >>> comm.comm != 0
+        True
+        >>> comm.destroy()
+        >>> comm.comm
+        0
+        """
         return self._comm.handle
 
     @staticmethod
     def initAll(devices):
-        """One communicator per device, all in this process: `devices` a count or a list."""
+        """One communicator per device, all in this process (ncclCommInitAll).
+
+        Parameters
+        ----------
+        devices : int or list of int
+            A count (devices 0 to n - 1) or the devices; rank i is on the i-th.
+
+        Returns
+        -------
+        list of NcclCommunicator
+
+        Raises
+        ------
+        ValueError
+            `devices` is neither an int nor a list.
+
+        Examples
+        --------
+        >>> from gpuhost.compat.cupy import nccl
+        >>> comms = nccl.NcclCommunicator.initAll([0])
+        >>> [c.device_id() for c in comms]
+        [0]
+        """
         if not isinstance(devices, (int, list)) or isinstance(devices, bool):
             raise ValueError("\"devices\" should be an int or a list of int.")
         return [NcclCommunicator._wrap(c) for c in _Communicator.init_all(devices)]
@@ -128,12 +274,45 @@ class NcclCommunicator:
         return self._comm.size
 
     def check_async_error(self):
-        """Raise NcclError if NCCL reported an asynchronous error."""
+        """Raise NcclError if NCCL reported an asynchronous error (ncclCommGetAsyncError).
+
+        Raises
+        ------
+        NcclError
+            The asynchronous error.
+
+        Examples
+        --------
+        >>> from gpuhost.compat.cupy import nccl
+        >>> comm = nccl.NcclCommunicator(1, nccl.get_unique_id(), 0)
+        >>> comm.check_async_error()
+        """
         self._comm.check_async_error()
 
     def commSplit(self, color, key, config=None):
-        """ncclCommSplit: a new NcclCommunicator of the ranks of equal color, or None for
-        color -1."""
+        """Split the communicator by color (ncclCommSplit); called by every rank.
+
+        Parameters
+        ----------
+        color : int
+            Ranks of equal color form one new communicator; -1: this rank joins none.
+        key : int
+            Orders the ranks in the new communicator.
+        config : NcclConfig, optional
+
+        Returns
+        -------
+        NcclCommunicator or None
+            None for color -1.
+
+        Examples
+        --------
+        >>> from gpuhost.compat.cupy import nccl
+        >>> comm = nccl.NcclCommunicator(1, nccl.get_unique_id(), 0)
+        >>> sub = comm.commSplit(0, 0)
+        >>> sub.size()
+        1
+        """
         new = self._comm.split(color, key,
                                split_share=None if config is None else config.split_share)
         return None if new is None else NcclCommunicator._wrap(new)

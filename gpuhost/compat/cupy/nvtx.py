@@ -7,7 +7,8 @@ from ... import _core
 
 __all__ = ["Mark", "MarkC", "RangePop", "RangePush", "RangePushC", "available"]
 
-available = True  # NVTX v3 is built in; calls cost nothing without a profiler
+#: True: NVTX v3 is built in, and its calls cost nothing without a profiler (CuPy's name).
+available = True
 
 # CuPy's palette for the id_color arguments (the same ARGB values, so a timeline looks
 # the same under either).
@@ -36,25 +37,117 @@ def _argb(color):
 
 
 def Mark(message, id_color=-1):
-    """An instant marker, colored by index into the palette (-1: no color)."""
+    """An instant NVTX marker, colored by index into CuPy's palette.
+
+    Shown on a profiler's timeline (Nsight Systems); costs nothing without one.
+
+    Parameters
+    ----------
+    message : str
+        The marker's text.
+    id_color : int, optional
+        An index into the palette of ten colors (taken modulo ten); -1: no color.
+
+    Raises
+    ------
+    TypeError
+        `message` is not a str, or `id_color` not an int.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import nvtx
+    >>> nvtx.Mark("checkpoint", 2)
+    """
     _core.nvtx_mark(_message(message), _indexed(id_color))
 
 
 def MarkC(message, color=0):
-    """An instant marker of ARGB `color`."""
+    """An instant NVTX marker of an ARGB color.
+
+    Parameters
+    ----------
+    message : str
+        The marker's text.
+    color : int, optional
+        0xAARRGGBB, used as given.
+
+    Raises
+    ------
+    TypeError
+        `message` is not a str, or `color` not an int.
+    OverflowError
+        `color` is outside 0 .. 0xFFFFFFFF.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import nvtx
+    >>> nvtx.MarkC("checkpoint", 0xFF00FF00)
+    """
     _core.nvtx_mark(_message(message), _argb(color))
 
 
 def RangePush(message, id_color=-1):
-    """Open a nested range, colored by index into the palette (-1: no color)."""
+    """Open a nested NVTX range, colored by index into CuPy's palette.
+
+    `RangePop` closes it; ranges nest, per thread.
+
+    Parameters
+    ----------
+    message : str
+        The range's text.
+    id_color : int, optional
+        An index into the palette of ten colors (taken modulo ten); -1: no color.
+
+    Raises
+    ------
+    TypeError
+        `message` is not a str, or `id_color` not an int.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import nvtx
+    >>> nvtx.RangePush("copy", 1)
+    >>> d = gpuhost.to_device(np.arange(4))
+    >>> nvtx.RangePop()
+    """
     _core.nvtx_range_push(_message(message), _indexed(id_color))
 
 
 def RangePushC(message, color=0):
-    """Open a nested range of ARGB `color`."""
+    """Open a nested NVTX range of an ARGB color; `RangePop` closes it.
+
+    Parameters
+    ----------
+    message : str
+        The range's text.
+    color : int, optional
+        0xAARRGGBB, used as given.
+
+    Raises
+    ------
+    TypeError
+        `message` is not a str, or `color` not an int.
+    OverflowError
+        `color` is outside 0 .. 0xFFFFFFFF.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import nvtx
+    >>> nvtx.RangePushC("copy", 0xFF0000FF)
+    >>> nvtx.RangePop()
+    """
     _core.nvtx_range_push(_message(message), _argb(color))
 
 
 def RangePop():
-    """Close the innermost range."""
+    """Close this thread's innermost NVTX range, opened by `RangePush` or `RangePushC`.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import nvtx
+    >>> nvtx.RangePush("outer")
+    >>> nvtx.RangePush("inner")
+    >>> nvtx.RangePop()
+    >>> nvtx.RangePop()
+    """
     _core.nvtx_range_pop()

@@ -47,8 +47,28 @@ _tls = _ThreadLocal()
 
 
 def get_current_stream(device_id=-1):
-    """The current stream of device `device_id` (-1: the current device) in this thread:
-    Stream.null unless a ``with`` block or use() made another current."""
+    """A device's current stream in this thread, as ``cupy.cuda.get_current_stream``.
+
+    Parameters
+    ----------
+    device_id : int, optional
+        The device; -1: the current device.
+
+    Returns
+    -------
+    gpuhost.compat.cupy.stream.Stream
+        Stream.null unless a ``with`` block or use() made another current.
+
+    Examples
+    --------
+    >>> from gpuhost.compat import cupy as cuda
+    >>> cuda.get_current_stream() == cuda.Stream.null
+    True
+    >>> s = cuda.Stream()
+    >>> with s:
+    ...     cuda.get_current_stream() == s
+    True
+    """
     if device_id == -1:
         device_id = get_device_id()
     return _tls.current.get(device_id, Stream.null)
@@ -127,28 +147,108 @@ class _BaseStream:
         return False
 
     def use(self):
-        """Make this stream current on its device until changed (use ``with`` to switch
-        temporarily); returns it. RuntimeError if another device is current."""
+        """Make this stream current on its device until changed.
+
+        Use ``with stream:`` to switch only for a block.
+
+        Returns
+        -------
+        gpuhost.compat.cupy.stream.Stream
+            This stream.
+
+        Raises
+        ------
+        RuntimeError
+            The stream belongs to another device than the current one.
+
+        Examples
+        --------
+        >>> from gpuhost.compat import cupy as cuda
+        >>> s = cuda.Stream().use()
+        >>> cuda.get_current_stream() == s
+        True
+        >>> _ = cuda.Stream.null.use()
+        """
         _tls.current[_check_device(self.device_id)] = self
         return self
 
     def is_capturing(self):
-        """True while the stream captures work into a CUDA graph (cuStreamIsCapturing);
-        CUDARuntimeError where the driver refuses the query."""
+        """Whether the stream is capturing work into a CUDA graph (cuStreamIsCapturing).
+
+        Returns
+        -------
+        bool
+
+        Raises
+        ------
+        CUDARuntimeError
+            The driver refused the query.
+
+        Examples
+        --------
+        >>> from gpuhost.compat import cupy as cuda
+        >>> s = cuda.Stream()
+        >>> s.begin_capture()
+        >>> s.is_capturing()
+        True
+        >>> g = s.end_capture()
+        >>> s.is_capturing()
+        False
+        """
         return _runtime.streamIsCapturing(self._gpuhost())
 
     @property
     def done(self):
-        """True if all work queued on the stream has finished."""
+        """Whether all work queued on the stream has finished (cuStreamQuery); no wait.
+
+        Examples
+        --------
+        >>> from gpuhost.compat import cupy as cuda
+        >>> s = cuda.Stream()
+        >>> s.synchronize()
+        >>> s.done
+        True
+        """
         return self._gpuhost().query()
 
     def synchronize(self):
-        """Wait until all work queued on the stream has finished (GIL released)."""
+        """Wait until all work queued on the stream has finished (GIL released).
+
+        Examples
+        --------
+        >>> from gpuhost.compat import cupy as cuda
+        >>> s = cuda.Stream()
+        >>> d = gpuhost.to_device(np.arange(4), stream=s)
+        >>> s.synchronize()
+        """
         self._gpuhost().synchronize()
 
     def add_callback(self, callback, arg):
-        """Call ``callback(stream, status, arg)`` on a driver thread once the work queued
-        so far is done; `stream` is this object, `status` an int (0: success)."""
+        """Call a function on a driver thread once the work queued so far is done.
+
+        Parameters
+        ----------
+        callback : callable
+            Called as ``callback(stream, status, arg)``: `stream` is this object,
+            `status` an int (0: success). It must not call CUDA.
+        arg : object
+            Passed to `callback`.
+
+        Raises
+        ------
+        TypeError
+            `callback` is not callable.
+
+        Examples
+        --------
+        >>> from gpuhost.compat import cupy as cuda
+        >>> seen = []
+        >>> s = cuda.Stream()
+        >>> s.add_callback(lambda stream, status, arg: seen.append((status, arg)), "done")
+        >>> s.synchronize()
+        >>> seen
+        [(0, 'done')]
+        """
         if not callable(callback):
             raise TypeError("callback must be callable, not %s" % type(callback).__name__)
 
@@ -158,16 +258,65 @@ class _BaseStream:
         self._gpuhost().add_callback(call, None)
 
     def launch_host_func(self, callback, arg):
-        """Call ``callback(arg)`` on a driver thread once the work queued so far is
-        done (cuLaunchHostFunc; captured into the graph while the stream captures)."""
+        """Call ``callback(arg)`` on a driver thread once the work queued so far is done.
+
+        cuLaunchHostFunc: while the stream captures, the call is captured into the graph.
+
+        Parameters
+        ----------
+        callback : callable
+            Called as ``callback(arg)``; it must not call CUDA.
+        arg : object
+            Passed to `callback`.
+
+        Raises
+        ------
+        TypeError
+            `callback` is not callable.
+
+        Examples
+        --------
+        >>> from gpuhost.compat import cupy as cuda
+        >>> seen = []
+        >>> s = cuda.Stream()
+        >>> s.launch_host_func(seen.append, 42)
+        >>> s.synchronize()
+        >>> seen
+        [42]
+        """
         if not callable(callback):
             raise TypeError("callback must be callable, not %s" % type(callback).__name__)
         self._gpuhost().launch_host_func(callback, arg)
 
     def begin_capture(self, mode=None):
-        """Begin capturing this stream's work into a CUDA graph; `mode` is one of
-        runtime.streamCaptureMode* (default: relaxed, as CuPy). RuntimeError on the
-        default (legacy) stream."""
+        """Begin capturing this stream's work into a CUDA graph (cuStreamBeginCapture).
+
+        The work queued on the stream until `end_capture` is recorded, not run.
+
+        Parameters
+        ----------
+        mode : int, optional
+            A cudaStreamCaptureMode: 0 global, 1 thread-local, 2 relaxed (the default,
+            as CuPy's).
+
+        Raises
+        ------
+        RuntimeError
+            On the default (legacy) stream.
+        StreamCaptureError
+            The stream is capturing already.
+
+        Examples
+        --------
+        >>> from gpuhost.compat import cupy as cuda
+        >>> s = cuda.Stream()
+        >>> s.begin_capture()
+        >>> g = s.end_capture()
+        >>> cuda.Stream.null.begin_capture()
+        Traceback (most recent call last):
+        ...
+        RuntimeError: cannot capture on the default (legacy) stream
+        """
         if self.ptr in (0, _CU_STREAM_LEGACY):
             raise RuntimeError("cannot capture on the default (legacy) stream")
         if mode is None:
@@ -175,39 +324,150 @@ class _BaseStream:
         self._gpuhost().begin_capture(mode)
 
     def end_capture(self):
-        """End the capture; returns the captured work as a :class:`graph.Graph`."""
+        """End the capture begun by `begin_capture` (cuStreamEndCapture).
+
+        Returns
+        -------
+        gpuhost.compat.cupy.graph.Graph
+            The captured work, instantiated and ready to launch.
+
+        Raises
+        ------
+        StreamCaptureError
+            The stream was not capturing, or the capture was invalidated.
+
+        Examples
+        --------
+        >>> from gpuhost.compat import cupy as cuda
+        >>> s = cuda.Stream()
+        >>> d = gpuhost.device_array(8, np.uint8)
+        >>> s.begin_capture()
+        >>> cuda.runtime.memsetAsync(d.device_ctypes_pointer.value, 3, 8, s.ptr)
+        >>> graph = s.end_capture()
+        >>> graph.launch(s)
+        >>> s.synchronize()
+        >>> int(d.copy_to_host()[0])
+        3
+        """
         from .graph import Graph
 
         return Graph._from_gpuhost(self._gpuhost().end_capture())
 
     def record(self, event=None):
-        """Record `event` (a new Event if None) on this stream; returns the event."""
+        """Record an event on this stream.
+
+        Parameters
+        ----------
+        event : gpuhost.compat.cupy.stream.Event, optional
+            The event; None: a new `Event`.
+
+        Returns
+        -------
+        gpuhost.compat.cupy.stream.Event
+            The event recorded.
+
+        Examples
+        --------
+        >>> from gpuhost.compat import cupy as cuda
+        >>> s = cuda.Stream()
+        >>> start = s.record()
+        >>> end = s.record()
+        >>> end.synchronize()
+        >>> cuda.get_elapsed_time(start, end) >= 0
+        True
+        """
         if event is None:
             event = Event()
         event.record(self)
         return event
 
     def wait_event(self, event):
-        """Make later work on this stream wait until `event` has completed."""
+        """Make later work on this stream wait until an event has completed.
+
+        The host does not wait.
+
+        Parameters
+        ----------
+        event : gpuhost.compat.cupy.stream.Event or gpuhost.Event
+            A `gpuhost.compat.cupy.Event` or a gpuhost Event.
+
+        Raises
+        ------
+        TypeError
+            `event` is not an event.
+
+        Examples
+        --------
+        >>> from gpuhost.compat import cupy as cuda
+        >>> producer, consumer = cuda.Stream(), cuda.Stream()
+        >>> ready = producer.record()
+        >>> consumer.wait_event(ready)
+        >>> consumer.synchronize()
+        """
         self._gpuhost().wait_event(_event_of(event))
 
     @property
     def is_non_blocking(self):
-        """True if the stream does not synchronize with the null stream."""
+        """Whether the stream does not synchronize with the null stream.
+
+        Examples
+        --------
+        >>> from gpuhost.compat import cupy as cuda
+        >>> cuda.Stream(non_blocking=True).is_non_blocking
+        True
+        """
         return self._gpuhost().non_blocking
 
     @property
     def priority(self):
-        """The stream's priority (lower numbers run first)."""
+        """The stream's priority (lower numbers run first).
+
+        Examples
+        --------
+        >>> from gpuhost.compat import cupy as cuda
+        >>> cuda.Stream().priority
+        0
+        """
         return self._gpuhost().priority
 
 
 class Stream(_BaseStream):
-    """A CUDA stream, as ``cupy.cuda.Stream``: a new stream on the current device,
-    destroyed with the object; ``null=True``: the null (legacy default) stream, as the
-    ``Stream.null`` singleton; ``ptds=True``: the per-thread default stream
-    (``Stream.ptds``). `non_blocking`: does not synchronize with the null stream.
-    `priority`: lower numbers run first (ValueError outside the device's range)."""
+    """A CUDA stream, as ``cupy.cuda.Stream``.
+
+    A new stream on the current device, destroyed with the object. ``with stream:``
+    makes it the current stream for the block (what `Event.record` and the memory
+    module's allocations and copies use); `use` makes it current until changed. It has
+    ``ptr`` (the CUstream, an int) and ``device_id``; every gpuhost ``stream=``
+    argument takes it (``__cuda_stream__``).
+
+    Parameters
+    ----------
+    null : bool, optional
+        The null (legacy default) stream, as the ``Stream.null`` singleton.
+    non_blocking : bool, optional
+        The stream does not synchronize with the null stream.
+    ptds : bool, optional
+        The per-thread default stream, as ``Stream.ptds``.
+    priority : int, optional
+        Lower numbers run first; None: the default (0).
+
+    Raises
+    ------
+    ValueError
+        `priority` is outside the device's range.
+
+    Examples
+    --------
+    >>> from gpuhost.compat import cupy as cuda
+    >>> s = cuda.Stream(non_blocking=True)
+    >>> with s:
+    ...     d = gpuhost.to_device(np.arange(4), stream=cuda.get_current_stream())
+    >>> s.synchronize()
+    >>> d.copy_to_host()
+    array([0, 1, 2, 3])
+    >>> cuda.Stream.null.ptr
+    0
+    """
 
     null = None  # set below
     ptds = None
@@ -225,10 +485,34 @@ class Stream(_BaseStream):
 
     @classmethod
     def from_external(cls, obj):
-        """A Stream over another library's stream `obj` (anything with
-        ``__cuda_stream__()``, the CUDA stream protocol), which it keeps alive; its
-        ``device_id`` is -1 (unknown: used on the current device). TypeError if `obj`
-        does not implement the protocol or answers something else than (0, int)."""
+        """A Stream over another library's stream, which it keeps alive.
+
+        Its ``device_id`` is -1 (unknown: it is used on the current device).
+
+        Parameters
+        ----------
+        obj : object
+            Anything with ``__cuda_stream__()``, the CUDA stream protocol (a gpuhost
+            Stream, a PyTorch or CuPy stream, ...).
+
+        Returns
+        -------
+        gpuhost.compat.cupy.stream.Stream
+
+        Raises
+        ------
+        TypeError
+            `obj` does not implement the protocol, or answers something else than
+            ``(0, int)``.
+
+        Examples
+        --------
+        >>> from gpuhost.compat import cupy as cuda
+        >>> theirs = gpuhost.stream()
+        >>> s = cuda.Stream.from_external(theirs)
+        >>> s.ptr == theirs.handle, s.device_id
+        (True, -1)
+        """
         try:
             version, ptr = obj.__cuda_stream__()
         except AttributeError as e:
@@ -250,9 +534,28 @@ class Stream(_BaseStream):
 
 
 class ExternalStream(_BaseStream):
-    """A stream made elsewhere, by its address `ptr` (the owner must keep it alive), on
-    device `device_id` (-1: unknown, used as the current device's). Deprecated in CuPy 14
-    (DeprecationWarning): use Stream.from_external()."""
+    """A stream made elsewhere, by its address, as ``cupy.cuda.ExternalStream``.
+
+    Deprecated in CuPy 14 (it warns DeprecationWarning): use `Stream.from_external`,
+    which keeps the foreign stream alive. Here the owner must.
+
+    Parameters
+    ----------
+    ptr : int
+        The CUstream.
+    device_id : int, optional
+        Its device; -1: unknown, used as the current device's.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from gpuhost.compat import cupy as cuda
+    >>> theirs = gpuhost.stream()
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", DeprecationWarning)
+    ...     s = cuda.ExternalStream(theirs.handle, 0)
+    >>> s.synchronize()
+    """
 
     def __init__(self, ptr, device_id=-1):
         warnings.warn("ExternalStream is deprecated. Use Stream.from_external() instead to "
@@ -280,9 +583,33 @@ def _event_of(event):
 
 
 class Event:
-    """A CUDA event, as ``cupy.cuda.Event``: it records time unless `disable_timing`;
-    `block`: synchronize() yields the CPU instead of spinning; `interprocess`: it can be
-    shared with other processes, and needs ``disable_timing=True`` (else ValueError)."""
+    """A CUDA event on the current device, as ``cupy.cuda.Event``.
+
+    It has ``ptr``, the CUevent as an int. Time two with `get_elapsed_time`.
+
+    Parameters
+    ----------
+    block : bool, optional
+        synchronize() yields the CPU instead of spinning.
+    disable_timing : bool, optional
+        The event records no time (cheaper to record and wait for).
+    interprocess : bool, optional
+        It can be shared with other processes; needs ``disable_timing=True``.
+
+    Raises
+    ------
+    ValueError
+        `interprocess` without `disable_timing`.
+
+    Examples
+    --------
+    >>> from gpuhost.compat import cupy as cuda
+    >>> e = cuda.Event()
+    >>> e.record()
+    >>> e.synchronize()
+    >>> e.done
+    True
+    """
 
     __slots__ = ("_event", "ptr", "__weakref__")
 
@@ -298,23 +625,81 @@ class Event:
 
     @property
     def done(self):
-        """True if the work before the last record() has finished (or it was never
-        recorded)."""
+        """Whether the work before the last record() has finished; no wait.
+
+        True also for an event never recorded.
+
+        Examples
+        --------
+        >>> from gpuhost.compat import cupy as cuda
+        >>> cuda.Event().done
+        True
+        """
         return self._event.query()
 
     def record(self, stream=None):
-        """Record the event on `stream` (None: the current stream)."""
+        """Record the event on a stream: it completes when the work queued before it has.
+
+        Parameters
+        ----------
+        stream : gpuhost.compat.cupy.stream.Stream, optional
+            None: the current stream.
+
+        Examples
+        --------
+        >>> from gpuhost.compat import cupy as cuda
+        >>> s = cuda.Stream()
+        >>> e = cuda.Event(disable_timing=True)
+        >>> e.record(s)
+        >>> e.synchronize()
+        """
         if stream is None:
             stream = get_current_stream()
         self._event.record(_resolve(stream))
 
     def synchronize(self):
-        """Wait until the event has completed (GIL released)."""
+        """Wait until the event has completed (GIL released).
+
+        Examples
+        --------
+        >>> from gpuhost.compat import cupy as cuda
+        >>> e = cuda.get_current_stream().record()
+        >>> e.synchronize()
+        >>> e.done
+        True
+        """
         self._event.synchronize()
 
 
 def get_elapsed_time(start_event, end_event):
-    """Milliseconds (a float) from `start_event` to `end_event`. gpuhost's
-    CudaDriverError if either was made with disable_timing=True or never recorded;
-    CudaAPIError (CUDA_ERROR_NOT_READY) if one has not completed."""
+    """The time between two recorded events, as ``cupy.cuda.get_elapsed_time``.
+
+    Parameters
+    ----------
+    start_event, end_event : gpuhost.compat.cupy.stream.Event or gpuhost.Event
+        Recorded timing events (of this module, or gpuhost's).
+
+    Returns
+    -------
+    float
+        Milliseconds from `start_event` to `end_event`.
+
+    Raises
+    ------
+    CudaDriverError
+        Either was made with disable_timing=True or never recorded.
+    CudaAPIError
+        CUDA_ERROR_NOT_READY: one has not completed.
+
+    Examples
+    --------
+    >>> from gpuhost.compat import cupy as cuda
+    >>> s = cuda.Stream()
+    >>> start = s.record()
+    >>> d = gpuhost.to_device(np.zeros(1000), stream=s)
+    >>> end = s.record()
+    >>> end.synchronize()
+    >>> cuda.get_elapsed_time(start, end) >= 0.0
+    True
+    """
     return _event_of(start_event).elapsed_time(_event_of(end_event))
