@@ -29,7 +29,18 @@ PooledHostAllocation = _core.Allocation
 
 
 class host_alloc_flags:  # noqa: N801 - pycuda.driver's name
-    """cuMemHostAlloc's flags."""
+    """cuMemHostAlloc's flags, for `PageLockedAllocator` (pycuda.driver's names).
+
+    ``PORTABLE`` (1): pinned for every context; ``DEVICEMAP`` (2): mapped into the
+    device's address space; ``WRITECOMBINED`` (4): write-combined, fast for the host to
+    write and the device to read, slow for the host to read. Combine them with ``|``.
+
+    Examples
+    --------
+    >>> from gpuhost.tools import host_alloc_flags
+    >>> host_alloc_flags.PORTABLE | host_alloc_flags.DEVICEMAP
+    3
+    """
 
     PORTABLE = 1
     DEVICEMAP = 2
@@ -72,12 +83,12 @@ class _PoolStatistics:
 
     @property
     def held_blocks(self):
-        """Free blocks kept for reuse."""
+        """The number of free blocks kept for reuse."""
         return self._pool.n_free_blocks
 
     @property
     def active_blocks(self):
-        """Blocks handed out and not freed yet."""
+        """The number of blocks handed out and not freed yet."""
         return self._pool.n_used_blocks
 
     @property
@@ -91,19 +102,31 @@ class _PoolStatistics:
         return self._pool.used_bytes
 
     def free_held(self):
-        """Free the held blocks."""
+        """Give the held blocks back to the driver; the pool keeps holding what is freed
+        from now on."""
         self._pool.free_all_blocks()
 
     def stop_holding(self):
-        """Free the held blocks, and free blocks at once from now on."""
+        """Give the held blocks back to the driver, and give blocks back at once when
+        they are freed from now on."""
         self._pool.stop_holding()
 
     def bin_number(self, size):
-        """The size class of `size` bytes."""
+        """The size class (bin) that `size` bytes fall in: 512 bytes and less are class
+        0, then 8 classes per doubling.
+
+        Examples
+        --------
+        >>> from gpuhost import tools
+        >>> pool = tools.DeviceMemoryPool()
+        >>> pool.bin_number(512), pool.bin_number(1000), pool.alloc_size(1)
+        (0, 1, 1024)
+        """
         return self._pool.bin_number(size)
 
     def alloc_size(self, bin_nr):
-        """The bytes a block of class `bin_nr` has."""
+        """The bytes a block of size class `bin_nr` has (what an allocation of that class
+        takes)."""
         return self._pool.alloc_size(bin_nr)
 
     def _repr_html_(self):
@@ -116,14 +139,69 @@ class _PoolStatistics:
 
 
 class DeviceMemoryPool(_PoolStatistics):
-    """A pool of device memory in the current context. ``allocator(size)``, if given, makes
-    new blocks (pycuda's mem_alloc-like: it returns an object with int() or an int .ptr)."""
+    """A caching pool of device memory in the current context (pycuda's).
+
+    Freed blocks are kept, by size class, and handed out again, until `free_held` or
+    `stop_holding`; reuse is ordered by stream as in gpuhost's default pool. Its
+    statistics are ``active_blocks``, ``held_blocks``, ``active_bytes`` and
+    ``managed_bytes``.
+
+    Parameters
+    ----------
+    allocator : callable, optional
+        ``allocator(size)`` makes a new block, as pycuda's ``mem_alloc`` does: it
+        returns an object with ``int()`` or an int ``.ptr`` that keeps the memory alive.
+        By default the driver's cuMemAlloc.
+
+    Examples
+    --------
+    >>> from gpuhost import tools
+    >>> pool = tools.DeviceMemoryPool()
+    >>> a = pool.allocate(1000)
+    >>> len(a), pool.active_blocks, pool.active_bytes
+    (1000, 1, 1024)
+    >>> a.free()                               # or drop it
+    >>> pool.active_blocks, pool.held_blocks
+    (0, 1)
+    >>> pool.free_held()
+    >>> pool.managed_bytes
+    0
+    """
 
     def __init__(self, allocator=None):
         self._pool = _core.Pool("device", "cache", allocator=allocator)
 
     def allocate(self, size, stream=None):
-        """A PooledDeviceAllocation of `size` bytes, reused from the pool if it holds one."""
+        """`size` bytes of device memory, reused from the pool if it holds a block of their
+        size class.
+
+        Parameters
+        ----------
+        size : int
+            Bytes to allocate.
+        stream : gpuhost.Stream, optional
+            The stream the block's use is ordered on; None (the default) is the legacy
+            default stream.
+
+        Returns
+        -------
+        PooledDeviceAllocation
+            An `Allocation`: ``int(a)`` is its address, ``len(a)`` its size,
+            ``a.free()`` gives it back to the pool (as does its death).
+
+        Raises
+        ------
+        CudaOutOfMemoryError
+            The device has no memory left, even after the pool gave its held blocks
+            back.
+
+        Examples
+        --------
+        >>> from gpuhost import tools
+        >>> a = tools.DeviceMemoryPool().allocate(4096)
+        >>> len(a), int(a) == a.ptr
+        (4096, True)
+        """
         return self._pool.allocate(size, stream)
 
     def __repr__(self):
@@ -132,7 +210,28 @@ class DeviceMemoryPool(_PoolStatistics):
 
 
 class PageLockedAllocator:
-    """Makes page-locked host memory with cuMemHostAlloc `flags` (host_alloc_flags)."""
+    """An allocator of page-locked host memory, for `PageLockedMemoryPool` (pycuda's).
+
+    Calling it with a size allocates that many bytes with cuMemHostAlloc and `flags`.
+
+    Parameters
+    ----------
+    flags : int, optional
+        A combination of `host_alloc_flags`; default 0.
+
+    Raises
+    ------
+    ValueError
+        `flags` has bits other than host_alloc_flags'.
+
+    Examples
+    --------
+    >>> from gpuhost import tools
+    >>> alloc = tools.PageLockedAllocator(tools.host_alloc_flags.DEVICEMAP)
+    >>> pool = tools.PageLockedMemoryPool(alloc)
+    >>> pool.allocate(16, np.float32).base.kind
+    'mapped'
+    """
 
     def __init__(self, flags=0):
         if flags & ~7:
@@ -147,7 +246,31 @@ class PageLockedAllocator:
 
 
 class PageLockedMemoryPool(_PoolStatistics):
-    """A pool of page-locked host memory; allocate() returns numpy arrays over it."""
+    """A caching pool of page-locked (pinned) host memory (pycuda's).
+
+    `allocate` returns numpy arrays in pinned memory; when an array dies its block goes
+    back to the pool, which hands it out again at once: synchronize before dropping an
+    array an asynchronous copy still uses.
+
+    Parameters
+    ----------
+    allocator : callable, optional
+        A `PageLockedAllocator` (its flags are used), or ``allocator(size)`` returning
+        pinned memory; by default ``PageLockedAllocator()``.
+
+    Examples
+    --------
+    >>> from gpuhost import tools
+    >>> pool = tools.PageLockedMemoryPool()
+    >>> h = pool.allocate((256, 256), np.float32)
+    >>> h[:] = 1
+    >>> d = gpuhost.to_device(h)
+    >>> pool.active_blocks
+    1
+    >>> del h
+    >>> pool.active_blocks, pool.held_blocks
+    (0, 1)
+    """
 
     def __init__(self, allocator=None):
         if allocator is None:
@@ -159,8 +282,35 @@ class PageLockedMemoryPool(_PoolStatistics):
         self.allocator = allocator
 
     def allocate(self, shape, dtype, order="C"):
-        """A numpy array of `shape` and `dtype` in pinned memory; its .base is the
-        PooledHostAllocation, which goes back to the pool when the array dies."""
+        """A new, uninitialized numpy array in pinned memory from the pool.
+
+        Parameters
+        ----------
+        shape : int or tuple of int
+            The array's shape.
+        dtype : numpy dtype
+            Its element type.
+        order : {"C", "F"}, optional
+            Row-major (default) or column-major layout.
+
+        Returns
+        -------
+        numpy.ndarray
+            Its ``.base`` is the PooledHostAllocation, which goes back to the pool when
+            the array and its views are gone.
+
+        Raises
+        ------
+        CudaOutOfMemoryError
+            The driver could not page-lock that much host memory.
+
+        Examples
+        --------
+        >>> from gpuhost import tools
+        >>> h = tools.PageLockedMemoryPool().allocate((2, 3), np.float64, order="F")
+        >>> h.shape, h.flags.f_contiguous, h.base.kind
+        ((2, 3), True, 'pinned')
+        """
         shape, dtype, _, nbytes = _layout(shape, dtype, None, order)
         alloc = self._pool.allocate(nbytes)
         if nbytes == 0:

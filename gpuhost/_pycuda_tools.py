@@ -105,16 +105,41 @@ def _push_primary_context(dev):
 
 
 def make_default_context(ctx_maker=None):
-    """Make the default device's primary context current (pushed on this thread's
-    context stack) and return it; ``ctx.pop()`` undoes it.
+    """Make the default device's primary context current and return it (pycuda's).
 
-    The device is CUDA_DEVICE's, else the one ``~/.cuda-device`` (or ``~/.cuda_device``)
-    names, else the first device, in order, whose context can be made and used.
-    `ctx_maker(device)`, when given, makes and returns the context instead.
+    The context is pushed on this thread's context stack; ``ctx.pop()`` undoes it. The
+    device is the one the CUDA_DEVICE environment variable names, else the one
+    ``~/.cuda-device`` (or ``~/.cuda_device``) names, else the first device, in order,
+    whose context can be made and used.
 
-    Raises CudaSupportError when CUDA is not usable or no device gives a usable context,
-    ValueError / InvalidDeviceError for a CUDA_DEVICE or file value that is not a device
-    number or names no device, and the driver's error when the chosen device fails.
+    Parameters
+    ----------
+    ctx_maker : callable, optional
+        ``ctx_maker(device)`` makes the context current and returns it, instead of
+        pushing the device's primary context.
+
+    Returns
+    -------
+    Context
+
+    Raises
+    ------
+    CudaSupportError
+        CUDA is not usable, or no device gives a usable context.
+    ValueError
+        CUDA_DEVICE or the file holds something that is not a device number.
+    InvalidDeviceError
+        CUDA_DEVICE or the file names a device that does not exist.
+    CudaDriverError
+        The chosen device fails.
+
+    Examples
+    --------
+    >>> from gpuhost import tools
+    >>> ctx = tools.make_default_context()
+    >>> ctx.device.id
+    0
+    >>> ctx.pop()
     """
     if ctx_maker is None:
         ctx_maker = _push_primary_context
@@ -134,7 +159,40 @@ def make_default_context(ctx_maker=None):
 
 def get_default_device(default=0):
     """The Device CUDA_DEVICE or ``~/.cuda-device`` names, else device `default`.
-    Deprecated, as in pycuda: use make_default_context()."""
+
+    Deprecated, as in pycuda: use `make_default_context`.
+
+    Parameters
+    ----------
+    default : int, optional
+        The device number when neither names one; default 0.
+
+    Returns
+    -------
+    Device
+
+    Raises
+    ------
+    ValueError
+        CUDA_DEVICE or the file holds something that is not a device number.
+    InvalidDeviceError
+        CUDA_DEVICE, the file or `default` names a device that does not exist.
+
+    Warns
+    -----
+    DeprecationWarning
+        Always.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from gpuhost import tools
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", DeprecationWarning)
+    ...     dev = tools.get_default_device()
+    >>> dev.id                                 # without CUDA_DEVICE or ~/.cuda-device
+    0
+    """
     warnings.warn("get_default_device() is deprecated; use make_default_context() instead",
                   DeprecationWarning, stacklevel=2)
     count = len(gpus)
@@ -185,11 +243,38 @@ _memo_caches = []  # the {Context: {key: value}} dict of every memoized function
 
 
 def context_dependent_memoize(func):
-    """Decorator: cache `func`'s result per current context and per arguments (which
-    must be hashable), as pycuda's does; for results that belong to a context, such as
-    a loaded Module.  clear_context_caches() empties every such cache; call it after
-    ``Context.reset()`` or ``gpuhost.close()``, whose contexts come back as the same
-    Context objects."""
+    """Decorator: cache a function's result per current context and per arguments
+    (pycuda's).
+
+    For results that belong to a context, such as a loaded Module: each context gets its
+    own. The arguments must be hashable. `clear_context_caches` empties every such cache;
+    call it after ``Context.reset()`` or ``gpuhost.close()``, whose contexts come back as
+    the same Context objects. The decorated function's ``clear_cache()`` empties its own.
+
+    Parameters
+    ----------
+    func : callable
+        The function to cache.
+
+    Returns
+    -------
+    callable
+        The caching function.
+
+    Examples
+    --------
+    >>> from gpuhost import tools
+    >>> @tools.context_dependent_memoize
+    ... def scratch(n):
+    ...     print("allocating")
+    ...     return gpuhost.device_array(n)
+    >>> with gpuhost.gpus[0]:
+    ...     a = scratch(100)
+    ...     b = scratch(100)
+    allocating
+    >>> a is b
+    True
+    """
     cache = {}
     _memo_caches.append(cache)
 
@@ -210,7 +295,14 @@ def context_dependent_memoize(func):
 
 
 def clear_context_caches():
-    """Empty the cache of every function decorated with context_dependent_memoize."""
+    """Empty the cache of every function decorated with `context_dependent_memoize`
+    (pycuda's).
+
+    Examples
+    --------
+    >>> from gpuhost import tools
+    >>> tools.clear_context_caches()
+    """
     for cache in _memo_caches:
         cache.clear()
 
@@ -237,6 +329,25 @@ class DeviceData:
     ``warp_allocation_granularity`` (the multiprocessor's sub-partitions, over which
     registers are split), ``max_registers_per_thread``, ``multiprocessor_count`` and
     ``compute_capability``.
+
+    Parameters
+    ----------
+    dev : gpuhost.Device or int, optional
+        The device, or its number; by default the current context's device.
+
+    Raises
+    ------
+    TypeError
+        `dev` is neither.
+
+    Examples
+    --------
+    >>> from gpuhost import tools
+    >>> dd = tools.DeviceData(0)
+    >>> dd.warp_size, dd.max_threads
+    (32, 1024)
+    >>> dd.coalesce(100), dd.align_bytes(4)
+    (128, 128)
     """
 
     register_allocation_unit = "warp"
@@ -276,9 +387,32 @@ class DeviceData:
         self.warp_allocation_granularity = 2 if (major, minor) == (6, 0) else 4
 
     def align_bytes(self, word_size=4):
-        """The alignment in bytes at which a warp's loads of `word_size`-byte words (1, 2,
-        4, 8 or 16) coalesce: a warp's worth of words, at most a 128-byte cache line.
-        (pycuda gives half a warp's, the rule of compute capability 1.x.)"""
+        """The alignment in bytes at which a warp's loads of `word_size`-byte words
+        coalesce: a warp's worth of words, at most a 128-byte cache line.
+
+        pycuda gives half a warp's, the rule of compute capability 1.x.
+
+        Parameters
+        ----------
+        word_size : {1, 2, 4, 8, 16}, optional
+            Bytes per word; default 4.
+
+        Returns
+        -------
+        int
+
+        Raises
+        ------
+        ValueError
+            Another `word_size`.
+
+        Examples
+        --------
+        >>> from gpuhost import tools
+        >>> dd = tools.DeviceData(0)
+        >>> dd.align_bytes(1), dd.align_bytes(8)
+        (32, 128)
+        """
         if word_size not in (1, 2, 4, 8, 16):
             raise ValueError("no alignment possible for fetches of size %r (the sizes are "
                              "1, 2, 4, 8 and 16 bytes)" % (word_size,))
@@ -326,6 +460,33 @@ class OccupancyRecord:
     most a multiprocessor holds).  A block above the device's per-block limits raises
     ValueError.  Blocks using more than ``devdata.shared_memory`` bytes need
     ``kernel.max_dynamic_shared_size_bytes`` raised (opt-in), which this assumes.
+
+    Parameters
+    ----------
+    devdata : DeviceData
+        The device.
+    threads : int
+        Threads per block.
+    shared_mem : int, optional
+        Bytes of shared memory per block; default 0.
+    registers : int, optional
+        Registers per thread; default 0.
+
+    Raises
+    ------
+    ValueError
+        The block does not fit on a multiprocessor: too many threads, registers or
+        bytes of shared memory.
+
+    Examples
+    --------
+    >>> from gpuhost import tools
+    >>> dd = tools.DeviceData(0)
+    >>> occ = tools.OccupancyRecord(dd, threads=256, registers=32)
+    >>> occ.tb_per_mp, occ.limited_by, occ.occupancy   # on an H100
+    (8, 'regs', 1.0)
+    >>> tools.OccupancyRecord(dd, 128, shared_mem=48 * 1024).limited_by
+    'smem'
     """
 
     def __init__(self, devdata, threads, shared_mem=0, registers=0):
@@ -379,9 +540,31 @@ class OccupancyRecord:
 # ---- tests ----
 
 def mark_cuda_test(func):
-    """Decorator for a test, as pycuda's: run it with make_default_context()'s context
-    current, then pop it, clear the context caches and collect garbage; mark it
-    ``cuda`` for pytest (gpuhost's pytest plugin skips it where CUDA is not usable)."""
+    """Decorator for a test (pycuda's): run it with a context current, then clean up.
+
+    The test runs with `make_default_context`'s context current; afterwards the context
+    is popped, the context caches cleared (`clear_context_caches`) and garbage
+    collected. With pytest installed the test is also marked ``cuda``, which gpuhost's
+    pytest plugin skips where CUDA is not usable.
+
+    Parameters
+    ----------
+    func : callable
+        The test function.
+
+    Returns
+    -------
+    callable
+
+    Examples
+    --------
+    >>> from gpuhost import tools
+    >>> @tools.mark_cuda_test
+    ... def test_roundtrip():
+    ...     a = np.arange(10.0)
+    ...     assert (gpuhost.to_device(a).copy_to_host() == a).all()
+    >>> test_roundtrip()
+    """
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):

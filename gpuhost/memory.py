@@ -46,10 +46,37 @@ _allocation_unit_size = 512  # the pools' smallest size class, CuPy's allocation
 
 
 class OutOfMemoryError(CudaOutOfMemoryError):
-    """A pool or allocator ran out of memory, as CuPy's: ``OutOfMemoryError(size, total,
-    limit=0)`` (the request, the bytes the pool had, its limit), with CuPy's message; also a
-    CudaOutOfMemoryError and a MemoryError. The driver's own report, with the device's free
-    and total memory, is its ``__cause__``."""
+    """A pool or allocator ran out of memory (CuPy's exception).
+
+    Raised by `MemoryPool.malloc`, `MemoryAsyncPool.malloc` and `PinnedMemoryPool.malloc`
+    when a request would take the pool past its limit or the device (or host) has no
+    memory left; the message is CuPy's. It is also a `CudaOutOfMemoryError` and a
+    `MemoryError`, so ``except MemoryError`` catches it. When the driver refused the
+    memory, the driver's own report, with the device's free and total memory, is its
+    ``__cause__``.
+
+    Parameters
+    ----------
+    size : int
+        The bytes asked for.
+    total : int
+        The bytes the pool had allocated so far (-1: not known, left out of the message).
+    limit : int, optional
+        The pool's limit in bytes; 0 (the default) for none.
+
+    Examples
+    --------
+    >>> from gpuhost import memory
+    >>> pool = memory.MemoryPool()
+    >>> pool.set_limit(size=4096)
+    >>> try:
+    ...     pool.malloc(8192)
+    ... except memory.OutOfMemoryError as e:
+    ...     print(e)
+    Out of memory allocating 8,192 bytes (allocated so far: 0 bytes, limit set to: 4,096 bytes).
+    >>> issubclass(memory.OutOfMemoryError, MemoryError)
+    True
+    """
 
     def __init__(self, size, total, limit=0):
         self._size, self._total, self._limit = size, total, limit
@@ -101,7 +128,24 @@ class _MemoryType(type):
 
 
 class BaseMemory(metaclass=_MemoryType):
-    """Memory on a CUDA device: ``ptr``, ``size``, ``device_id``, ``device``."""
+    """Memory on a CUDA device: the base class of CuPy's memory types.
+
+    ``ptr`` is the address of its first byte, ``size`` its size in bytes, ``device_id``
+    and ``device`` the device it is on; ``int(mem)`` is ``mem.ptr``. Its subclasses differ
+    in where the memory comes from: `Memory` (the driver), `ManagedMemory` (unified
+    memory), `MemoryAsync` (the stream-ordered pool), `UnownedMemory` (someone else) and
+    `PooledMemory` (a `MemoryPool`). ``isinstance(mem, BaseMemory)`` is also true of the
+    Allocations a `MemoryPool` hands out.
+
+    Examples
+    --------
+    >>> from gpuhost import memory
+    >>> p = memory.MemoryPool().malloc(1000)
+    >>> isinstance(p.mem, memory.BaseMemory), p.mem.size, p.mem.device_id
+    (True, 1000, 0)
+    >>> int(p.mem) == p.mem.ptr == p.ptr
+    True
+    """
 
     __slots__ = {"ptr": "The device address of the first byte (an int; 0 for size 0).",
                  "size": "The size in bytes.",
@@ -124,7 +168,30 @@ class BaseMemory(metaclass=_MemoryType):
 
 
 class Memory(BaseMemory):
-    """Device memory of its own (cuMemAlloc, no pool), freed when the object dies."""
+    """Device memory of its own on the current device, freed when the object dies.
+
+    The memory comes from the driver (cuMemAlloc), not from a pool: it is what
+    ``set_allocator(None)`` hands out. Wrap it in a `MemoryPointer` to copy to and from it.
+
+    Parameters
+    ----------
+    size : int
+        Bytes to allocate; 0 allocates nothing (``ptr`` is 0).
+
+    Raises
+    ------
+    CudaOutOfMemoryError
+        The device has no memory left.
+
+    Examples
+    --------
+    >>> from gpuhost import memory
+    >>> m = memory.Memory(1024)
+    >>> m.size, m.device_id, m.ptr != 0
+    (1024, 0, True)
+    >>> p = memory.MemoryPointer(m, 0)
+    >>> p.memset(0, 1024)
+    """
 
     __slots__ = ()
 
@@ -136,7 +203,30 @@ class Memory(BaseMemory):
 
 
 class ManagedMemory(BaseMemory):
-    """Managed (unified) memory (cuMemAllocManaged), freed when the object dies."""
+    """Managed (unified) memory, freed when the object dies.
+
+    Allocated with cuMemAllocManaged on the current device: the driver migrates its pages
+    between the host and the devices as they are touched; `prefetch` and `advise` steer
+    that. `malloc_managed` returns it inside a `MemoryPointer`.
+
+    Parameters
+    ----------
+    size : int
+        Bytes to allocate; 0 allocates nothing (``ptr`` is 0).
+
+    Raises
+    ------
+    CudaOutOfMemoryError
+        No managed memory left.
+
+    Examples
+    --------
+    >>> from gpuhost import memory
+    >>> m = memory.ManagedMemory(4096)
+    >>> m.size, m.device_id
+    (4096, 0)
+    >>> m.prefetch(None)               # to its own device, on the default stream
+    """
 
     __slots__ = ()
 
@@ -147,17 +237,59 @@ class ManagedMemory(BaseMemory):
         self.size, self.device_id, self.context = size, ctx.device.id, ctx
 
     def prefetch(self, stream, *, device_id=-2):
-        """Queue migrating the memory to device `device_id` (-2: its own device; -1: the
-        host) on `stream` (cuMemPrefetchAsync). CudaAPIError for a device that does not
-        exist."""
+        """Queue migrating the memory to a device, or to the host, on `stream`.
+
+        cuMemPrefetchAsync: the pages move before kernels (or the host) touch them,
+        instead of faulting in one by one.
+
+        Parameters
+        ----------
+        stream : gpuhost.Stream or None
+            The stream the migration is ordered on; None is the legacy default stream.
+        device_id : int, optional
+            Where to: a device ordinal, -1 for the host; by default (-2) the memory's
+            own device.
+
+        Raises
+        ------
+        CudaAPIError
+            `device_id` names no device.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> m = memory.ManagedMemory(4096)
+        >>> m.prefetch(None, device_id=-1)  # to the host
+        >>> m.prefetch(None)                # back to device 0
+        """
         if device_id == -2:
             device_id = self.device_id
         _core.mem_prefetch(self.ptr, self.size, device_id, self._stream_arg(stream))
 
     def advise(self, advise, dev):
-        """Tell the driver how device `dev` (a Device, or its id; -1: the host) uses the
-        memory: `advise` is a CU_MEM_ADVISE_* number (1: set read-mostly, ... 6: unset
-        accessed-by; cuMemAdvise). CudaAPIError for an advice that does not exist."""
+        """Tell the driver how a device (or the host) uses the memory (cuMemAdvise).
+
+        Parameters
+        ----------
+        advise : int
+            A CU_MEM_ADVISE_* number: 1 set read-mostly, 2 unset read-mostly, 3 set
+            preferred location, 4 unset preferred location, 5 set accessed-by, 6 unset
+            accessed-by.
+        dev : gpuhost.Device or int
+            The device the advice is about, or its ordinal; -1 for the host.
+
+        Raises
+        ------
+        CudaAPIError
+            `advise` is no such advice, or `dev` no such device.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> m = memory.ManagedMemory(4096)
+        >>> m.advise(1, 0)                 # read-mostly: each device keeps a copy
+        >>> m.advise(3, gpuhost.gpus[0])   # preferred location: device 0
+        """
         _core.mem_advise(self.ptr, self.size, advise, dev if isinstance(dev, int) else dev.id)
 
     @staticmethod
@@ -166,8 +298,34 @@ class ManagedMemory(BaseMemory):
 
 
 class MemoryAsync(BaseMemory):
-    """Memory from the driver's stream-ordered pool (cuMemAllocAsync on `stream`), freed
-    on the same stream when the object dies."""
+    """Memory from the driver's stream-ordered pool, freed on its stream when it dies.
+
+    Allocated with cuMemAllocAsync on `stream` from the current device's default memory
+    pool, and freed with cuMemFreeAsync on the same stream: work queued on that stream
+    before the free still sees the memory. `malloc_async` and `MemoryAsyncPool` hand it
+    out inside a `MemoryPointer`.
+
+    Parameters
+    ----------
+    size : int
+        Bytes to allocate; 0 allocates nothing (``ptr`` is 0).
+    stream : gpuhost.Stream, optional
+        The stream it is allocated and freed on; None (the default) is the legacy default
+        stream.
+
+    Raises
+    ------
+    CudaOutOfMemoryError
+        The device has no memory left.
+
+    Examples
+    --------
+    >>> from gpuhost import memory
+    >>> s = gpuhost.stream()
+    >>> m = memory.MemoryAsync(1024, s)
+    >>> m.size, m.stream is s, m.stream_ref() is s
+    (1024, True, True)
+    """
 
     __slots__ = {"stream": "The stream the memory was allocated on and is freed on (None: "
                            "the legacy default stream)."}
@@ -190,8 +348,38 @@ class MemoryAsync(BaseMemory):
 
 
 class UnownedMemory(BaseMemory):
-    """Device memory someone else owns (`owner` is kept alive with it). Without
-    `device_id`, the current device's."""
+    """Device memory someone else owns, kept alive by holding its owner.
+
+    For handing memory allocated elsewhere (another library's buffer, a device array) to
+    CuPy-style code as a `MemoryPointer`: nothing is freed when it dies, but `owner`
+    lives at least as long.
+
+    Parameters
+    ----------
+    ptr : int
+        The device address of the first byte.
+    size : int
+        The size in bytes.
+    owner : object
+        What keeps the memory alive; held until this object dies.
+    device_id : int, optional
+        The device the memory is on; by default (-1) the current device.
+
+    Raises
+    ------
+    RuntimeError
+        `ptr` is 0 and no `device_id` was given.
+
+    Examples
+    --------
+    >>> from gpuhost import memory
+    >>> d = gpuhost.to_device(np.arange(4, dtype=np.float32))
+    >>> m = memory.UnownedMemory(d.device_ctypes_pointer.value, d.nbytes, d)
+    >>> out = np.empty(4, np.float32)
+    >>> memory.MemoryPointer(m, 0).copy_to_host(out.ctypes.data, out.nbytes)
+    >>> out
+    array([0., 1., 2., 3.], dtype=float32)
+    """
 
     __slots__ = ()
 
@@ -208,10 +396,30 @@ class UnownedMemory(BaseMemory):
 
 
 class PooledMemory(BaseMemory):
-    """Memory a MemoryPool handed out: the pool's own Allocation (``isinstance(mem,
-    PooledMemory)`` is true of it), with ``ptr``, ``size``, ``device_id``, ``pool`` and
-    ``free()``, which gives it back to the pool now (``ptr`` becomes 0; a second free()
-    does nothing). Not made directly."""
+    """Memory a `MemoryPool` handed out, as CuPy types it; not made directly.
+
+    What the pool hands out is its own `Allocation` (that keeps ``malloc`` fast);
+    ``isinstance(mem, PooledMemory)`` is true of it. It has ``ptr``, ``size``,
+    ``device_id``, ``pool`` and ``free()``, which gives the memory back to the pool now
+    (``ptr`` becomes 0; a second ``free()`` does nothing). Otherwise the memory goes back
+    when the last reference to it dies.
+
+    Raises
+    ------
+    TypeError
+        On ``PooledMemory(...)``: only a pool makes it.
+
+    Examples
+    --------
+    >>> from gpuhost import memory
+    >>> pool = memory.MemoryPool()
+    >>> p = pool.malloc(1000)
+    >>> isinstance(p.mem, memory.PooledMemory)
+    True
+    >>> p.mem.free()
+    >>> pool.used_bytes(), pool.n_free_blocks()
+    (0, 1)
+    """
 
     __slots__ = ()
 
@@ -225,9 +433,41 @@ def _context_of(mem):
 
 
 class MemoryPointer:
-    """A pointer into device memory: ``mem`` (the memory it keeps alive) and ``ptr`` (an
-    address inside it). Offsets add and subtract; copies and memsets act on the bytes
-    from ``ptr`` on."""
+    """A pointer into device memory, keeping that memory alive (CuPy's MemoryPointer).
+
+    What `alloc`, `malloc_managed`, `malloc_async` and the pools' ``malloc`` return:
+    ``mem`` is the memory object, ``ptr`` an address inside it, ``int(p)`` that address.
+    Adding or subtracting an int gives a pointer further along the same memory. The copy
+    and memset methods act on the bytes from ``ptr`` on; the synchronous ones run on the
+    legacy default stream and return when done, the ``_async`` ones are queued on their
+    stream.
+
+    Parameters
+    ----------
+    mem : BaseMemory
+        The memory (`Memory`, `PooledMemory`, `UnownedMemory`, ...).
+    offset : int
+        Bytes from the start of `mem` to ``ptr``.
+
+    Raises
+    ------
+    ValueError
+        A nonzero `offset` into null (size 0) memory.
+
+    Examples
+    --------
+    >>> from gpuhost import memory
+    >>> h = np.arange(8, dtype=np.int32)
+    >>> p = memory.alloc(h.nbytes)
+    >>> p.copy_from_host(h.ctypes.data, h.nbytes)
+    >>> q = p + 16                      # the 5th element on
+    >>> out = np.zeros(4, np.int32)
+    >>> q.copy_to_host(out.ctypes.data, out.nbytes)
+    >>> out
+    array([4, 5, 6, 7], dtype=int32)
+    >>> q.ptr - p.ptr, q.device_id
+    (16, 0)
+    """
 
     __slots__ = {"mem": "The memory object the pointer points into, kept alive by it.",
                  "ptr": "The device address the pointer holds (an int).",
@@ -296,55 +536,229 @@ class MemoryPointer:
     # copies: the synchronous ones run on the legacy default stream, as CuPy's do
 
     def copy_from_device(self, src, size):
-        """Copy `size` bytes from device memory `src` (a MemoryPointer), maybe another
-        device's."""
+        """Copy `size` bytes from device memory `src` here, returning when done.
+
+        Parameters
+        ----------
+        src : MemoryPointer
+            Where to copy from; it may be on another device (a peer copy).
+        size : int
+            Bytes to copy.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> a, b = memory.alloc(64), memory.alloc(64)
+        >>> a.memset(7, 64)
+        >>> b.copy_from_device(a, 64)
+        >>> out = np.zeros(64, np.uint8)
+        >>> b.copy_to_host(out.ctypes.data, 64)
+        >>> int(out.sum())
+        448
+        """
         self.copy_from_device_async(src, size, None)
 
     def copy_from_device_async(self, src, size, stream=None):
-        """Queue a copy of `size` bytes from device memory `src` (a MemoryPointer) on
-        `stream` (None: the legacy default stream)."""
+        """Queue a copy of `size` bytes from device memory `src` here, on `stream`.
+
+        Parameters
+        ----------
+        src : MemoryPointer
+            Where to copy from; it may be on another device (a peer copy).
+        size : int
+            Bytes to copy.
+        stream : gpuhost.Stream, optional
+            The stream to queue it on; None (the default) is the legacy default stream.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> s = gpuhost.stream()
+        >>> a, b = memory.alloc(64), memory.alloc(64)
+        >>> b.copy_from_device_async(a, 64, s)
+        >>> s.synchronize()
+        """
         if size > 0:
             self._bytes(size).copy_to_device(src._bytes(size), stream=self._stream_of(stream))
 
     def copy_from_host(self, mem, size):
-        """Copy `size` bytes from host address `mem` (int or ctypes.c_void_p)."""
+        """Copy `size` bytes from host memory here, returning when done.
+
+        Parameters
+        ----------
+        mem : int or ctypes.c_void_p
+            The host address to copy from (``array.ctypes.data`` for a numpy array).
+        size : int
+            Bytes to copy.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> h = np.arange(4, dtype=np.float64)
+        >>> p = memory.alloc(h.nbytes)
+        >>> p.copy_from_host(h.ctypes.data, h.nbytes)
+        """
         self.copy_from_host_async(mem, size, None)
 
     def copy_from_host_async(self, mem, size, stream=None):
-        """Queue a copy of `size` bytes from host address `mem` on `stream`; the host
-        memory must stay valid (and, to overlap, be pinned) until the copy has run."""
+        """Queue a copy of `size` bytes from host memory here, on `stream`.
+
+        The host memory must stay valid until the copy has run; it overlaps other work
+        only from pinned memory.
+
+        Parameters
+        ----------
+        mem : int or ctypes.c_void_p
+            The host address to copy from.
+        size : int
+            Bytes to copy.
+        stream : gpuhost.Stream, optional
+            The stream to queue it on; None (the default) is the legacy default stream.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> s = gpuhost.stream()
+        >>> h = gpuhost.pinned_array(256, np.uint8)
+        >>> h[:] = 1
+        >>> p = memory.alloc(256)
+        >>> p.copy_from_host_async(h.ctypes.data, 256, s)
+        >>> s.synchronize()                 # before h is reused
+        """
         if size > 0:
             _core.copy_2d(self._bytes(size), False, _address(mem), size, self.ptr, size, size, 1,
                           self._stream_of(stream))
 
     def copy_from(self, mem, size):
-        """copy_from_device for a MemoryPointer, else copy_from_host."""
+        """Copy `size` bytes here from `mem`: `copy_from_device` for a MemoryPointer,
+        else `copy_from_host`.
+
+        Parameters
+        ----------
+        mem : MemoryPointer or int or ctypes.c_void_p
+            Device memory, or a host address.
+        size : int
+            Bytes to copy.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> h = np.ones(16, np.uint8)
+        >>> a, b = memory.alloc(16), memory.alloc(16)
+        >>> a.copy_from(h.ctypes.data, 16)  # from the host
+        >>> b.copy_from(a, 16)              # from the device
+        """
         self.copy_from_async(mem, size, None)
 
     def copy_from_async(self, mem, size, stream=None):
-        """copy_from_device_async for a MemoryPointer, else copy_from_host_async."""
+        """Queue a copy of `size` bytes here from `mem` on `stream`:
+        `copy_from_device_async` for a MemoryPointer, else `copy_from_host_async`.
+
+        Parameters
+        ----------
+        mem : MemoryPointer or int or ctypes.c_void_p
+            Device memory, or a host address.
+        size : int
+            Bytes to copy.
+        stream : gpuhost.Stream, optional
+            The stream to queue it on; None (the default) is the legacy default stream.
+        """
         if isinstance(mem, MemoryPointer):
             self.copy_from_device_async(mem, size, stream)
         else:
             self.copy_from_host_async(mem, size, stream)
 
     def copy_to_host(self, mem, size):
-        """Copy `size` bytes to host address `mem` (int or ctypes.c_void_p)."""
+        """Copy `size` bytes from here to host memory, returning when done.
+
+        Parameters
+        ----------
+        mem : int or ctypes.c_void_p
+            The host address to copy to (``array.ctypes.data`` for a numpy array).
+        size : int
+            Bytes to copy.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> p = memory.alloc(8)
+        >>> p.memset(0xFF, 8)
+        >>> out = np.zeros(8, np.uint8)
+        >>> p.copy_to_host(out.ctypes.data, 8)
+        >>> out
+        array([255, 255, 255, 255, 255, 255, 255, 255], dtype=uint8)
+        """
         self.copy_to_host_async(mem, size, None)
 
     def copy_to_host_async(self, mem, size, stream=None):
-        """Queue a copy of `size` bytes to host address `mem` on `stream`; read the host
-        memory only after the stream has reached it."""
+        """Queue a copy of `size` bytes from here to host memory, on `stream`.
+
+        Read the host memory only after the stream has reached the copy (synchronize it,
+        or wait on an event recorded after it).
+
+        Parameters
+        ----------
+        mem : int or ctypes.c_void_p
+            The host address to copy to.
+        size : int
+            Bytes to copy.
+        stream : gpuhost.Stream, optional
+            The stream to queue it on; None (the default) is the legacy default stream.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> s = gpuhost.stream()
+        >>> p = memory.alloc(4)
+        >>> p.memset_async(1, 4, s)
+        >>> out = gpuhost.pinned_array(4, np.uint8)
+        >>> p.copy_to_host_async(out.ctypes.data, 4, s)
+        >>> s.synchronize()
+        >>> out
+        array([1, 1, 1, 1], dtype=uint8)
+        """
         if size > 0:
             _core.copy_2d(self._bytes(size), True, _address(mem), size, self.ptr, size, size, 1,
                           self._stream_of(stream))
 
     def memset(self, value, size):
-        """Set `size` bytes to the byte `value`."""
+        """Set `size` bytes from here to the byte `value`, returning when done.
+
+        Parameters
+        ----------
+        value : int
+            The byte value; only its low 8 bits are used.
+        size : int
+            Bytes to set.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> p = memory.alloc(1024)
+        >>> p.memset(0, 1024)
+        """
         self.memset_async(value, size, None)
 
     def memset_async(self, value, size, stream=None):
-        """Queue setting `size` bytes to the byte `value` on `stream`."""
+        """Queue setting `size` bytes from here to the byte `value`, on `stream`.
+
+        Parameters
+        ----------
+        value : int
+            The byte value; only its low 8 bits are used.
+        size : int
+            Bytes to set.
+        stream : gpuhost.Stream, optional
+            The stream to queue it on; None (the default) is the legacy default stream.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> s = gpuhost.stream()
+        >>> p = memory.alloc(1024)
+        >>> p.memset_async(0, 1024, s)
+        >>> s.synchronize()
+        """
         if size > 0:
             _core.memset(self._bytes(size), self.ptr, 1, value & 0xFF, size, 1, size,
                          self._stream_of(stream))
@@ -378,21 +792,102 @@ def _malloc(size):
 
 
 def malloc_managed(size):
-    """A MemoryPointer to `size` bytes of managed (unified) memory."""
+    """A MemoryPointer to `size` bytes of managed (unified) memory (CuPy's).
+
+    The memory is a `ManagedMemory` of the current device, reachable from the host and
+    from every device; the driver migrates it as it is touched. Pass it to
+    ``MemoryPool(malloc_managed)`` to pool managed memory.
+
+    Parameters
+    ----------
+    size : int
+        Bytes to allocate.
+
+    Returns
+    -------
+    MemoryPointer
+        Its ``mem`` is the ManagedMemory, freed when the last pointer to it dies.
+
+    Raises
+    ------
+    CudaOutOfMemoryError
+        No managed memory left.
+
+    Examples
+    --------
+    >>> from gpuhost import memory
+    >>> p = memory.malloc_managed(1 << 20)
+    >>> type(p.mem).__name__, p.mem.size
+    ('ManagedMemory', 1048576)
+    """
     return MemoryPointer(ManagedMemory(size), 0)
 
 
 def malloc_async(size, stream=None):
-    """A MemoryPointer to `size` bytes from the driver's stream-ordered pool, allocated and
-    freed on `stream`."""
+    """A MemoryPointer to `size` bytes from the driver's stream-ordered pool (CuPy's).
+
+    The memory (a `MemoryAsync`) is allocated on `stream` with cuMemAllocAsync and freed
+    on it with cuMemFreeAsync when the last pointer to it dies.
+
+    Parameters
+    ----------
+    size : int
+        Bytes to allocate.
+    stream : gpuhost.Stream, optional
+        The stream it is allocated and freed on; None (the default) is the legacy default
+        stream.
+
+    Returns
+    -------
+    MemoryPointer
+
+    Raises
+    ------
+    CudaOutOfMemoryError
+        The device has no memory left.
+
+    Examples
+    --------
+    >>> from gpuhost import memory
+    >>> s = gpuhost.stream()
+    >>> p = memory.malloc_async(4096, s)
+    >>> p.memset_async(0, 4096, s)
+    >>> type(p.mem).__name__
+    'MemoryAsync'
+    """
     return MemoryPointer(MemoryAsync(size, stream), 0)
 
 
 class MemoryPool:
-    """A pool of device memory for every device (one gpuhost Pool per device, made on first
-    use): freed blocks are kept and handed out again. ``allocator(size)`` (default: the
-    driver) makes new blocks; it must return an object with an int ``.ptr``, such as a
-    MemoryPointer (e.g. ``malloc_managed``)."""
+    """A caching pool of device memory, for every device (CuPy's MemoryPool).
+
+    Freed blocks are kept and handed out again instead of going back to the driver. The
+    pool holds one gpuhost `Pool` per device, made on that device's first use; its
+    methods act on the current device's. Blocks come in gpuhost's size classes (512
+    bytes, then 8 classes per doubling), and reuse is ordered by stream as in the default
+    pool. ``set_allocator(pool.malloc)`` makes device arrays allocate from it.
+
+    Parameters
+    ----------
+    allocator : callable, optional
+        ``allocator(size)`` makes a new block: it returns an object with an int ``.ptr``,
+        such as a MemoryPointer (`malloc_managed` pools managed memory). By default the
+        driver's cuMemAlloc.
+
+    Examples
+    --------
+    >>> from gpuhost import memory
+    >>> pool = memory.MemoryPool()
+    >>> p = pool.malloc(1000)              # rounded up to its size class
+    >>> pool.used_bytes(), pool.free_bytes()
+    (1024, 0)
+    >>> del p                              # back to the pool, not to the driver
+    >>> pool.used_bytes(), pool.free_bytes(), pool.n_free_blocks()
+    (0, 1024, 1)
+    >>> pool.free_all_blocks()
+    >>> pool.total_bytes()
+    0
+    """
 
     def __init__(self, allocator=None):
         self._allocator = None if allocator is _malloc else allocator
@@ -411,10 +906,38 @@ class MemoryPool:
             return pool
 
     def malloc(self, size, stream=None):
-        """A MemoryPointer to `size` bytes on the current device, ordered on `stream`
-        (None: the legacy default stream), from the pool if it holds a block: its ``mem``
-        is a PooledMemory (a plain Memory for size 0). OutOfMemoryError past the limit or
-        the device's memory."""
+        """A MemoryPointer to `size` bytes on the current device, reused if the pool
+        holds a block of its size class.
+
+        Parameters
+        ----------
+        size : int
+            Bytes to allocate.
+        stream : gpuhost.Stream, optional
+            The stream the block's use is ordered on: a block freed on another stream is
+            reused only once that stream has reached the free. None (the default) is the
+            legacy default stream.
+
+        Returns
+        -------
+        MemoryPointer
+            Its ``mem`` is a `PooledMemory` (a plain `Memory` for size 0); the block goes
+            back to the pool when the last reference to it dies.
+
+        Raises
+        ------
+        OutOfMemoryError
+            The pool would grow past its limit (`set_limit`), or the device has no memory
+            left even after the pool gave its free blocks back.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> pool = memory.MemoryPool()
+        >>> p = pool.malloc(4096)
+        >>> p.mem.size, isinstance(p.mem, memory.PooledMemory)
+        (4096, True)
+        """
         return self._allocate(size, stream)
     _pointer = None  # the MemoryPointer class handed out (set below)
 
@@ -431,39 +954,113 @@ class MemoryPool:
             raise OutOfMemoryError(size, pool.total_bytes, pool.limit) from e
 
     def free_all_blocks(self, stream=None):
-        """Free the blocks held for the current device (those freed on `stream` only, if
-        given)."""
+        """Give the blocks held for reuse on the current device back to the driver.
+
+        Parameters
+        ----------
+        stream : gpuhost.Stream, optional
+            Only the blocks last freed on this stream; by default all of them.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> pool = memory.MemoryPool()
+        >>> p = pool.malloc(1 << 20)
+        >>> del p
+        >>> pool.n_free_blocks()
+        1
+        >>> pool.free_all_blocks()
+        >>> pool.n_free_blocks()
+        0
+        """
         self._pool().free_all_blocks(stream)
 
     def free_all_free(self):
-        """Deprecated: free_all_blocks()."""
+        """Deprecated alias of `free_all_blocks` (CuPy's): warns DeprecationWarning."""
         warnings.warn("free_all_free is deprecated. Use free_all_blocks instead.",
                       DeprecationWarning, stacklevel=2)
         self.free_all_blocks()
 
     def n_free_blocks(self):
-        """Blocks held for reuse on the current device."""
+        """The number of blocks held for reuse on the current device.
+
+        Returns
+        -------
+        int
+        """
         return self._pool().n_free_blocks
 
     def used_bytes(self):
-        """Bytes in use on the current device."""
+        """Bytes of the current device's blocks in use (handed out, not freed yet).
+
+        Counted by size class: a 1000-byte request counts 1024.
+
+        Returns
+        -------
+        int
+        """
         return self._pool().used_bytes
 
     def free_bytes(self):
-        """Bytes held for reuse on the current device."""
+        """Bytes of the current device's blocks held for reuse.
+
+        Returns
+        -------
+        int
+        """
         return self._pool().free_bytes
 
     def total_bytes(self):
-        """used_bytes() + free_bytes()."""
+        """All the bytes the pool has of the current device: ``used_bytes() +
+        free_bytes()``.
+
+        Returns
+        -------
+        int
+        """
         return self._pool().total_bytes
 
     def set_limit(self, size=None, fraction=None):
-        """Limit the bytes the pool takes from the current device (in use + held) to `size`,
-        or to `fraction` of the device's memory; neither (or 0): no limit."""
+        """Limit the bytes the pool takes from the current device (in use and held).
+
+        A `malloc` that would take the pool past the limit raises `OutOfMemoryError`.
+        Give `size` or `fraction`, not both; neither (or 0) removes the limit.
+
+        Parameters
+        ----------
+        size : int, optional
+            The limit in bytes.
+        fraction : float, optional
+            The limit as a fraction (0 to 1) of the device's total memory.
+
+        Raises
+        ------
+        ValueError
+            Both given, a negative `size`, or a `fraction` outside [0, 1].
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> pool = memory.MemoryPool()
+        >>> pool.set_limit(size=1 << 30)
+        >>> pool.get_limit()
+        1073741824
+        >>> pool.set_limit(fraction=0.5)
+        >>> pool.get_limit() == gpuhost.gpus[0].total_memory // 2
+        True
+        >>> pool.set_limit()               # no limit
+        >>> pool.get_limit()
+        0
+        """
         self._pool().limit = _limit_size(size, fraction)
 
     def get_limit(self):
-        """The current device's limit in bytes (0: none)."""
+        """The current device's limit in bytes, as `set_limit` set it; 0 for none.
+
+        Returns
+        -------
+        int
+        """
         return self._pool().limit
 
     def _repr_html_(self):
@@ -508,13 +1105,38 @@ def _limit_size(size, fraction):
 
 
 class MemoryAsyncPool:
-    """CuPy's pool over the driver's stream-ordered allocator (cuMemAllocAsync from each
-    device's default memory pool), for every device: ``set_allocator(MemoryAsyncPool().malloc)``.
-    Its statistics are the driver pool's (used_bytes: in use, total_bytes: reserved), so
-    they count every user of that pool in the process; its limit is the pool's release
-    threshold (a soft limit: memory the pool keeps past it goes back at synchronization),
-    2**64 - 1 (keep everything) unless set. `pool_handles`: 'current' or 'default' (the
-    same pool here); other pools are not supported (NotImplementedError)."""
+    """CuPy's pool over the driver's stream-ordered allocator, for every device.
+
+    Blocks come from each device's default memory pool with cuMemAllocAsync, and go back
+    with cuMemFreeAsync on the stream they were allocated on; ``set_allocator(
+    MemoryAsyncPool().malloc)`` makes device arrays use it. Its statistics are the
+    driver pool's (`used_bytes`: in use, `total_bytes`: reserved), so they count every
+    user of that pool in the process. Its limit is the pool's release threshold, a soft
+    limit: memory the pool keeps past it goes back at synchronization; unless set it is
+    2**64 - 1 (keep everything). `n_free_blocks` is not known for the driver's pool.
+
+    Parameters
+    ----------
+    pool_handles : {"current", "default"}, optional
+        Which of the device's pools: both are its default pool here.
+
+    Raises
+    ------
+    NotImplementedError
+        Any other `pool_handles`.
+
+    Examples
+    --------
+    >>> from gpuhost import memory
+    >>> pool = memory.MemoryAsyncPool()
+    >>> p = pool.malloc(1000)
+    >>> p.mem.size                         # rounded up to 512-byte units
+    1024
+    >>> pool.used_bytes() >= 1024          # the driver pool's, for the whole process
+    True
+    >>> pool.get_limit() == 2**64 - 1
+    True
+    """
 
     def __init__(self, pool_handles="current"):
         if pool_handles not in ("current", "default"):
@@ -531,10 +1153,34 @@ class MemoryAsyncPool:
         return dev
 
     def malloc(self, size, stream=None):
-        """A MemoryPointer to `size` bytes (rounded up to 512) on the current device,
-        allocated and freed on `stream` (None: the legacy default stream); its ``mem`` is
-        a MemoryAsync. OutOfMemoryError if the pool would grow past its limit or the
-        device has no more memory."""
+        """A MemoryPointer to `size` bytes (rounded up to 512) on the current device.
+
+        Parameters
+        ----------
+        size : int
+            Bytes to allocate.
+        stream : gpuhost.Stream, optional
+            The stream it is allocated and freed on; None (the default) is the legacy
+            default stream.
+
+        Returns
+        -------
+        MemoryPointer
+            Its ``mem`` is a `MemoryAsync`.
+
+        Raises
+        ------
+        OutOfMemoryError
+            The pool would grow past its limit, or the device has no memory left.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> s = gpuhost.stream()
+        >>> p = memory.MemoryAsyncPool().malloc(100, s)
+        >>> p.mem.size, p.mem.stream is s
+        (512, True)
+        """
         if size == 0:
             return self._pointer(self._memory(0, stream), 0)
         rounded = -(-size // _allocation_unit_size) * _allocation_unit_size
@@ -553,11 +1199,11 @@ class MemoryAsyncPool:
 
     def free_all_blocks(self, stream=None):
         """Wait for the work queued so far, then give the pool's unused memory back to the
-        device (cuMemPoolTrimTo)."""
+        device (cuMemPoolTrimTo). `stream` is accepted for CuPy's signature."""
         _async_pool(_core.current_context()).free_all_blocks()
 
     def n_free_blocks(self):
-        """Not known for the driver's pool: NotImplementedError, as CuPy."""
+        """Not known for the driver's pool: raises NotImplementedError, as CuPy's."""
         raise NotImplementedError("This function is not supported in MemoryAsyncPool")
 
     def used_bytes(self):
@@ -573,8 +1219,32 @@ class MemoryAsyncPool:
         return self.total_bytes() - self.used_bytes()
 
     def set_limit(self, size=None, fraction=None):
-        """Set the current device's soft limit (the pool's release threshold) to `size`
-        bytes or `fraction` of the device's memory; neither (or 0): no limit."""
+        """Set the current device's soft limit: the pool's release threshold.
+
+        Parameters
+        ----------
+        size : int, optional
+            The limit in bytes.
+        fraction : float, optional
+            The limit as a fraction (0 to 1) of the device's total memory. Neither (or 0)
+            removes the limit.
+
+        Raises
+        ------
+        ValueError
+            Both given, a negative `size`, or a `fraction` outside [0, 1].
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> pool = memory.MemoryAsyncPool()
+        >>> pool.set_limit(size=1 << 30)
+        >>> pool.get_limit()
+        1073741824
+        >>> pool.set_limit()
+        >>> pool.get_limit() == 2**64 - 1
+        True
+        """
         size = _limit_size(size, fraction)
         _core.mempool_attribute(self._device(), "release_threshold", size or _UINT64_MAX)
 
@@ -584,7 +1254,26 @@ class MemoryAsyncPool:
 
 
 def get_default_memory_pool():
-    """The default MemoryPool: the one device arrays allocate from."""
+    """The default MemoryPool: the one device arrays allocate from (CuPy's).
+
+    Its blocks are those of the contexts' default pools, the memory of `device_array`,
+    `to_device` and the other array functions, so its statistics count device arrays
+    too. ``set_allocator(get_default_memory_pool().malloc)`` restores the default
+    allocator.
+
+    Returns
+    -------
+    MemoryPool
+
+    Examples
+    --------
+    >>> from gpuhost import memory
+    >>> pool = memory.get_default_memory_pool()
+    >>> before = pool.used_bytes()
+    >>> d = gpuhost.device_array(1024, np.uint8)
+    >>> pool.used_bytes() - before
+    1024
+    """
     return _default_pool
 
 
@@ -640,10 +1329,37 @@ def _set_global_for_arrays(fn):
 
 
 def set_allocator(allocator=None):
-    """Make `allocator(size)` (returning an object with an int ``.ptr``, e.g. a
-    MemoryPointer) the allocator of alloc() and of device arrays; None: memory without a
-    pool. ``set_allocator(get_default_memory_pool().malloc)`` restores the default.
-    ValueError inside a using_allocator() block, as CuPy."""
+    """Set the allocator of `alloc` and of device arrays, for every thread (CuPy's).
+
+    From then on `device_array`, `to_device` and the other array functions take their
+    memory from ``allocator(size)``; arrays made before keep theirs. A `MemoryPool`'s
+    ``malloc`` is called directly (it keeps its speed); CuPy's own pools work too.
+
+    Parameters
+    ----------
+    allocator : callable or None, optional
+        ``allocator(size)`` returns an object with an int ``.ptr`` (a MemoryPointer, say)
+        that keeps the memory alive. None (the default) allocates each array's memory
+        from the driver, without a pool. ``get_default_memory_pool().malloc`` restores
+        the default.
+
+    Raises
+    ------
+    TypeError
+        `allocator` is not callable.
+    ValueError
+        Inside a `using_allocator` block, as CuPy's.
+
+    Examples
+    --------
+    >>> from gpuhost import memory
+    >>> pool = memory.MemoryPool()
+    >>> memory.set_allocator(pool.malloc)
+    >>> d = gpuhost.device_array(1000, np.uint8)
+    >>> pool.used_bytes()
+    1024
+    >>> memory.set_allocator(memory.get_default_memory_pool().malloc)
+    """
     global _current_allocator
     if allocator is None:
         allocator = _malloc
@@ -657,15 +1373,55 @@ def set_allocator(allocator=None):
 
 
 def get_allocator():
-    """The current allocator: this thread's using_allocator() one, else the global one."""
+    """The current allocator (CuPy's): this thread's `using_allocator` one, else the one
+    `set_allocator` set.
+
+    Returns
+    -------
+    callable
+        ``allocator(size)``, returning a MemoryPointer (or what the allocator set
+        returns).
+
+    Examples
+    --------
+    >>> from gpuhost import memory
+    >>> memory.get_allocator() == memory.get_default_memory_pool().malloc
+    True
+    """
     allocator = _thread.allocator
     return _current_allocator if allocator is None else allocator
 
 
 @contextlib.contextmanager
 def using_allocator(allocator=None):
-    """Make `allocator` (None: memory without a pool) this thread's allocator for alloc()
-    and device arrays for the block; other threads keep theirs. Blocks nest."""
+    """A context manager: this thread's allocator, for the block (CuPy's).
+
+    Inside the block `alloc` and the device arrays this thread makes take their memory
+    from `allocator`; other threads keep theirs, and the previous one comes back at the
+    end. Blocks nest.
+
+    Parameters
+    ----------
+    allocator : callable or None, optional
+        As for `set_allocator`; None (the default) is memory without a pool.
+
+    Raises
+    ------
+    TypeError
+        `allocator` is not callable.
+
+    Examples
+    --------
+    >>> from gpuhost import memory
+    >>> pool = memory.MemoryPool()
+    >>> with memory.using_allocator(pool.malloc):
+    ...     d = gpuhost.device_array(4096, np.uint8)
+    ...     p = memory.alloc(512)
+    >>> pool.used_bytes()
+    4608
+    >>> memory.get_allocator() == pool.malloc
+    False
+    """
     global _users, _global_for_arrays
     if allocator is None:
         allocator = _malloc
@@ -695,21 +1451,91 @@ def _default_for_arrays(nbytes, stream):
 
 
 def alloc(size):
-    """A MemoryPointer to `size` bytes from the current allocator."""
+    """A MemoryPointer to `size` bytes of device memory from the current allocator
+    (CuPy's).
+
+    The allocator is this thread's `using_allocator` one, else the one `set_allocator`
+    set (by default the default pool's ``malloc``).
+
+    Parameters
+    ----------
+    size : int
+        Bytes to allocate.
+
+    Returns
+    -------
+    MemoryPointer
+        Or whatever the allocator returns.
+
+    Raises
+    ------
+    OutOfMemoryError
+        The allocator's pool is out of memory (its limit, or the device's).
+
+    Examples
+    --------
+    >>> from gpuhost import memory
+    >>> h = np.arange(256, dtype=np.uint8)
+    >>> p = memory.alloc(h.nbytes)
+    >>> p.copy_from_host(h.ctypes.data, h.nbytes)
+    >>> out = np.empty_like(h)
+    >>> p.copy_to_host(out.ctypes.data, out.nbytes)
+    >>> bool((out == h).all())
+    True
+    """
     return get_allocator()(size)
 
 
 class PythonFunctionAllocator:
-    """An allocator from two Python functions: ``malloc_func(size, device_id)`` returns a
-    device address, ``free_func(ptr, device_id)`` frees it; ``malloc`` is the allocator
-    to pass to set_allocator()."""
+    """An allocator made of two Python functions (CuPy's).
+
+    Its ``malloc`` is the allocator to pass to `set_allocator`, `using_allocator` or
+    `MemoryPool`.
+
+    Parameters
+    ----------
+    malloc_func : callable
+        ``malloc_func(size, device_id)`` allocates `size` bytes on device `device_id` and
+        returns the device address, an int.
+    free_func : callable
+        ``free_func(ptr, device_id)`` frees what `malloc_func` returned; called when the
+        memory dies.
+
+    Examples
+    --------
+    >>> from gpuhost import memory
+    >>> live = {}
+    >>> def my_malloc(size, device_id):
+    ...     m = memory.Memory(size)
+    ...     live[m.ptr] = m
+    ...     return m.ptr
+    >>> def my_free(ptr, device_id):
+    ...     del live[ptr]
+    >>> a = memory.PythonFunctionAllocator(my_malloc, my_free)
+    >>> p = a.malloc(1024)
+    >>> len(live)
+    1
+    >>> del p
+    >>> len(live)
+    0
+    """
 
     def __init__(self, malloc_func, free_func):
         self._malloc, self._free = malloc_func, free_func
 
     def malloc(self, size):
-        """A MemoryPointer to `size` bytes from malloc_func, given to free_func when the
-        memory dies."""
+        """A MemoryPointer to `size` bytes from ``malloc_func``, given to ``free_func``
+        when the memory dies.
+
+        Parameters
+        ----------
+        size : int
+            Bytes to allocate; 0 calls neither function.
+
+        Returns
+        -------
+        MemoryPointer
+        """
         return MemoryPointer(_PythonFunctionMemory(size, self._malloc, self._free), 0)
 
 
@@ -730,7 +1556,34 @@ class _PythonFunctionMemory(BaseMemory):
 # ---- pinned memory ----
 
 class PinnedMemory:
-    """Page-locked host memory of its own (cuMemHostAlloc with `flags`)."""
+    """Page-locked (pinned) host memory of its own, freed when the object dies (CuPy's).
+
+    Allocated with cuMemHostAlloc. ``ptr`` is its host address, ``size`` its size;
+    wrap it in a `PinnedMemoryPointer` to view it as a numpy array.
+
+    Parameters
+    ----------
+    size : int
+        Bytes to allocate; 0 allocates nothing (``ptr`` is 0).
+    flags : int, optional
+        cuMemHostAlloc's flags: 1 portable (pinned for every context), 2 mapped into the
+        device's address space, 4 write-combined. Default 0.
+
+    Raises
+    ------
+    CudaOutOfMemoryError
+        The driver could not page-lock that much host memory.
+
+    Examples
+    --------
+    >>> from gpuhost import memory
+    >>> m = memory.PinnedMemory(4096)
+    >>> m.size, int(m) == m.ptr != 0
+    (4096, True)
+    >>> a = np.asarray(memory.PinnedMemoryPointer(m, 0))
+    >>> a.shape, a.dtype
+    ((4096,), dtype('uint8'))
+    """
 
     __slots__ = {"ptr": "The host address of the first byte (an int; 0 for size 0).",
                  "size": "The size in bytes.",
@@ -751,8 +1604,22 @@ class PinnedMemory:
 
 
 class PooledPinnedMemory(PinnedMemory):
-    """Pinned memory a PinnedMemoryPool handed out: free() (or the object's death) gives
-    it back to the pool; a second free() does nothing."""
+    """Pinned memory a `PinnedMemoryPool` handed out; not made directly.
+
+    `free` (or the object's death) gives it back to the pool; a second `free` does
+    nothing.
+
+    Examples
+    --------
+    >>> from gpuhost import memory
+    >>> pool = memory.PinnedMemoryPool()
+    >>> p = pool.malloc(4096)
+    >>> type(p.mem).__name__
+    'PooledPinnedMemory'
+    >>> p.mem.free()
+    >>> pool.n_free_blocks()
+    1
+    """
 
     __slots__ = ()
 
@@ -777,8 +1644,31 @@ class PooledPinnedMemory(PinnedMemory):
 
 
 class PinnedMemoryPointer:
-    """A pointer into pinned host memory: ``mem`` and ``ptr``; ``np.asarray(p)`` is a
-    uint8 view of the bytes from ``ptr`` to the end of ``mem``."""
+    """A pointer into pinned host memory, keeping that memory alive (CuPy's).
+
+    What `alloc_pinned_memory` and `PinnedMemoryPool.malloc` return. ``mem`` is the
+    memory, ``ptr`` a host address inside it; ``len(p)`` and ``p.size`` are the bytes from
+    ``ptr`` to the end of ``mem``, and ``np.asarray(p)`` is a uint8 view of them
+    (through ``__array_interface__``). Adding an int gives a pointer further along.
+
+    Parameters
+    ----------
+    mem : ~gpuhost.memory.PinnedMemory
+        The memory.
+    offset : int
+        Bytes from the start of `mem` to ``ptr``.
+
+    Examples
+    --------
+    >>> from gpuhost import memory
+    >>> p = memory.alloc_pinned_memory(16)
+    >>> h = np.asarray(p).view(np.float32)
+    >>> h[:] = [1, 2, 3, 4]
+    >>> len(p), len(p + 8)
+    (16, 8)
+    >>> np.asarray(p + 8).view(np.float32)
+    array([3., 4.], dtype=float32)
+    """
 
     __slots__ = {"mem": "The pinned memory the pointer points into, kept alive by it.",
                  "ptr": "The host address the pointer holds (an int).",
@@ -827,9 +1717,32 @@ def _malloc_pinned(size):
 
 
 class PinnedMemoryPool:
-    """A pool of page-locked host memory: freed blocks are kept and handed out again.
-    ``allocator(size)`` (default: cuMemHostAlloc) makes new blocks. As with CuPy's, a block
-    is reused at once: synchronize before dropping a buffer an asynchronous copy uses."""
+    """A caching pool of page-locked (pinned) host memory (CuPy's PinnedMemoryPool).
+
+    Freed blocks are kept and handed out again, by size class. As with CuPy's, a block is
+    reused as soon as it is freed: synchronize before dropping a buffer an asynchronous
+    copy still uses. ``set_pinned_memory_allocator(pool.malloc)`` makes
+    `alloc_pinned_memory` use it.
+
+    Parameters
+    ----------
+    allocator : callable, optional
+        ``allocator(size)`` makes a new block; by default cuMemHostAlloc.
+
+    Examples
+    --------
+    >>> from gpuhost import memory
+    >>> pool = memory.PinnedMemoryPool()
+    >>> p = pool.malloc(1000)
+    >>> pool.used_bytes(), pool.free_bytes()
+    (1024, 0)
+    >>> del p
+    >>> pool.used_bytes(), pool.free_bytes(), pool.n_free_blocks()
+    (0, 1024, 1)
+    >>> pool.free_all_blocks()
+    >>> pool.total_bytes()
+    0
+    """
 
     def __init__(self, allocator=None):
         self._allocator = None if allocator in (None, _malloc_pinned) else allocator
@@ -843,8 +1756,31 @@ class PinnedMemoryPool:
         return pool
 
     def malloc(self, size):
-        """A PinnedMemoryPointer to `size` bytes: its ``mem`` is a PooledPinnedMemory (a
-        plain PinnedMemory for size 0)."""
+        """A PinnedMemoryPointer to `size` bytes, reused if the pool holds a block of its
+        size class.
+
+        Parameters
+        ----------
+        size : int
+            Bytes to allocate.
+
+        Returns
+        -------
+        PinnedMemoryPointer
+            Its ``mem`` is a `PooledPinnedMemory` (a plain `PinnedMemory` for size 0).
+
+        Raises
+        ------
+        OutOfMemoryError
+            The driver could not page-lock that much host memory.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> p = memory.PinnedMemoryPool().malloc(256)
+        >>> np.asarray(p).nbytes
+        256
+        """
         if size == 0:
             return PinnedMemoryPointer(PinnedMemory(0), 0)
         pool = self._pool()
@@ -854,24 +1790,44 @@ class PinnedMemoryPool:
             raise OutOfMemoryError(size, pool.total_bytes, pool.limit) from e
 
     def free_all_blocks(self):
-        """Free the blocks the pool holds."""
+        """Give the blocks the pool holds for reuse back to the driver."""
         for pool in self._pools.values():
             pool.free_all_blocks()
 
     def n_free_blocks(self):
-        """The number of blocks the pool holds, free for reuse."""
+        """The number of blocks the pool holds, free for reuse.
+
+        Returns
+        -------
+        int
+        """
         return sum(p.n_free_blocks for p in self._pools.values())
 
     def used_bytes(self):
-        """The bytes in blocks handed out and not yet returned."""
+        """The bytes in blocks handed out and not yet returned (by size class).
+
+        Returns
+        -------
+        int
+        """
         return sum(p.used_bytes for p in self._pools.values())
 
     def free_bytes(self):
-        """The bytes in blocks the pool holds, free for reuse."""
+        """The bytes in blocks the pool holds, free for reuse.
+
+        Returns
+        -------
+        int
+        """
         return sum(p.free_bytes for p in self._pools.values())
 
     def total_bytes(self):
-        """used_bytes() + free_bytes()."""
+        """All the bytes of the pool's blocks: ``used_bytes() + free_bytes()``.
+
+        Returns
+        -------
+        int
+        """
         return sum(p.total_bytes for p in self._pools.values())
 
     def _repr_html_(self):
@@ -888,17 +1844,78 @@ _current_pinned_allocator = _default_pinned_pool.malloc
 
 
 def get_default_pinned_memory_pool():
-    """The PinnedMemoryPool alloc_pinned_memory() uses unless set_pinned_memory_allocator
-    changed it."""
+    """The default PinnedMemoryPool (CuPy's): the one `alloc_pinned_memory` uses unless
+    `set_pinned_memory_allocator` changed it.
+
+    Returns
+    -------
+    PinnedMemoryPool
+
+    Examples
+    --------
+    >>> from gpuhost import memory
+    >>> pool = memory.get_default_pinned_memory_pool()
+    >>> before = pool.used_bytes()
+    >>> p = memory.alloc_pinned_memory(4096)
+    >>> pool.used_bytes() - before
+    4096
+    """
     return _default_pinned_pool
 
 
 def set_pinned_memory_allocator(allocator=None):
-    """Make `allocator(size)` the allocator of alloc_pinned_memory(); None: no pool."""
+    """Set the allocator of `alloc_pinned_memory` (CuPy's).
+
+    Parameters
+    ----------
+    allocator : callable or None, optional
+        ``allocator(size)`` returns a PinnedMemoryPointer (a `PinnedMemoryPool`'s
+        ``malloc``, say). None (the default) allocates without a pool;
+        ``get_default_pinned_memory_pool().malloc`` restores the default.
+
+    Examples
+    --------
+    >>> from gpuhost import memory
+    >>> pool = memory.PinnedMemoryPool()
+    >>> memory.set_pinned_memory_allocator(pool.malloc)
+    >>> p = memory.alloc_pinned_memory(4096)
+    >>> pool.used_bytes()
+    4096
+    >>> memory.set_pinned_memory_allocator(
+    ...     memory.get_default_pinned_memory_pool().malloc)
+    """
     global _current_pinned_allocator
     _current_pinned_allocator = _malloc_pinned if allocator is None else allocator
 
 
 def alloc_pinned_memory(size):
-    """A PinnedMemoryPointer to `size` bytes from the current pinned allocator."""
+    """A PinnedMemoryPointer to `size` bytes of pinned host memory (CuPy's).
+
+    The memory comes from the allocator `set_pinned_memory_allocator` set, by default the
+    default `PinnedMemoryPool`. Copies from and to it run at full bus speed and can
+    overlap other work.
+
+    Parameters
+    ----------
+    size : int
+        Bytes to allocate.
+
+    Returns
+    -------
+    PinnedMemoryPointer
+
+    Raises
+    ------
+    OutOfMemoryError
+        The driver could not page-lock that much host memory.
+
+    Examples
+    --------
+    >>> from gpuhost import memory
+    >>> p = memory.alloc_pinned_memory(8 * 4)
+    >>> h = np.asarray(p).view(np.float64)
+    >>> h[:] = 2.5
+    >>> d = memory.alloc(32)
+    >>> d.copy_from_host(p.ptr, 32)
+    """
     return _current_pinned_allocator(size)

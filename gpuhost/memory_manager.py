@@ -85,9 +85,41 @@ def _device_pointer(pointer):
 
 
 class MemoryPointer:
-    """Device memory that a plugin allocated: `pointer` (int or ctypes) of `size` bytes in
-    `context`; `finalizer()` runs when the object dies (or at free()).  Its lifetime is
-    the object's; the reference count is kept for numba's sake."""
+    """Device memory that a plugin allocated (numba's MemoryPointer).
+
+    What a plugin's ``memalloc`` returns. The memory lives as long as this object:
+    `finalizer` runs when it dies (or at `free`) and gives the memory back. The
+    reference count (``refct``) is kept for numba's sake. ``device_pointer`` holds the
+    address as given; ``device_pointer_value`` reads it as an int.
+
+    Parameters
+    ----------
+    context : gpuhost.Context
+        The context the memory belongs to (the plugin's ``self.context``).
+    pointer : int or ctypes.c_void_p or ctypes.c_uint64
+        The device address; an object with ``__int__`` (cuda-python's CUdeviceptr)
+        works too.
+    size : int
+        The size in bytes.
+    owner : object, optional
+        What owns the memory, if not this pointer (a view's base).
+    finalizer : callable, optional
+        Called with no arguments when the memory is to be freed.
+
+    Examples
+    --------
+    >>> from gpuhost import memory, memory_manager as mm
+    >>> ctx = gpuhost.current_context()
+    >>> mem = memory.Memory(1024)
+    >>> p = mm.MemoryPointer(ctx, mem.ptr, 1024, finalizer=lambda: print("freed"))
+    >>> p.device_pointer_value == mem.ptr, p.size
+    (True, 1024)
+    >>> p.memset(0)
+    >>> p.view(256).size
+    768
+    >>> p.free()
+    freed
+    """
 
     __cuda_memory__ = True
 
@@ -125,14 +157,32 @@ class MemoryPointer:
                                 np.uint8)
 
     def memset(self, byte, count=None, stream=0):
-        """Set `count` bytes (default: all) to `byte`."""
+        """Set `count` bytes (default: all) to `byte` (its low 8 bits), on `stream`
+        (0: the default stream)."""
         count = self.size if count is None else count
         if count:
             _core.memset(self._bytes(count), self.device_pointer_value, 1, byte & 0xFF, count,
                          1, count, stream or 0)
 
     def view(self, start, stop=None):
-        """A MemoryPointer to bytes [start, stop) of this one, keeping it alive."""
+        """A MemoryPointer to bytes [`start`, `stop`) of this one, keeping it alive.
+
+        Parameters
+        ----------
+        start : int
+            The first byte, from the start of this memory.
+        stop : int, optional
+            One past the last byte; by default the end.
+
+        Returns
+        -------
+        MemoryPointer or OwnedPointer
+
+        Raises
+        ------
+        RuntimeError
+            A negative size, or a nonempty view of a null pointer.
+        """
         size = self.size - start if stop is None else stop - start
         if not self.device_pointer_value:
             if size != 0:
@@ -198,7 +248,21 @@ class ArrayMemory(MemoryPointer):
 
 
 class AutoFreePointer(MemoryPointer):
-    """A MemoryPointer freed when its reference count drops to zero."""
+    """A MemoryPointer freed when its reference count drops to zero (numba's).
+
+    Its count starts at 0: the first ``own()`` takes it to 1, and the memory is freed
+    when the last `OwnedPointer` dies. Takes `MemoryPointer`'s arguments.
+
+    Examples
+    --------
+    >>> from gpuhost import memory, memory_manager as mm
+    >>> mem = memory.Memory(64)
+    >>> p = mm.AutoFreePointer(gpuhost.current_context(), mem.ptr, 64,
+    ...                        finalizer=lambda: print("freed"))
+    >>> ref = p.own()
+    >>> del ref
+    freed
+    """
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -206,8 +270,32 @@ class AutoFreePointer(MemoryPointer):
 
 
 class MappedMemory(AutoFreePointer):
-    """Host memory mapped into the device: `pointer` is the host address (also the device
-    address, by unified addressing)."""
+    """Pinned host memory mapped into the device (numba's MappedMemory).
+
+    What ``memhostalloc(size, mapped=True)`` and ``mempin(..., mapped=True)`` return
+    (through an `OwnedPointer`). `pointer` is the host address, also the device address
+    by unified addressing; ``host_pointer`` and ``device_pointer_value`` hold it.
+
+    Parameters
+    ----------
+    context : gpuhost.Context
+        The context the memory belongs to.
+    pointer : int or ctypes.c_void_p
+        The host address.
+    size : int
+        The size in bytes.
+    owner : object, optional
+        The object whose memory was pinned (`mempin`'s), kept as ``owned``.
+    finalizer : callable, optional
+        Called with no arguments when the memory is to be freed.
+
+    Examples
+    --------
+    >>> ctx = gpuhost.current_context()
+    >>> m = ctx.memory_manager.memhostalloc(4096, mapped=True)
+    >>> m.size, m.device_pointer_value == m.host_pointer.value
+    (4096, True)
+    """
 
     __cuda_memory__ = True
 
@@ -227,7 +315,32 @@ class MappedMemory(AutoFreePointer):
 
 
 class PinnedMemory:
-    """Page-locked host memory, not mapped: `pointer` is its host address."""
+    """Page-locked host memory, not mapped into the device (numba's PinnedMemory).
+
+    What ``memhostalloc(size)`` and ``mempin(...)`` return; `finalizer` runs when it
+    dies.
+
+    Parameters
+    ----------
+    context : gpuhost.Context
+        The context the memory belongs to.
+    pointer : int or ctypes.c_void_p
+        The host address, kept as ``host_pointer``.
+    size : int
+        The size in bytes.
+    owner : object, optional
+        The object whose memory was pinned (`mempin`'s), kept as ``owned``.
+    finalizer : callable, optional
+        Called with no arguments when the memory is to be freed (unpinned).
+
+    Examples
+    --------
+    >>> h = np.zeros(1 << 16, np.uint8)
+    >>> ctx = gpuhost.current_context()
+    >>> pin = ctx.memory_manager.mempin(h, h.ctypes.data, h.nbytes)
+    >>> type(pin).__name__, pin.size, pin.owned is h
+    ('PinnedMemory', 65536, True)
+    """
 
     def __init__(self, context, pointer, size, owner=None, finalizer=None):
         self.context = context
@@ -248,8 +361,26 @@ class PinnedMemory:
 
 
 class OwnedPointer:
-    """A counted reference to a MemoryPointer (`view`, default the memory itself): the
-    memory is freed when the last one dies."""
+    """A counted reference to a MemoryPointer (numba's OwnedPointer).
+
+    Made by ``MemoryPointer.own()``: it adds one to the memory's reference count, takes
+    one off when it dies, and frees the memory when the count reaches 0. Its attributes
+    are those of `view` (``size``, ``device_pointer_value``, ...).
+
+    Parameters
+    ----------
+    memptr : MemoryPointer
+        The memory (a weak proxy of it, as numba passes).
+    view : MemoryPointer, optional
+        What the reference shows: a view into `memptr`; by default `memptr` itself.
+
+    Examples
+    --------
+    >>> ctx = gpuhost.current_context()
+    >>> p = ctx.memory_manager.memalloc(1024)   # gpuhost's manager hands these out
+    >>> type(p).__name__, p.size
+    ('OwnedPointer', 1024)
+    """
 
     def __init__(self, memptr, view=None):
         self._mem = memptr
@@ -295,9 +426,37 @@ class _StagedOpening:
 
 
 class IpcHandle:
-    """A CUDA IPC handle of device memory: `handle` (64 bytes, IpcMemHandle), the memory's
-    `size` in bytes, the exporting device's `source_info` (its UUID), and the memory's
-    `offset` in its allocation.  Picklable; open() it in another process."""
+    """A CUDA IPC handle of device memory, to open in another process (numba's).
+
+    What a plugin's ``get_ipc_handle`` returns (`GetIpcHandleMixin`'s, for one). Pickle
+    it to another process and `open` it there; the exporting process keeps the memory
+    alive meanwhile. A handle cannot be opened in the process that made it.
+
+    Parameters
+    ----------
+    base : MemoryPointer or None
+        The exported memory in the exporting process; None once unpickled.
+    handle : bytes
+        The 64 bytes of the driver's CUipcMemHandle, kept as an `IpcMemHandle`.
+    size : int
+        The memory's size in bytes.
+    source_info : bytes, optional
+        The exporting device's UUID: `open` opens directly on that device and copies
+        (`open_staged`) on another one.
+    offset : int, optional
+        Bytes from the start of the allocation the handle opens to the memory.
+
+    Examples
+    --------
+    >>> import pickle
+    >>> ctx = gpuhost.current_context()
+    >>> mgr = ctx.memory_manager
+    >>> h = mgr.get_ipc_handle(mgr.memalloc(4096))
+    >>> h.size, len(h.handle)
+    (4096, 64)
+    >>> data = pickle.dumps(h)                 # send it to another process
+    >>> mem = pickle.loads(data).open()        # doctest: +SKIP
+    """
 
     def __init__(self, base, handle, size, source_info=None, offset=0):
         self.base = base
@@ -314,8 +473,23 @@ class IpcHandle:
             raise ValueError("IpcHandle is already opened")
 
     def open(self, context=None):
-        """The memory in `context` (default: the current one), as a MemoryPointer: opened
-        directly when `context` is on the exporting device, else staged (open_staged())."""
+        """Open the memory in `context`: directly on the exporting device, else as a copy.
+
+        Parameters
+        ----------
+        context : gpuhost.Context, optional
+            Where to open it; by default the current context. On the exporting device
+            (by UUID) it is `open_direct`, on another one `open_staged`.
+
+        Returns
+        -------
+        MemoryPointer
+
+        Raises
+        ------
+        ValueError
+            In the exporting process, or the handle is open already.
+        """
         self._check_openable()
         ctx = context if context is not None else _core.current_context()
         if self.source_info is not None and ctx.device.uuid != self.source_info:
@@ -355,7 +529,23 @@ class IpcHandle:
         return mem
 
     def open_array(self, context, shape, dtype, strides=None):
-        """A DeviceArray over the memory (C order unless `strides`)."""
+        """Open the memory (as `open` does) as a DeviceArray.
+
+        Parameters
+        ----------
+        context : gpuhost.Context or None
+            Where to open it; None is the current context.
+        shape : int or tuple of int
+            The array's shape.
+        dtype : numpy dtype
+            Its element type.
+        strides : tuple of int, optional
+            Strides in bytes; by default C order.
+
+        Returns
+        -------
+        DeviceArray
+        """
         mem = self.open(context)
         dtype = np.dtype(dtype)
         shape, dtype, strides, _ = _arrays._layout(shape, dtype, strides, "C")
@@ -375,8 +565,31 @@ class IpcHandle:
 # ---- the plugin interface ----
 
 class BaseCUDAMemoryManager(metaclass=ABCMeta):
-    """Abstract base class of External Memory Management (EMM) plugins: one instance per
-    context (``self.context``)."""
+    """Abstract base class of External Memory Management (EMM) plugins (numba's).
+
+    A plugin implements every abstract method below; `HostOnlyCUDAMemoryManager` already
+    does the host side. `set_memory_manager` installs the class; gpuhost then makes one
+    instance per context (``self.context``), calls its `initialize` and takes device
+    arrays' memory from its `memalloc`, with that context current.
+
+    Parameters
+    ----------
+    context : gpuhost.Context
+        Keyword only: the context the instance serves (None for the instance
+        `set_memory_manager` makes to read `interface_version`).
+
+    Raises
+    ------
+    RuntimeError
+        No `context` keyword.
+
+    Examples
+    --------
+    >>> from gpuhost import memory_manager as mm
+    >>> mgr = gpuhost.current_context().memory_manager   # gpuhost's own is one
+    >>> isinstance(mgr, mm.BaseCUDAMemoryManager), mgr.context is gpuhost.current_context()
+    (True, True)
+    """
 
     def __init__(self, *args, **kwargs):
         if "context" not in kwargs:
@@ -385,7 +598,10 @@ class BaseCUDAMemoryManager(metaclass=ABCMeta):
 
     @abstractmethod
     def memalloc(self, size):
-        """Allocate `size` bytes of device memory in the current context; a MemoryPointer."""
+        """Allocate `size` bytes of device memory in the current context.
+
+        Returns a `MemoryPointer` (numba's works too) whose finalizer gives the memory
+        back."""
 
     @abstractmethod
     def memhostalloc(self, size, mapped, portable, wc):
@@ -424,9 +640,36 @@ class BaseCUDAMemoryManager(metaclass=ABCMeta):
 
 
 class HostOnlyCUDAMemoryManager(BaseCUDAMemoryManager):
-    """Base class of plugins that manage device memory only: gpuhost does the host side
-    (memhostalloc, mempin, memallocmanaged), and its reset() and defer_cleanup(), which a
-    plugin overriding them must call through super()."""
+    """Base class of plugins that manage device memory only (numba's).
+
+    gpuhost does the host side: `memhostalloc`, `mempin` and `memallocmanaged`, and the
+    `reset` and `defer_cleanup` that go with them, which a plugin overriding them must
+    call through ``super()``. A plugin adds `memalloc`, `initialize`,
+    `get_memory_info`, ``get_ipc_handle`` (`GetIpcHandleMixin` has one) and
+    `interface_version`.
+
+    Examples
+    --------
+    >>> from gpuhost import memory, memory_manager as mm
+    >>> class CountingManager(mm.GetIpcHandleMixin, mm.HostOnlyCUDAMemoryManager):
+    ...     def initialize(self):
+    ...         self.count = 0
+    ...     def memalloc(self, size):
+    ...         mem = memory.Memory(size)          # or RMM, or any allocator
+    ...         self.count += 1
+    ...         return mm.MemoryPointer(self.context, mem.ptr, size,
+    ...                                 finalizer=lambda: mem)  # frees `mem` with it
+    ...     def get_memory_info(self):
+    ...         return self.context.get_memory_info()
+    ...     @property
+    ...     def interface_version(self):
+    ...         return 1
+    >>> mm.set_memory_manager(CountingManager)
+    >>> d = gpuhost.device_array(1000)
+    >>> mm.get_memory_manager().count
+    1
+    >>> mm.set_memory_manager(None)        # back to gpuhost's pools
+    """
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -456,8 +699,33 @@ class HostOnlyCUDAMemoryManager(BaseCUDAMemoryManager):
         return mem.own()
 
     def memhostalloc(self, size, mapped=False, portable=False, wc=False):
-        """Page-locked host memory (cuMemHostAlloc): a MappedMemory's OwnedPointer if
-        `mapped`, else a PinnedMemory; freed when the last reference dies."""
+        """Page-locked host memory (cuMemHostAlloc), freed when the last reference dies.
+
+        Parameters
+        ----------
+        size : int
+            Bytes to allocate.
+        mapped : bool, optional
+            Map it into the device's address space.
+        portable : bool, optional
+            Pinned for every context.
+        wc : bool, optional
+            Write-combined: fast for the host to write and the device to read, slow
+            for the host to read.
+
+        Returns
+        -------
+        OwnedPointer or PinnedMemory
+            An OwnedPointer of a `MappedMemory` if `mapped`, else a `PinnedMemory`.
+
+        Examples
+        --------
+        >>> mgr = gpuhost.current_context().memory_manager
+        >>> type(mgr.memhostalloc(4096)).__name__
+        'PinnedMemory'
+        >>> mgr.memhostalloc(4096, mapped=True).size
+        4096
+        """
         alloc = _core.mem_alloc(size, "mapped" if mapped else "pinned", portable=portable,
                                 wc=wc)
         pointer = ctypes.c_void_p(alloc.host_ptr)
@@ -466,9 +734,32 @@ class HostOnlyCUDAMemoryManager(BaseCUDAMemoryManager):
         return PinnedMemory(self.context, pointer, size, finalizer=self._finalizer(alloc)[1])
 
     def mempin(self, owner, pointer, size, mapped=False):
-        """Page-lock `size` bytes at host address `pointer` (cuMemHostRegister), owned by
-        `owner`: a MappedMemory's OwnedPointer if `mapped`, else a PinnedMemory;
-        unregistered when the last reference dies."""
+        """Page-lock existing host memory (cuMemHostRegister) until the last reference
+        dies.
+
+        Parameters
+        ----------
+        owner : object
+            What owns the memory (a numpy array, say); kept as the result's ``owned``.
+        pointer : int or ctypes.c_void_p
+            The host address of the first byte.
+        size : int
+            Bytes to page-lock.
+        mapped : bool, optional
+            Also map them into the device's address space.
+
+        Returns
+        -------
+        OwnedPointer or PinnedMemory
+            An OwnedPointer of a `MappedMemory` if `mapped`, else a `PinnedMemory`.
+
+        Examples
+        --------
+        >>> h = np.zeros(1 << 16, np.uint8)
+        >>> mgr = gpuhost.current_context().memory_manager
+        >>> mgr.mempin(h, h.ctypes.data, h.nbytes, mapped=True).size
+        65536
+        """
         address = _address(pointer)
         buffer = (ctypes.c_byte * size).from_address(address)
         alloc = _core.mem_register(buffer, mapped=mapped)
@@ -478,7 +769,27 @@ class HostOnlyCUDAMemoryManager(BaseCUDAMemoryManager):
                             finalizer=self._finalizer(alloc)[1])
 
     def memallocmanaged(self, size, attach_global=True):
-        """Managed memory (cuMemAllocManaged): an OwnedPointer."""
+        """Managed (unified) memory (cuMemAllocManaged), freed when the last reference
+        dies.
+
+        Parameters
+        ----------
+        size : int
+            Bytes to allocate.
+        attach_global : bool, optional
+            Reachable from every stream (the default), else attached to the host until a
+            stream claims it.
+
+        Returns
+        -------
+        OwnedPointer
+
+        Examples
+        --------
+        >>> mgr = gpuhost.current_context().memory_manager
+        >>> mgr.memallocmanaged(4096).size
+        4096
+        """
         alloc = _core.mem_alloc(size, "managed", attach_global=attach_global)
         return self._owned(alloc, AutoFreePointer, DevicePointer(alloc.ptr), size)
 
@@ -505,12 +816,38 @@ def _hold_releases():
 
 
 class GetIpcHandleMixin:
-    """get_ipc_handle() by the driver: the allocation's base address (cuMemGetAddressRange)
-    and cuIpcGetMemHandle."""
+    """A plugin's ``get_ipc_handle`` done by the driver (numba's mixin).
+
+    Put it before the base class (``class M(GetIpcHandleMixin,
+    HostOnlyCUDAMemoryManager)``) for a plugin whose memory the driver can export: the
+    allocation's base address comes from cuMemGetAddressRange, the handle from
+    cuIpcGetMemHandle.
+
+    Examples
+    --------
+    >>> mgr = gpuhost.current_context().memory_manager   # gpuhost's own uses it
+    >>> h = mgr.get_ipc_handle(mgr.memalloc(1024))
+    >>> type(h).__name__, h.size
+    ('IpcHandle', 1024)
+    """
 
     def get_ipc_handle(self, memory):
-        """An IpcHandle for `memory` (a MemoryPointer of this plugin's context), with the
-        memory's offset in its allocation."""
+        """An IpcHandle for `memory`, with the memory's offset in its allocation.
+
+        Parameters
+        ----------
+        memory : MemoryPointer
+            Memory of this plugin's context.
+
+        Returns
+        -------
+        IpcHandle
+
+        Raises
+        ------
+        CudaAPIError
+            The driver cannot export the memory (managed memory, say).
+        """
         ptr = _address(memory.device_pointer if hasattr(memory, "device_pointer")
                        else memory.ptr)
         probe = _core.make_array(memory, ptr, (memory.size,), (1,), np.uint8)
@@ -529,7 +866,24 @@ class PendingDeallocs:
     calls pending deallocations.  ``len()`` counts them, ``clear()`` returns them to the
     driver (cuMemFree), except inside ``defer_cleanup()`` / ``disable()``, where nothing
     is released until the outermost block ends.  The pool flushes itself when an
-    allocation finds the device out of memory, as numba's queue does."""
+    allocation finds the device out of memory, as numba's queue does.
+
+    Parameters
+    ----------
+    context : gpuhost.Context
+        The context whose default pool it reads.
+
+    Examples
+    --------
+    >>> dealloc = gpuhost.current_context().memory_manager.deallocations
+    >>> d = gpuhost.device_array(1 << 20)
+    >>> del d                                  # held by the pool, not freed
+    >>> len(dealloc) >= 1
+    True
+    >>> dealloc.clear()                        # back to the driver
+    >>> len(dealloc)
+    0
+    """
 
     def __init__(self, context):
         self._context = context
@@ -572,8 +926,29 @@ class PendingDeallocs:
 
 class DefaultMemoryManager(GetIpcHandleMixin, HostOnlyCUDAMemoryManager):
     """The memory manager a context has while no EMM plugin is set (numba's
-    NumbaCUDAMemoryManager): device memory from gpuhost's default pool, host memory as
-    HostOnlyCUDAMemoryManager does, and `deallocations` over the pool."""
+    NumbaCUDAMemoryManager).
+
+    ``Context.memory_manager`` is one of these unless a plugin is set: device memory
+    comes from gpuhost's default pool, host memory as `HostOnlyCUDAMemoryManager` does,
+    and ``deallocations`` is a `PendingDeallocs` over the pool. Assigning one to
+    ``Context.memory_manager`` gives the context back to gpuhost's pool.
+
+    Parameters
+    ----------
+    context : gpuhost.Context
+        Keyword only: the context it serves.
+
+    Examples
+    --------
+    >>> mgr = gpuhost.current_context().memory_manager
+    >>> type(mgr).__name__, mgr.interface_version
+    ('DefaultMemoryManager', 1)
+    >>> p = mgr.memalloc(1024)
+    >>> p.size, p.device_pointer_value != 0
+    (1024, True)
+    >>> mgr.get_memory_info().total == gpuhost.gpus[0].total_memory
+    True
+    """
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -613,8 +988,48 @@ _managers = {}  # Context -> the plugin's instance for it
 
 
 def set_memory_manager(mm_plugin):
-    """Make the EMM plugin class `mm_plugin` the allocator of device arrays (None: back to
-    gpuhost's own pools). RuntimeError if its interface_version is not 1."""
+    """Install an External Memory Management plugin for device arrays (numba's).
+
+    From then on `device_array`, `to_device` and the other array functions take their
+    memory from the plugin: one instance per context, made (and ``initialize()``-d) at
+    that context's first allocation. Arrays made before keep their memory. Setting
+    GPUHOST_CUDA_MEMORY_MANAGER (or NUMBA_CUDA_MEMORY_MANAGER) to a module name does the
+    same with the module's ``_gpuhost_memory_manager`` (or ``_numba_memory_manager``).
+
+    Parameters
+    ----------
+    mm_plugin : type or None
+        A subclass of `BaseCUDAMemoryManager` (numba's plugins, RMM's
+        ``RMMNumbaManager``, work unchanged); None goes back to gpuhost's own pools.
+
+    Raises
+    ------
+    RuntimeError
+        The plugin's ``interface_version`` is not 1.
+
+    Examples
+    --------
+    >>> from gpuhost import memory, memory_manager as mm
+    >>> class CountingManager(mm.GetIpcHandleMixin, mm.HostOnlyCUDAMemoryManager):
+    ...     def initialize(self):
+    ...         self.count = 0
+    ...     def memalloc(self, size):
+    ...         mem = memory.Memory(size)          # or RMM, or any allocator
+    ...         self.count += 1
+    ...         return mm.MemoryPointer(self.context, mem.ptr, size,
+    ...                                 finalizer=lambda: mem)  # frees `mem` with it
+    ...     def get_memory_info(self):
+    ...         return self.context.get_memory_info()
+    ...     @property
+    ...     def interface_version(self):
+    ...         return 1
+    >>> gpuhost.set_memory_manager(CountingManager)
+    >>> d = gpuhost.to_device(np.arange(10.0))
+    >>> e = gpuhost.device_array_like(d)
+    >>> mm.get_memory_manager().count
+    2
+    >>> gpuhost.set_memory_manager(None)
+    """
     global _plugin
     if mm_plugin is not None:
         version = mm_plugin(context=None).interface_version
@@ -627,8 +1042,25 @@ def set_memory_manager(mm_plugin):
 
 
 def get_memory_manager(context=None):
-    """The plugin's instance for `context` (the current one if None), made on first use;
-    None when no plugin is set."""
+    """The installed plugin's instance for a context, made on first use.
+
+    Parameters
+    ----------
+    context : gpuhost.Context, optional
+        By default the current context.
+
+    Returns
+    -------
+    BaseCUDAMemoryManager or None
+        None when no plugin is set (``Context.memory_manager`` is then gpuhost's
+        `DefaultMemoryManager`).
+
+    Examples
+    --------
+    >>> from gpuhost import memory_manager as mm
+    >>> mm.get_memory_manager() is None        # no plugin set
+    True
+    """
     if _plugin is None:
         return None
     ctx = context if context is not None else _core.current_context()
