@@ -185,8 +185,13 @@ jitlaunch_vectorcall(gh_jitlaunch *self, PyObject *const *args, size_t nargsf, P
         (e->lcs && !same_dims(&e->lcs_dims, &self->dims))) {
         return slow_launch(self, args, nargs);
     }
-    ctx = gh_context_current_or_null(st);
-    if (ctx == NULL) {
+    /* The kernel of the launch's context: a gpuhost stream's (where the launch goes;
+       sparing the driver the question), else the current one, as numba launches. */
+    if (self->dims.stream != NULL && Py_IS_TYPE(self->dims.stream, st->StreamType) &&
+        ((gh_stream *)self->dims.stream)->kind == GH_STREAM_OWNED) {
+        ctx = ((gh_stream *)self->dims.stream)->context;
+    }
+    else if ((ctx = gh_context_current_or_null(st)) == NULL) {
         return PyErr_Occurred() ? NULL : slow_launch(self, args, nargs);
     }
     if ((k = entry_kernel(e, ctx)) == NULL) {

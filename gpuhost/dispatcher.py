@@ -158,7 +158,7 @@ class Dispatcher(_core.JitDispatcher):
         overload, disp = _numba.resolve(self._numba, launch, args)
         for callback in launch.pre_launch_callbacks:
             callback(overload, launch)
-        ctx = _core.current_context()
+        ctx = _launch_context(launch.stream)
         kernel = self._kernel_for(overload, ctx)
         name, cooperative, debug, _ = _numba.overload_facts(overload)
         extensions = disp.targetoptions.get("extensions") or []
@@ -184,7 +184,8 @@ class Dispatcher(_core.JitDispatcher):
         if hit is not None and _core._jit_usable(hit[1]):
             return hit[1]
         name, _, _, carveout = _numba.overload_facts(overload)
-        module = _core.Module(_numba.cubin_for(overload, ctx.device))
+        with ctx.device:  # loaded in ctx, whichever context is current
+            module = _core.Module(_numba.cubin_for(overload, ctx.device))
         kernel = module.get_function(name)
         if carveout is not None and carveout >= 0:  # -1: the driver's default
             kernel.preferred_shared_memory_carveout = carveout
@@ -231,6 +232,14 @@ class _ForAll:
 
 
 # ---- arguments ----
+
+def _launch_context(stream):
+    """The Context a launch goes to, as the C launcher picks it: a gpuhost stream's own
+    (not a default or foreign one), else the current context."""
+    if isinstance(stream, _core.Stream) and not stream.external and int(stream.handle) > 2:
+        return stream.context
+    return _core.current_context()
+
 
 def _stream(stream):
     return None if (isinstance(stream, int) and stream == 0) else stream
