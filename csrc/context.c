@@ -757,52 +757,258 @@ static PyMethodDef context_methods[] = {
     {"memallocmanaged", (PyCFunction)(void (*)(void))context_memallocmanaged,
      METH_VARARGS | METH_KEYWORDS,
      "memallocmanaged($self, bytesize, attach_global=True)\n--\n\n"
-     "`bytesize` bytes of managed memory (cuMemAllocManaged), as numba's."},
+     "Allocate managed (unified) memory from the context's memory manager, as numba's.\n\n"
+     "cuMemAllocManaged: one address valid on the host and the devices; the driver migrates\n"
+     "the pages where they are used.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "bytesize : int\n"
+     "    Bytes to allocate.\n"
+     "attach_global : bool, optional\n"
+     "    True (the default): any stream on any device may access it\n"
+     "    (CU_MEM_ATTACH_GLOBAL); False: only the host, until attached to a stream.\n\n"
+     "Returns\n"
+     "-------\n"
+     "gpuhost.memory_manager.OwnedPointer\n"
+     "    A MemoryPointer (device_pointer, size, view(), ...); the memory is freed when the\n"
+     "    last reference dies.\n\n"
+     "Raises\n"
+     "------\n"
+     "gpuhost.CudaAPIError\n"
+     "    If the device has no managed memory or not that much free.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> m = gpuhost.current_context().memallocmanaged(1024)\n"
+     ">>> m.size\n"
+     "1024"},
     {"memhostalloc", (PyCFunction)(void (*)(void))context_memhostalloc,
      METH_VARARGS | METH_KEYWORDS,
      "memhostalloc($self, bytesize, mapped=False, portable=False, wc=False)\n--\n\n"
-     "Page-locked host memory (cuMemHostAlloc): a MappedMemory if `mapped`, else a "
-     "PinnedMemory; both expose the buffer protocol's address as numba's do."},
+     "Allocate page-locked host memory from the context's memory manager, as numba's.\n\n"
+     "cuMemHostAlloc. Copies from and to page-locked memory are faster than from pageable\n"
+     "memory and can overlap other work.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "bytesize : int\n"
+     "    Bytes to allocate.\n"
+     "mapped : bool, optional\n"
+     "    Also map it into the device's address space (CU_MEMHOSTALLOC_DEVICEMAP), so kernels\n"
+     "    can read and write it directly.\n"
+     "portable : bool, optional\n"
+     "    Page-locked for every context, not only this one (CU_MEMHOSTALLOC_PORTABLE).\n"
+     "wc : bool, optional\n"
+     "    Write-combined: faster for the device to read, slow for the host to read.\n\n"
+     "Returns\n"
+     "-------\n"
+     "gpuhost.memory_manager.PinnedMemory or gpuhost.memory_manager.MappedOwnedPointer\n"
+     "    A MappedOwnedPointer (with a device address) if `mapped`, else a PinnedMemory;\n"
+     "    both have host_pointer and size, as numba's (numba's pinned_array wraps them).\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> ctx = gpuhost.current_context()\n"
+     ">>> h = ctx.memhostalloc(64)\n"
+     ">>> h.size, h.host_pointer != 0\n"
+     "(64, True)\n"
+     ">>> ctx.memhostalloc(64, mapped=True).device_pointer.value != 0\n"
+     "True"},
     {"mempin", (PyCFunction)(void (*)(void))context_mempin, METH_VARARGS | METH_KEYWORDS,
      "mempin($self, owner, pointer, size, mapped=False)\n--\n\n"
-     "Page-lock `size` bytes at host address `pointer`, owned by `owner` (cuMemHostRegister). "
-     "CudaDriverError if `mapped` and the device cannot map host memory."},
+     "Page-lock existing host memory, as numba's (cuMemHostRegister).\n\n"
+     "The memory stays page-locked until the returned object dies; `owner` is kept alive until\n"
+     "then.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "owner : object\n"
+     "    What owns the memory (a NumPy array, say).\n"
+     "pointer : int\n"
+     "    Its host address.\n"
+     "size : int\n"
+     "    Bytes.\n"
+     "mapped : bool, optional\n"
+     "    Also map it into the device's address space.\n\n"
+     "Returns\n"
+     "-------\n"
+     "gpuhost.memory_manager.PinnedMemory\n"
+     "    Or a mapped pointer with a device address, if `mapped`.\n\n"
+     "Raises\n"
+     "------\n"
+     "gpuhost.CudaDriverError\n"
+     "    If `mapped` and the device cannot map host memory.\n"
+     "gpuhost.CudaAPIError\n"
+     "    If the driver refuses (such as memory registered already).\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> a = np.zeros(16)\n"
+     ">>> p = gpuhost.current_context().mempin(a, a.ctypes.data, a.nbytes)\n"
+     ">>> p.size\n"
+     "128"},
     {"get_ipc_handle", (PyCFunction)(void (*)(void))context_get_ipc_handle,
      METH_VARARGS | METH_KEYWORDS,
      "get_ipc_handle($self, memory, /)\n--\n\n"
-     "A picklable IpcHandle of `memory` (a MemoryPointer, or a device array's gpu_data) for "
-     "another process; OSError where the OS has no CUDA IPC."},
+     "An IPC handle of device memory, for another process to open (cuIpcGetMemHandle).\n\n"
+     "Parameters\n"
+     "----------\n"
+     "memory : gpuhost.memory_manager.MemoryPointer\n"
+     "    Memory allocated in this context (memalloc(), or a device array's gpu_data).\n\n"
+     "Returns\n"
+     "-------\n"
+     "gpuhost.memory_manager.IpcHandle\n"
+     "    Picklable; the other process opens it with its open() or with open_ipc_handle().\n\n"
+     "Raises\n"
+     "------\n"
+     "OSError\n"
+     "    Where the OS has no CUDA IPC (only Linux has).\n"
+     "gpuhost.CudaAPIError\n"
+     "    If the driver refuses (such as memory from a pool without IPC).\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> import pickle\n"
+     ">>> ctx = gpuhost.current_context()\n"
+     ">>> h = ctx.get_ipc_handle(ctx.memalloc(256))\n"
+     ">>> h.size\n"
+     "256\n"
+     ">>> data = pickle.dumps(h)  # send to another process"},
     {"open_ipc_handle", (PyCFunction)(void (*)(void))context_open_ipc_handle,
      METH_VARARGS | METH_KEYWORDS,
      "open_ipc_handle($self, handle, size, /)\n--\n\n"
-     "Open another process's IPC memory handle (64 bytes) of `size` bytes: a MemoryPointer."},
+     "Open another process's IPC memory handle (cuIpcOpenMemHandle), as numba's.\n\n"
+     "The memory is mapped into this context until the returned pointer dies. A process cannot\n"
+     "open its own handles.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "handle : bytes\n"
+     "    The 64-byte cudaIpcMemHandle_t (an IpcHandle's ``handle``).\n"
+     "size : int\n"
+     "    Bytes of the memory.\n\n"
+     "Returns\n"
+     "-------\n"
+     "gpuhost.memory_manager.MemoryPointer\n\n"
+     "Raises\n"
+     "------\n"
+     "gpuhost.CudaAPIError\n"
+     "    If the driver refuses the handle.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> ipc = pickle.loads(data)  # from get_ipc_handle() in another process  # doctest: +SKIP\n"
+     ">>> ctx = gpuhost.current_context()\n"
+     ">>> ptr = ctx.open_ipc_handle(ipc.handle, ipc.size)  # doctest: +SKIP"},
     {"create_stream", (PyCFunction)(void (*)(void))context_create_stream,
-     METH_VARARGS | METH_KEYWORDS, "create_stream($self, /)\n--\n\nA new Stream in this context."},
+     METH_VARARGS | METH_KEYWORDS,
+     "create_stream($self, /)\n--\n\n"
+     "A new stream in this context, as numba's.\n\n"
+     "As gpuhost.stream(): blocking (it synchronizes with the legacy default stream), default\n"
+     "priority.\n\n"
+     "Returns\n"
+     "-------\n"
+     "gpuhost.Stream\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> s = gpuhost.current_context().create_stream()\n"
+     ">>> s.query()\n"
+     "True"},
     {"create_external_stream", (PyCFunction)(void (*)(void))context_create_external_stream,
      METH_VARARGS | METH_KEYWORDS,
      "create_external_stream($self, ptr, /)\n--\n\n"
-     "A Stream over a CUstream made elsewhere (`ptr`, an int; TypeError otherwise)."},
+     "A Stream over a CUstream made elsewhere (by CuPy, PyTorch, ...), as numba's.\n\n"
+     "gpuhost does not own it: the caller keeps it alive while the Stream is used.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "ptr : int\n"
+     "    The CUstream handle.\n\n"
+     "Returns\n"
+     "-------\n"
+     "gpuhost.Stream\n\n"
+     "Raises\n"
+     "------\n"
+     "TypeError\n"
+     "    If `ptr` is not an int.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> ctx = gpuhost.current_context()\n"
+     ">>> owned = ctx.create_stream()\n"
+     ">>> ext = ctx.create_external_stream(owned.handle)\n"
+     ">>> ext.handle == owned.handle\n"
+     "True"},
     {"create_event", (PyCFunction)(void (*)(void))context_create_event,
      METH_VARARGS | METH_KEYWORDS,
-     "create_event($self, timing=True)\n--\n\nA new Event in this context."},
+     "create_event($self, timing=True)\n--\n\n"
+     "A new event in this context, as numba's.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "timing : bool, optional\n"
+     "    True (the default): it records timestamps for elapsed_time(); False is cheaper.\n\n"
+     "Returns\n"
+     "-------\n"
+     "gpuhost.Event\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> ctx = gpuhost.current_context()\n"
+     ">>> e = ctx.create_event()\n"
+     ">>> e.record(ctx.create_stream())\n"
+     ">>> e.synchronize()\n"
+     ">>> e.query()\n"
+     "True"},
     {"get_default_stream", (PyCFunction)(void (*)(void))context_get_default_stream,
      METH_VARARGS | METH_KEYWORDS,
-     "get_default_stream($self, /)\n--\n\nThe default stream (numba's name)."},
+     "get_default_stream($self, /)\n--\n\n"
+     "The default stream, as numba's: what stream=0 means.\n\n"
+     "The legacy default stream, or the per-thread one where numba's\n"
+     "CUDA_PER_THREAD_DEFAULT_STREAM setting is on (as gpuhost.default_stream()).\n\n"
+     "Returns\n"
+     "-------\n"
+     "gpuhost.Stream\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> gpuhost.current_context().get_default_stream()\n"
+     "<Default CUDA stream on device 0>"},
     {"get_legacy_default_stream", (PyCFunction)(void (*)(void))context_get_legacy_default_stream,
      METH_VARARGS | METH_KEYWORDS,
-     "get_legacy_default_stream($self, /)\n--\n\nThe legacy default stream."},
+     "get_legacy_default_stream($self, /)\n--\n\n"
+     "The legacy default stream (CU_STREAM_LEGACY), as numba's.\n\n"
+     "It synchronizes with every blocking stream of the context.\n\n"
+     "Returns\n"
+     "-------\n"
+     "gpuhost.Stream\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> gpuhost.current_context().get_legacy_default_stream()\n"
+     "<Legacy default CUDA stream on device 0>"},
     {"get_per_thread_default_stream",
      (PyCFunction)(void (*)(void))context_get_per_thread_default_stream,
      METH_VARARGS | METH_KEYWORDS,
-     "get_per_thread_default_stream($self, /)\n--\n\nThe per-thread default stream."},
+     "get_per_thread_default_stream($self, /)\n--\n\n"
+     "The calling thread's per-thread default stream (CU_STREAM_PER_THREAD), as numba's.\n\n"
+     "Returns\n"
+     "-------\n"
+     "gpuhost.Stream\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> gpuhost.current_context().get_per_thread_default_stream()\n"
+     "<Per-thread default CUDA stream on device 0>"},
     {"prepare_for_use", (PyCFunction)(void (*)(void))context_prepare_for_use,
      METH_VARARGS | METH_KEYWORDS,
      "prepare_for_use($self, /)\n--\n\n"
-     "Initialize the context's memory manager (numba calls it on every push)."},
+     "Initialize the context's memory manager, as numba does on every push.\n\n"
+     "Calls the manager's initialize(); a manager set with set_memory_manager() is\n"
+     "initialized here before its first allocation. Calling it again is harmless.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> gpuhost.current_context().prepare_for_use()"},
     {"defer_cleanup", (PyCFunction)(void (*)(void))context_defer_cleanup,
      METH_VARARGS | METH_KEYWORDS,
      "defer_cleanup($self, /)\n--\n\n"
-     "A context manager holding releases of memory until it ends (the memory manager's)."},
+     "A context manager that holds releases of memory until it ends, as numba's.\n\n"
+     "Memory whose last reference dies inside the block is freed when the block ends (the\n"
+     "memory manager's defer_cleanup()): for code that must not synchronize, as freeing can.\n\n"
+     "Returns\n"
+     "-------\n"
+     "context manager\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> ctx = gpuhost.current_context()\n"
+     ">>> with ctx.defer_cleanup():\n"
+     "...     m = ctx.memalloc(1024)\n"
+     "...     del m  # freed when the block ends"},
     {"create_module_ptx", (PyCFunction)(void (*)(void))context_create_module_ptx,
      METH_VARARGS | METH_KEYWORDS,
      "create_module_ptx($self, ptx, /)\n--\n\n"
@@ -832,8 +1038,26 @@ static PyMethodDef context_methods[] = {
     {"unload_module", (PyCFunction)(void (*)(void))context_unload_module,
      METH_VARARGS | METH_KEYWORDS,
      "unload_module($self, module, /)\n--\n\n"
-     "Unload `module` (Module.unload()), as numba's. TypeError if it is not a Module, "
-     "ValueError if it was loaded in another context."},
+     "Unload a module loaded in this context (Module.unload()), as numba's.\n\n"
+     "Its kernels cannot be launched afterwards.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "module : gpuhost.Module\n"
+     "    From create_module_ptx() (or gpuhost.Module()) in this context.\n\n"
+     "Raises\n"
+     "------\n"
+     "TypeError\n"
+     "    If `module` is not a Module.\n"
+     "ValueError\n"
+     "    If it was loaded in another context.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> ctx = gpuhost.current_context()\n"
+     ">>> ctx.unload_module(ctx.create_module_ptx(ptx))  # doctest: +SKIP\n"
+     ">>> ctx.unload_module(\"not a module\")\n"
+     "Traceback (most recent call last):\n"
+     "    ...\n"
+     "TypeError: unload_module() takes a Module (create_module_ptx()), not str"},
     {"get_active_blocks_per_multiprocessor",
      (PyCFunction)(void (*)(void))context_get_active_blocks_per_multiprocessor,
      METH_VARARGS | METH_KEYWORDS,
@@ -916,8 +1140,23 @@ static PyMethodDef context_methods[] = {
      "...     gpuhost.gpus[0].get_primary_context().enable_peer_access(1)"},
     {"disable_peer_access", (PyCFunction)context_disable_peer_access, METH_O,
      "disable_peer_access($self, peer, /)\n--\n\n"
-     "Undo enable_peer_access(peer) (cuCtxDisablePeerAccess); disabling access that is not "
-     "enabled is not an error."},
+     "Stop this context using `peer`'s device's memory directly (cuCtxDisablePeerAccess).\n\n"
+     "Undoes enable_peer_access(peer), in this direction only. Disabling access that is not\n"
+     "enabled is not an error.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "peer : gpuhost.Device, gpuhost.Context or int\n"
+     "    The other device, or its id.\n\n"
+     "Raises\n"
+     "------\n"
+     "ValueError\n"
+     "    For this context's own device.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> ctx = gpuhost.gpus[0].get_primary_context()\n"
+     ">>> if gpuhost.gpus[0].can_access_peer(gpuhost.gpus[1]):  # doctest: +SKIP\n"
+     "...     ctx.enable_peer_access(1)\n"
+     "...     ctx.disable_peer_access(1)"},
     {NULL, NULL, 0, NULL},
 };
 

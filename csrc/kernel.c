@@ -945,9 +945,32 @@ static PyMethodDef kernel_methods[] = {
     {"max_active_clusters", (PyCFunction)(void (*)(void))kernel_max_active_clusters,
      METH_VARARGS | METH_KEYWORDS,
      "max_active_clusters($self, /, grid, block, cluster, shared=0)\n--\n\n"
-     "How many clusters of this shape can be resident at once (compute capability "
-     "9.0+).\n\n"
-     "The arguments are those of configure(); `cluster` is (x, y, z) blocks per cluster."},
+     "How many thread-block clusters of a launch shape can be resident at once.\n\n"
+     "cuOccupancyMaxActiveClusters: the occupancy query for launches with clusters (compute\n"
+     "capability 9.0 and later), to size a grid that keeps every cluster resident.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "grid : int or tuple of int\n"
+     "    The grid, as for configure(); each dimension a multiple of the cluster's.\n"
+     "block : int or tuple of int\n"
+     "    Threads per block.\n"
+     "cluster : int or tuple of int\n"
+     "    Blocks per cluster, (x, y, z).\n"
+     "shared : int, optional\n"
+     "    Bytes of dynamic shared memory per block.\n\n"
+     "Returns\n"
+     "-------\n"
+     "int\n"
+     "    0 when such a cluster cannot be resident at all.\n\n"
+     "Raises\n"
+     "------\n"
+     "gpuhost.CudaAPIError\n"
+     "    If the device or the kernel does not support clusters of that size.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> k = module.get_function('reduce')  # doctest: +SKIP\n"
+     ">>> k.max_active_clusters((16, 1, 1), (128, 1, 1), (2, 1, 1))  # doctest: +SKIP\n"
+     "66"},
     {NULL, NULL, 0, NULL},
 };
 

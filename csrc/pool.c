@@ -1597,11 +1597,66 @@ static PyMethodDef pool_methods[] = {
      "0"},
     {"stop_holding", (PyCFunction)pool_stop_holding, METH_NOARGS,
      "stop_holding($self, /)\n--\n\n"
-     "Free the blocks held, and from now on free memory as soon as it comes back."},
+     "Stop holding freed blocks for reuse (pycuda's DeviceMemoryPool.stop_holding).\n\n"
+     "The blocks held now are freed, and from now on a block that comes back is freed at once\n"
+     "instead of being kept; `holding` becomes False. For a pool about to be dropped, or to\n"
+     "give memory back while its allocations live on.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> pool = gpuhost._core.Pool('device')\n"
+     ">>> a, b = pool.allocate(1000), pool.allocate(1000)\n"
+     ">>> b.close()\n"
+     ">>> pool.n_free_blocks\n"
+     "1\n"
+     ">>> pool.stop_holding()\n"
+     ">>> pool.holding, pool.n_free_blocks\n"
+     "(False, 0)\n"
+     ">>> a.close()  # freed at once\n"
+     ">>> pool.free_bytes\n"
+     "0"},
     {"bin_number", (PyCFunction)pool_bin_number, METH_O,
-     "bin_number($self, size, /)\n--\n\nThe size class of `size` bytes (pycuda's name)."},
+     "bin_number($self, size, /)\n--\n\n"
+     "The size class that a request of `size` bytes falls in (pycuda's name).\n\n"
+     "The 'cache' mode rounds a request up to its class's size (alloc_size()): 512 bytes,\n"
+     "then 8 classes per doubling.\n\n"
+     "Parameters\n"
+     "----------\n"
+     "size : int\n"
+     "    Bytes, 0 to 2**62.\n\n"
+     "Returns\n"
+     "-------\n"
+     "int\n"
+     "    The class number.\n\n"
+     "Raises\n"
+     "------\n"
+     "ValueError\n"
+     "    For a size out of range.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> pool = gpuhost._core.Pool('device')\n"
+     ">>> pool.bin_number(1000), pool.bin_number(4096)\n"
+     "(1, 7)\n"
+     ">>> pool.alloc_size(pool.bin_number(1000))\n"
+     "1024"},
     {"alloc_size", (PyCFunction)pool_alloc_size, METH_O,
-     "alloc_size($self, bin, /)\n--\n\nThe bytes a block of class `bin` has."},
+     "alloc_size($self, bin, /)\n--\n\n"
+     "The bytes a block of size class `bin` has (pycuda's name).\n\n"
+     "Parameters\n"
+     "----------\n"
+     "bin : int\n"
+     "    A class number, as bin_number() gives.\n\n"
+     "Returns\n"
+     "-------\n"
+     "int\n\n"
+     "Raises\n"
+     "------\n"
+     "ValueError\n"
+     "    For a class number out of range.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> pool = gpuhost._core.Pool('device')\n"
+     ">>> [pool.alloc_size(b) for b in range(4)]\n"
+     "[512, 1024, 1536, 2048]"},
     {"_repr_html_", (PyCFunction)pool_repr_html, METH_NOARGS,
      "_repr_html_($self, /)\n--\n\nAn HTML table of the pool's statistics, for Jupyter."},
     {"_repr_pretty_", (PyCFunction)pool_repr_pretty, METH_VARARGS,
@@ -1612,15 +1667,56 @@ static PyMethodDef pool_methods[] = {
 
 static PyGetSetDef pool_getset[] = {
     {"used_bytes", (getter)pool_get_used_bytes, NULL,
-     "Bytes of the blocks in use (their class sizes in 'cache' mode).", NULL},
-    {"free_bytes", (getter)pool_get_free_bytes, NULL,
-     "Bytes the pool holds for reuse ('driver' mode: what the driver's pool reserves beyond "
-     "its use).",
+     "Bytes of the blocks in use (int).\n\n"
+     "In 'cache' mode a block counts its class's size (alloc_size()), not the bytes asked\n"
+     "for.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> pool = gpuhost._core.Pool('device')\n"
+     ">>> a = pool.allocate(1000)\n"
+     ">>> pool.used_bytes\n"
+     "1024",
      NULL},
-    {"total_bytes", (getter)pool_get_total_bytes, NULL, "used_bytes + free_bytes.", NULL},
+    {"free_bytes", (getter)pool_get_free_bytes, NULL,
+     "Bytes the pool holds for reuse (int).\n\n"
+     "In 'driver' mode: what the driver's pool reserves beyond what is in use.\n"
+     "free_all_blocks() gives them back.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> pool = gpuhost._core.Pool('device')\n"
+     ">>> pool.allocate(1000).close()\n"
+     ">>> pool.free_bytes\n"
+     "1024",
+     NULL},
+    {"total_bytes", (getter)pool_get_total_bytes, NULL,
+     "Bytes the pool has taken from the device: used_bytes + free_bytes (int).\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> pool = gpuhost._core.Pool('device')\n"
+     ">>> a, b = pool.allocate(1000), pool.allocate(3000)\n"
+     ">>> b.close()\n"
+     ">>> pool.used_bytes, pool.free_bytes, pool.total_bytes\n"
+     "(1024, 3072, 4096)",
+     NULL},
     {"n_free_blocks", (getter)pool_get_n_free_blocks, NULL,
-     "Blocks held for reuse (0 in 'driver' mode, where the driver keeps them).", NULL},
-    {"n_used_blocks", (getter)pool_get_n_used_blocks, NULL, "Blocks in use.", NULL},
+     "The number of blocks held for reuse (int).\n\n"
+     "0 in 'driver' mode, where the driver keeps them.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> pool = gpuhost._core.Pool('device')\n"
+     ">>> pool.allocate(1000).close()\n"
+     ">>> pool.n_free_blocks\n"
+     "1",
+     NULL},
+    {"n_used_blocks", (getter)pool_get_n_used_blocks, NULL,
+     "The number of blocks in use (int).\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> pool = gpuhost._core.Pool('device')\n"
+     ">>> a, b = pool.allocate(1000), pool.allocate(1000)\n"
+     ">>> pool.n_used_blocks\n"
+     "2",
+     NULL},
     {"limit", (getter)pool_get_limit, (setter)pool_set_limit,
      "Most bytes the pool may take from the device (in use + held); 0: no limit. "
      "Settable: an allocation past it raises CudaOutOfMemoryError.",
@@ -1630,10 +1726,26 @@ static PyGetSetDef pool_getset[] = {
     {"host_flags", (getter)pool_get_host_flags, NULL, "The cuMemHostAlloc flags of a pinned pool.",
      NULL},
     {"context", (getter)pool_get_context, NULL, "The Context the pool allocates in.", NULL},
-    {"holding", (getter)pool_get_holding, NULL, "False after stop_holding().", NULL},
+    {"holding", (getter)pool_get_holding, NULL,
+     "Whether the pool holds freed blocks for reuse (bool).\n\n"
+     "True until stop_holding().\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> pool = gpuhost._core.Pool('device')\n"
+     ">>> pool.holding\n"
+     "True",
+     NULL},
     {"stats", (getter)pool_get_stats, NULL,
-     "The statistics as a dict: used_bytes, used_blocks, free_bytes, free_blocks, "
-     "total_bytes, limit and mode.",
+     "The pool's statistics as a dict.\n\n"
+     "Its keys: used_bytes, used_blocks, free_bytes, free_blocks, total_bytes, limit and mode;\n"
+     "a snapshot, taken when read.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> pool = gpuhost._core.Pool('device')\n"
+     ">>> a = pool.allocate(1000)\n"
+     ">>> pool.stats\n"
+     "{'used_bytes': 1024, 'used_blocks': 1, 'free_bytes': 0, 'free_blocks': 0, 'total_bytes': "
+     "1024, 'limit': 0, 'mode': 'cache'}",
      NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };

@@ -1061,8 +1061,25 @@ static PyMethodDef stream_methods[] = {
      ">>> s.synchronize()\n"
      "reached"},
     {"is_capturing", (PyCFunction)stream_is_capturing, METH_NOARGS,
-     "is_capturing($self, /)\n--\n\nTrue while the stream is capturing work into a CUDA graph "
-     "(cuStreamIsCapturing)."},
+     "is_capturing($self, /)\n--\n\n"
+     "Whether the stream is capturing work into a CUDA graph (cuStreamIsCapturing).\n\n"
+     "True between begin_capture() and end_capture() (or inside gpuhost.graph_capture()),\n"
+     "when the work queued on the stream is recorded instead of run.\n\n"
+     "Returns\n"
+     "-------\n"
+     "bool\n"
+     "    False also for a capture an unsafe call invalidated (end_capture() raises).\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> s = gpuhost.stream()\n"
+     ">>> s.is_capturing()\n"
+     "False\n"
+     ">>> s.begin_capture()\n"
+     ">>> s.is_capturing()\n"
+     "True\n"
+     ">>> g = s.end_capture()\n"
+     ">>> s.is_capturing()\n"
+     "False"},
     {"__cuda_stream__", (PyCFunction)stream_cuda_stream, METH_NOARGS,
      "__cuda_stream__($self, /)\n--\n\nThe CUDA stream protocol: (0, handle)."},
     {NULL, NULL, 0, NULL},

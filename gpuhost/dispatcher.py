@@ -87,10 +87,39 @@ _FUNCTION_DUNDERS = frozenset(("__defaults__", "__kwdefaults__", "__code__", "__
 
 
 class Dispatcher(_core.JitDispatcher):
-    """A kernel compiled by numba-cuda and launched by gpuhost: ``kernel[griddim,
-    blockdim, stream, sharedmem](*args)``. Everything else (``overloads``,
-    ``specialize``, ``inspect_types``, ``inspect_asm``, ``definitions``, ...) is numba's
-    dispatcher's."""
+    """A kernel compiled by numba-cuda and launched by gpuhost: what `gpuhost.jit` returns.
+
+    ``kernel[griddim, blockdim, stream, sharedmem](*args)`` compiles the kernel for the
+    arguments' types (once per set of types, cached on disk) and launches it; the launch
+    itself is gpuhost's, in C. Device arrays (gpuhost's, or any CUDA array interface or
+    DLPack exporter) go as they are; NumPy arrays are copied to the device and back, as
+    numba does. Everything else (``overloads``, ``inspect_types``, ``inspect_asm``,
+    ``definitions``, ...) is numba's dispatcher's. It pickles.
+
+    Parameters
+    ----------
+    numba_dispatcher : numba.cuda.dispatcher.CUDADispatcher
+        The numba dispatcher that compiles (`gpuhost.jit` makes it).
+
+    Raises
+    ------
+    ValueError
+        Called without a launch configuration (``kernel(*args)``).
+
+    Examples
+    --------
+    >>> @gpuhost.jit
+    ... def scale(x, a):
+    ...     i = gpuhost.grid(1)
+    ...     if i < x.size:
+    ...         x[i] *= a
+    >>> scale
+    <gpuhost.jit Dispatcher of scale>
+    >>> d = gpuhost.to_device(np.arange(4, dtype=np.float32))
+    >>> scale[1, 32](d, np.float32(2))  # doctest: +SKIP
+    >>> d.copy_to_host()  # doctest: +SKIP
+    array([0., 2., 4., 6.], dtype=float32)
+    """
 
     def __init__(self, numba_dispatcher):
         super().__init__()
@@ -118,16 +147,94 @@ class Dispatcher(_core.JitDispatcher):
 
     @property
     def specialized(self):
-        """True for a dispatcher made by specialize() (compiled for one set of types)."""
+        """Whether this dispatcher was made by `specialize` (compiled for one set of types).
+
+        A specialized dispatcher launches only with arguments of those types and compiles no
+        more.
+
+        Examples
+        --------
+        >>> @gpuhost.jit
+        ... def scale(x, a):
+        ...     i = gpuhost.grid(1)
+        ...     if i < x.size:
+        ...         x[i] *= a
+        >>> scale.specialized
+        False
+        >>> d = gpuhost.device_array(4, np.float32)
+        >>> scale.specialize(d, np.float32(2)).specialized  # doctest: +SKIP
+        True
+        """
         return self._numba.specialized
 
     def configure(self, griddim, blockdim, stream=0, sharedmem=0):
-        """``self[griddim, blockdim, stream, sharedmem]``."""
+        """A launch configuration, as ``self[griddim, blockdim, stream, sharedmem]``.
+
+        Calling the result with the kernel's arguments launches it. numba's low-occupancy
+        warning (NumbaPerformanceWarning for a small grid) is given here, as numba gives it.
+
+        Parameters
+        ----------
+        griddim : int or tuple of int
+            Blocks in the grid, (x, y, z).
+        blockdim : int or tuple of int
+            Threads per block, (x, y, z).
+        stream : gpuhost.Stream or int, optional
+            The stream to launch on; 0 (the default): the default stream.
+        sharedmem : int, optional
+            Bytes of dynamic shared memory per block.
+
+        Returns
+        -------
+        gpuhost._core.JitLaunch
+            Its ``griddim``, ``blockdim``, ``stream`` and ``sharedmem`` are the configuration.
+
+        Examples
+        --------
+        >>> @gpuhost.jit
+        ... def scale(x, a):
+        ...     i = gpuhost.grid(1)
+        ...     if i < x.size:
+        ...         x[i] *= a
+        >>> import warnings
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore")  # the low-occupancy warning of a small grid
+        ...     launch = scale.configure(4, 128)
+        >>> launch.griddim, launch.blockdim
+        ((4, 1, 1), (128, 1, 1))
+        >>> launch(gpuhost.device_array(512, np.float32), np.float32(2))  # doctest: +SKIP
+        """
         return self[griddim, blockdim, stream, sharedmem]
 
     def specialize(self, *args):
-        """A Dispatcher compiled for exactly `args`' types (numba's specialize; the same
-        one again for the same types)."""
+        """A Dispatcher compiled for exactly the types of `args` (numba's specialize).
+
+        The same one comes back for the same types. Launching it skips the lookup of the
+        overload for the arguments' types.
+
+        Parameters
+        ----------
+        *args
+            Example arguments (or their numba types), as the kernel would be launched with.
+
+        Returns
+        -------
+        gpuhost.dispatcher.Dispatcher
+            Its `specialized` is True.
+
+        Examples
+        --------
+        >>> @gpuhost.jit
+        ... def scale(x, a):
+        ...     i = gpuhost.grid(1)
+        ...     if i < x.size:
+        ...         x[i] *= a
+        >>> d = gpuhost.device_array(4, np.float32)
+        >>> fast = scale.specialize(d, np.float32(2))  # doctest: +SKIP
+        >>> fast is scale.specialize(d, np.float32(2))  # doctest: +SKIP
+        True
+        >>> fast[1, 32](d, np.float32(2))  # doctest: +SKIP
+        """
         nd = self._numba.specialize(*args)
         ours = self.__dict__.setdefault("_specializations", {})
         if id(nd) not in ours:
@@ -143,8 +250,47 @@ class Dispatcher(_core.JitDispatcher):
         _numba.occupancy_warning(launch.griddim)
 
     def forall(self, ntasks, tpb=0, stream=0, sharedmem=0):
-        """A 1-D launch of `ntasks` threads; `tpb` 0 lets the driver pick the block size
-        that maximizes occupancy (numba's forall)."""
+        """A 1-D launch of `ntasks` threads (numba's forall).
+
+        The grid is ``ceil(ntasks / tpb)`` blocks; calling the result with the kernel's
+        arguments launches it. The kernel must check its index against `ntasks`.
+
+        Parameters
+        ----------
+        ntasks : int
+            Threads wanted, at least 0.
+        tpb : int, optional
+            Threads per block; 0 (the default): the block size that maximizes occupancy
+            (cuOccupancyMaxPotentialBlockSize), found on the first launch.
+        stream : gpuhost.Stream or int, optional
+            The stream to launch on; 0: the default stream.
+        sharedmem : int, optional
+            Bytes of dynamic shared memory per block.
+
+        Returns
+        -------
+        callable
+            ``f(*args)`` launches the kernel.
+
+        Raises
+        ------
+        ValueError
+            For a negative `ntasks`.
+
+        Examples
+        --------
+        >>> @gpuhost.jit
+        ... def scale(x, a):
+        ...     i = gpuhost.grid(1)
+        ...     if i < x.size:
+        ...         x[i] *= a
+        >>> d = gpuhost.to_device(np.arange(1000, dtype=np.float32))
+        >>> scale.forall(d.size)(d, np.float32(2))  # doctest: +SKIP
+        >>> scale.forall(-1)
+        Traceback (most recent call last):
+            ...
+        ValueError: Can't create ForAll with negative task count: -1
+        """
         if ntasks < 0:
             raise ValueError("Can't create ForAll with negative task count: %s" % ntasks)
         return _ForAll(self, ntasks, tpb, stream, sharedmem)

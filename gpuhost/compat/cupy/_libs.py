@@ -62,19 +62,82 @@ class _StatusError(RuntimeError):
 
 
 class CUBLASError(_StatusError):
-    """A cuBLAS call failed; ``status`` is its cublasStatus_t."""
+    """A cuBLAS call failed (CuPy's ``cupy_backends.cuda.libs`` exception of that name).
+
+    Raised by `cublas_handle` when the library cannot make a handle, and by code calling cuBLAS
+    through those handles. ``status`` is the cublasStatus_t the call returned; the message is
+    ``"<call> failed: <STATUS_NAME> (<status>)"`` (without the call when none is given).
+
+    Parameters
+    ----------
+    status : int
+        The cublasStatus_t value, kept as ``status``.
+    call : str, optional
+        The name of the function that failed.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy._libs import CUBLASError
+    >>> e = CUBLASError(7, "cublasSgemm")
+    >>> e.status
+    7
+    >>> print(e)
+    cublasSgemm failed: CUBLAS_STATUS_INVALID_VALUE (7)
+    """
 
     _names, _unknown = _CUBLAS_STATUS, "CUBLAS_STATUS_UNKNOWN"
 
 
 class CUSOLVERError(_StatusError):
-    """A cuSOLVER call failed; ``status`` is its cusolverStatus_t."""
+    """A cuSOLVER call failed (CuPy's ``cupy_backends.cuda.libs`` exception of that name).
+
+    Raised by `cusolver_handle` when the library cannot make a handle, and by code calling cuSOLVER
+    through those handles. ``status`` is the cusolverStatus_t the call returned; the message is
+    ``"<call> failed: <STATUS_NAME> (<status>)"`` (without the call when none is given).
+
+    Parameters
+    ----------
+    status : int
+        The cusolverStatus_t value, kept as ``status``.
+    call : str, optional
+        The name of the function that failed.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy._libs import CUSOLVERError
+    >>> e = CUSOLVERError(3, "cusolverDnSgetrf")
+    >>> e.status
+    3
+    >>> print(e)
+    cusolverDnSgetrf failed: CUSOLVER_STATUS_INVALID_VALUE (3)
+    """
 
     _names, _unknown = _CUSOLVER_STATUS, "CUSOLVER_STATUS_UNKNOWN"
 
 
 class CUSPARSEError(_StatusError):
-    """A cuSPARSE call failed; ``status`` is its cusparseStatus_t."""
+    """A cuSPARSE call failed (CuPy's ``cupy_backends.cuda.libs`` exception of that name).
+
+    Raised by `cusparse_handle` when the library cannot make a handle, and by code calling cuSPARSE
+    through those handles. ``status`` is the cusparseStatus_t the call returned; the message is
+    ``"<call> failed: <STATUS_NAME> (<status>)"`` (without the call when none is given).
+
+    Parameters
+    ----------
+    status : int
+        The cusparseStatus_t value, kept as ``status``.
+    call : str, optional
+        The name of the function that failed.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy._libs import CUSPARSEError
+    >>> e = CUSPARSEError(3, "cusparseSpMV")
+    >>> e.status
+    3
+    >>> print(e)
+    cusparseSpMV failed: CUSPARSE_STATUS_INVALID_VALUE (3)
+    """
 
     _names, _unknown = _CUSPARSE_STATUS, "CUSPARSE_STATUS_UNKNOWN"
 
@@ -191,8 +254,18 @@ CUSPARSE = _Library("cuSPARSE", "libcusparse", "GPUHOST_CUSPARSE_LIBRARY", (12, 
 
 
 def destroy_handles():
-    """Destroy this thread's cuBLAS, cuSOLVER and cuSPARSE handles of every device; the next
-    use makes new ones.  Not done at exit (see the module's docstring)."""
+    """Destroy this thread's cuBLAS, cuSOLVER and cuSPARSE handles, on every device.
+
+    The next `cublas_handle`, `cusolver_handle` or `cusparse_handle` call makes new ones.
+    A handle that fails to be destroyed is a RuntimeWarning, not an error. Handles are not
+    destroyed at exit (the module's docstring says why); a thread's are destroyed when the
+    thread ends.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import _libs
+    >>> _libs.destroy_handles()  # none made yet: nothing to do
+    """
     handles = _threads.holder.handles
     order = {CUSOLVER: 0, CUSPARSE: 1, CUBLAS: 2}  # cuSOLVER's may use cuBLAS: it goes first
     for key in sorted(handles, key=lambda k: order[k[0]]):
@@ -201,15 +274,108 @@ def destroy_handles():
 
 
 def cublas_handle(device_id):
-    """Device `device_id`'s cuBLAS handle (an int), made on first use."""
+    """This thread's cuBLAS handle for a device, made on first use.
+
+    The library is loaded on the first call (GPUHOST_CUBLAS_LIBRARY, CUDA_HOME,
+    CUDA_PATH, /usr/local/cuda, the pip wheels, then the system loader); the handle is
+    made with the device's primary context current and is kept for this thread and
+    device (a handle must not be shared between threads). `gpuhost.compat.cupy.Device`'s
+    ``cublas_handle`` returns it.
+
+    Parameters
+    ----------
+    device_id : int
+        The device.
+
+    Returns
+    -------
+    int
+        The cublasHandle_t.
+
+    Raises
+    ------
+    gpuhost.CudaSupportError
+        cuBLAS could not be loaded.
+    gpuhost.compat.cupy._libs.CUBLASError
+        cuBLAS failed to make the handle.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import _libs
+    >>> h = _libs.cublas_handle(0)  # doctest: +SKIP
+    >>> h == _libs.cublas_handle(0)  # the same handle in this thread  # doctest: +SKIP
+    True
+    """
     return CUBLAS.handle(device_id)
 
 
 def cusolver_handle(device_id):
-    """Device `device_id`'s cuSOLVER dense handle (an int), made on first use."""
+    """This thread's cuSOLVER handle for a device, made on first use.
+
+    The library is loaded on the first call (GPUHOST_CUSOLVER_LIBRARY, CUDA_HOME,
+    CUDA_PATH, /usr/local/cuda, the pip wheels, then the system loader); the handle is
+    made with the device's primary context current and is kept for this thread and
+    device (a handle must not be shared between threads). `gpuhost.compat.cupy.Device`'s
+    ``cusolver_handle`` returns it.
+
+    Parameters
+    ----------
+    device_id : int
+        The device.
+
+    Returns
+    -------
+    int
+        The cusolverDnHandle_t.
+
+    Raises
+    ------
+    gpuhost.CudaSupportError
+        cuSOLVER could not be loaded.
+    gpuhost.compat.cupy._libs.CUSOLVERError
+        cuSOLVER failed to make the handle.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import _libs
+    >>> h = _libs.cusolver_handle(0)  # doctest: +SKIP
+    >>> h == _libs.cusolver_handle(0)  # the same handle in this thread  # doctest: +SKIP
+    True
+    """
     return CUSOLVER.handle(device_id)
 
 
 def cusparse_handle(device_id):
-    """Device `device_id`'s cuSPARSE handle (an int), made on first use."""
+    """This thread's cuSPARSE handle for a device, made on first use.
+
+    The library is loaded on the first call (GPUHOST_CUSPARSE_LIBRARY, CUDA_HOME,
+    CUDA_PATH, /usr/local/cuda, the pip wheels, then the system loader); the handle is
+    made with the device's primary context current and is kept for this thread and
+    device (a handle must not be shared between threads). `gpuhost.compat.cupy.Device`'s
+    ``cusparse_handle`` returns it.
+
+    Parameters
+    ----------
+    device_id : int
+        The device.
+
+    Returns
+    -------
+    int
+        The cusparseHandle_t.
+
+    Raises
+    ------
+    gpuhost.CudaSupportError
+        cuSPARSE could not be loaded.
+    gpuhost.compat.cupy._libs.CUSPARSEError
+        cuSPARSE failed to make the handle.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import _libs
+    >>> h = _libs.cusparse_handle(0)  # doctest: +SKIP
+    >>> h == _libs.cusparse_handle(0)  # the same handle in this thread  # doctest: +SKIP
+    True
+    """
     return CUSPARSE.handle(device_id)

@@ -259,18 +259,89 @@ class NcclCommunicator:
         return [NcclCommunicator._wrap(c) for c in _Communicator.init_all(devices)]
 
     def destroy(self):
+        """Free the communicator once its queued work has finished (ncclCommDestroy).
+
+        Every rank calls it. A second call does nothing; collectives afterwards raise
+        ValueError, and `comm` is 0.
+
+        Raises
+        ------
+        gpuhost.errors.NcclError
+            NCCL reported an error while finishing.
+
+        Examples
+        --------
+        >>> from gpuhost.compat.cupy import nccl
+        >>> comm = nccl.NcclCommunicator(1, nccl.get_unique_id(), 0)
+        >>> comm.destroy()
+        >>> comm.comm
+        0
+        >>> comm.destroy()  # again: nothing
+        """
         self._comm.destroy()
 
     def abort(self):
+        """Free the communicator at once, dropping its queued work (ncclCommAbort).
+
+        For recovery after an error (such as a rank that died): unlike `destroy` it does not
+        wait for the other ranks. Collectives afterwards raise ValueError.
+
+        Examples
+        --------
+        >>> from gpuhost.compat.cupy import nccl
+        >>> comm = nccl.NcclCommunicator(1, nccl.get_unique_id(), 0)
+        >>> comm.abort()
+        >>> comm.comm
+        0
+        """
         self._comm.abort()
 
     def device_id(self):
+        """The id of the device this rank runs on (the device current when it was made).
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> from gpuhost.compat.cupy import nccl
+        >>> comm = nccl.NcclCommunicator(1, nccl.get_unique_id(), 0)
+        >>> comm.device_id()
+        0
+        """
         return self._comm.device.id
 
     def rank_id(self):
+        """This rank's number in the communicator, 0 to ``size() - 1``.
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> from gpuhost.compat.cupy import nccl
+        >>> comm = nccl.NcclCommunicator(1, nccl.get_unique_id(), 0)
+        >>> comm.rank_id()
+        0
+        """
         return self._comm.rank
 
     def size(self):
+        """The number of ranks in the communicator.
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> from gpuhost.compat.cupy import nccl
+        >>> comm = nccl.NcclCommunicator(1, nccl.get_unique_id(), 0)
+        >>> comm.size()
+        1
+        """
         return self._comm.size
 
     def check_async_error(self):
@@ -318,25 +389,335 @@ class NcclCommunicator:
         return None if new is None else NcclCommunicator._wrap(new)
 
     def allReduce(self, sendbuf, recvbuf, count, datatype, op, stream):
+        """Reduce a buffer over all ranks; every rank gets the result (ncclAllReduce).
+
+        Queued on `stream`; every rank calls it with the same count, datatype and operation.
+
+        Parameters
+        ----------
+        sendbuf : int
+            The device address of this rank's `count` elements.
+        recvbuf : int
+            Where the `count` reduced elements go (may be `sendbuf`: in place).
+        count : int
+            Elements.
+        datatype : int
+            NCCL's type code (``NCCL_FLOAT32`` ...).
+        op : int
+            NCCL's operation code (``NCCL_SUM``, ``NCCL_PROD``, ``NCCL_MAX``, ``NCCL_MIN``,
+            ``NCCL_AVG``).
+        stream : int
+            The stream handle to queue on (``stream.ptr``; 0: the legacy default stream).
+
+        Raises
+        ------
+        gpuhost.errors.NcclError
+            NCCL refused the call (a bad datatype, operation, root or NULL buffer; the message
+            has NCCL's reason) or reported an error.
+        ValueError
+            The communicator was destroyed or aborted, or `stream` is not a live stream's
+            handle.
+
+        Examples
+        --------
+        >>> from gpuhost.compat.cupy import nccl
+        >>> comm = nccl.NcclCommunicator(1, nccl.get_unique_id(), 0)
+        >>> x = gpuhost.to_device(np.arange(4, dtype=np.float32))
+        >>> y = gpuhost.device_array(4, np.float32)
+        >>> px, py = x.device_ctypes_pointer.value, y.device_ctypes_pointer.value
+        >>> comm.allReduce(px, py, 4, nccl.NCCL_FLOAT32, nccl.NCCL_SUM, 0)
+        >>> y.copy_to_host()  # one rank: the sum is its own data
+        array([0., 1., 2., 3.], dtype=float32)
+        >>> comm.allReduce(px, py, 4, 99, nccl.NCCL_SUM, 0)
+        Traceback (most recent call last):
+            ...
+        gpuhost.errors.NcclError: ncclAllReduce failed: NCCL_ERROR_INVALID_ARGUMENT: ...
+        """
         self._comm._raw(_ALLREDUCE, sendbuf, recvbuf, count, datatype, op, 0, stream)
 
     def reduce(self, sendbuf, recvbuf, count, datatype, op, root, stream):
+        """Reduce a buffer over all ranks into the root's (ncclReduce).
+
+        Parameters
+        ----------
+        sendbuf : int
+            The device address of this rank's `count` elements.
+        recvbuf : int
+            Where the result goes, on the root (ignored on the other ranks).
+        count : int
+            Elements.
+        datatype : int
+            NCCL's type code (``NCCL_FLOAT32`` ...).
+        op : int
+            NCCL's operation code (``NCCL_SUM``, ``NCCL_PROD``, ``NCCL_MAX``, ``NCCL_MIN``,
+            ``NCCL_AVG``).
+        root : int
+            The rank that receives the result.
+        stream : int
+            The stream handle to queue on (``stream.ptr``; 0: the legacy default stream).
+
+        Raises
+        ------
+        gpuhost.errors.NcclError
+            NCCL refused the call (a bad datatype, operation, root or NULL buffer; the message
+            has NCCL's reason) or reported an error.
+        ValueError
+            The communicator was destroyed or aborted, or `stream` is not a live stream's
+            handle.
+
+        Examples
+        --------
+        >>> from gpuhost.compat.cupy import nccl
+        >>> comm = nccl.NcclCommunicator(1, nccl.get_unique_id(), 0)
+        >>> x = gpuhost.to_device(np.arange(4, dtype=np.float32))
+        >>> y = gpuhost.device_array(4, np.float32)
+        >>> px, py = x.device_ctypes_pointer.value, y.device_ctypes_pointer.value
+        >>> comm.reduce(px, py, 4, nccl.NCCL_FLOAT32, nccl.NCCL_MAX, 0, 0)
+        >>> y.copy_to_host()
+        array([0., 1., 2., 3.], dtype=float32)
+        """
         self._comm._raw(_REDUCE, sendbuf, recvbuf, count, datatype, op, root, stream)
 
     def broadcast(self, sendbuff, recvbuff, count, datatype, root, stream):
+        """Copy the root's buffer to every rank (ncclBroadcast).
+
+        Parameters
+        ----------
+        sendbuff : int
+            The device address of the root's `count` elements (ignored on the other ranks).
+        recvbuff : int
+            Where each rank receives them (may be `sendbuff` on the root).
+        count : int
+            Elements.
+        datatype : int
+            NCCL's type code (``NCCL_FLOAT32`` ...).
+        root : int
+            The rank that sends.
+        stream : int
+            The stream handle to queue on (``stream.ptr``; 0: the legacy default stream).
+
+        Raises
+        ------
+        gpuhost.errors.NcclError
+            NCCL refused the call (a bad datatype, operation, root or NULL buffer; the message
+            has NCCL's reason) or reported an error.
+        ValueError
+            The communicator was destroyed or aborted, or `stream` is not a live stream's
+            handle.
+
+        Examples
+        --------
+        >>> from gpuhost.compat.cupy import nccl
+        >>> comm = nccl.NcclCommunicator(1, nccl.get_unique_id(), 0)
+        >>> x = gpuhost.to_device(np.arange(4, dtype=np.float32))
+        >>> y = gpuhost.device_array(4, np.float32)
+        >>> px, py = x.device_ctypes_pointer.value, y.device_ctypes_pointer.value
+        >>> comm.broadcast(px, py, 4, nccl.NCCL_FLOAT32, 0, 0)
+        >>> y.copy_to_host()
+        array([0., 1., 2., 3.], dtype=float32)
+        """
         self._comm._raw(_BROADCAST, sendbuff, recvbuff, count, datatype, 0, root, stream)
 
     def bcast(self, buff, count, datatype, root, stream):
+        """Broadcast in place: the root's buffer overwrites every rank's (ncclBcast).
+
+        Parameters
+        ----------
+        buff : int
+            The device address of `count` elements: sent on the root, received on the others.
+        count : int
+            Elements.
+        datatype : int
+            NCCL's type code (``NCCL_FLOAT32`` ...).
+        root : int
+            The rank that sends.
+        stream : int
+            The stream handle to queue on (``stream.ptr``; 0: the legacy default stream).
+
+        Raises
+        ------
+        gpuhost.errors.NcclError
+            NCCL refused the call (a bad datatype, operation, root or NULL buffer; the message
+            has NCCL's reason) or reported an error.
+        ValueError
+            The communicator was destroyed or aborted, or `stream` is not a live stream's
+            handle.
+
+        Examples
+        --------
+        >>> from gpuhost.compat.cupy import nccl
+        >>> comm = nccl.NcclCommunicator(1, nccl.get_unique_id(), 0)
+        >>> x = gpuhost.to_device(np.arange(4, dtype=np.float32))
+        >>> y = gpuhost.device_array(4, np.float32)
+        >>> px, py = x.device_ctypes_pointer.value, y.device_ctypes_pointer.value
+        >>> comm.bcast(px, 4, nccl.NCCL_FLOAT32, 0, 0)
+        >>> x.copy_to_host()
+        array([0., 1., 2., 3.], dtype=float32)
+        """
         self._comm._raw(_BROADCAST, buff, buff, count, datatype, 0, root, stream)
 
     def reduceScatter(self, sendbuf, recvbuf, recvcount, datatype, op, stream):
+        """Reduce over all ranks and give each rank one block of the result (ncclReduceScatter).
+
+        Rank i receives elements ``i * recvcount`` to ``(i + 1) * recvcount`` of the reduction.
+
+        Parameters
+        ----------
+        sendbuf : int
+            The device address of this rank's ``size() * recvcount`` elements.
+        recvbuf : int
+            Where this rank's `recvcount` elements go.
+        recvcount : int
+            Elements each rank receives.
+        datatype : int
+            NCCL's type code (``NCCL_FLOAT32`` ...).
+        op : int
+            NCCL's operation code (``NCCL_SUM``, ``NCCL_PROD``, ``NCCL_MAX``, ``NCCL_MIN``,
+            ``NCCL_AVG``).
+        stream : int
+            The stream handle to queue on (``stream.ptr``; 0: the legacy default stream).
+
+        Raises
+        ------
+        gpuhost.errors.NcclError
+            NCCL refused the call (a bad datatype, operation, root or NULL buffer; the message
+            has NCCL's reason) or reported an error.
+        ValueError
+            The communicator was destroyed or aborted, or `stream` is not a live stream's
+            handle.
+
+        Examples
+        --------
+        >>> from gpuhost.compat.cupy import nccl
+        >>> comm = nccl.NcclCommunicator(1, nccl.get_unique_id(), 0)
+        >>> x = gpuhost.to_device(np.arange(4, dtype=np.float32))
+        >>> y = gpuhost.device_array(4, np.float32)
+        >>> px, py = x.device_ctypes_pointer.value, y.device_ctypes_pointer.value
+        >>> comm.reduceScatter(px, py, 4, nccl.NCCL_FLOAT32, nccl.NCCL_SUM, 0)
+        >>> y.copy_to_host()
+        array([0., 1., 2., 3.], dtype=float32)
+        """
         self._comm._raw(_REDUCESCATTER, sendbuf, recvbuf, recvcount, datatype, op, 0, stream)
 
     def allGather(self, sendbuf, recvbuf, count, datatype, stream):
+        """Gather every rank's buffer, in rank order, on every rank (ncclAllGather).
+
+        Parameters
+        ----------
+        sendbuf : int
+            The device address of this rank's `count` elements.
+        recvbuf : int
+            Where the ``size() * count`` gathered elements go; rank i's at ``i * count``.
+        count : int
+            Elements each rank sends.
+        datatype : int
+            NCCL's type code (``NCCL_FLOAT32`` ...).
+        stream : int
+            The stream handle to queue on (``stream.ptr``; 0: the legacy default stream).
+
+        Raises
+        ------
+        gpuhost.errors.NcclError
+            NCCL refused the call (a bad datatype, operation, root or NULL buffer; the message
+            has NCCL's reason) or reported an error.
+        ValueError
+            The communicator was destroyed or aborted, or `stream` is not a live stream's
+            handle.
+
+        Examples
+        --------
+        >>> from gpuhost.compat.cupy import nccl
+        >>> comm = nccl.NcclCommunicator(1, nccl.get_unique_id(), 0)
+        >>> x = gpuhost.to_device(np.arange(4, dtype=np.float32))
+        >>> y = gpuhost.device_array(4, np.float32)
+        >>> px, py = x.device_ctypes_pointer.value, y.device_ctypes_pointer.value
+        >>> comm.allGather(px, py, 4, nccl.NCCL_FLOAT32, 0)
+        >>> y.copy_to_host()
+        array([0., 1., 2., 3.], dtype=float32)
+        """
         self._comm._raw(_ALLGATHER, sendbuf, recvbuf, count, datatype, 0, 0, stream)
 
     def send(self, sendbuf, count, datatype, peer, stream):
+        """Send a buffer to one rank (ncclSend); that rank calls `recv`.
+
+        Pair sends and receives between `groupStart` and `groupEnd` (a rank sending to itself
+        must), else the two ranks may wait for each other.
+
+        Parameters
+        ----------
+        sendbuf : int
+            The device address of `count` elements.
+        count : int
+            Elements.
+        datatype : int
+            NCCL's type code (``NCCL_FLOAT32`` ...).
+        peer : int
+            The receiving rank.
+        stream : int
+            The stream handle to queue on (``stream.ptr``; 0: the legacy default stream).
+
+        Raises
+        ------
+        gpuhost.errors.NcclError
+            NCCL refused the call (a bad datatype, operation, root or NULL buffer; the message
+            has NCCL's reason) or reported an error.
+        ValueError
+            The communicator was destroyed or aborted, or `stream` is not a live stream's
+            handle.
+
+        Examples
+        --------
+        >>> from gpuhost.compat.cupy import nccl
+        >>> comm = nccl.NcclCommunicator(1, nccl.get_unique_id(), 0)
+        >>> x = gpuhost.to_device(np.arange(4, dtype=np.float32))
+        >>> y = gpuhost.device_array(4, np.float32)
+        >>> px, py = x.device_ctypes_pointer.value, y.device_ctypes_pointer.value
+        >>> nccl.groupStart()
+        >>> comm.send(px, 4, nccl.NCCL_FLOAT32, 0, 0)
+        >>> comm.recv(py, 4, nccl.NCCL_FLOAT32, 0, 0)
+        >>> nccl.groupEnd()
+        >>> y.copy_to_host()
+        array([0., 1., 2., 3.], dtype=float32)
+        """
         self._comm._raw(_SEND, sendbuf, 0, count, datatype, 0, peer, stream)
 
     def recv(self, recvbuf, count, datatype, peer, stream):
+        """Receive a buffer from one rank (ncclRecv); that rank calls `send`.
+
+        Parameters
+        ----------
+        recvbuf : int
+            The device address where `count` elements go.
+        count : int
+            Elements.
+        datatype : int
+            NCCL's type code (``NCCL_FLOAT32`` ...).
+        peer : int
+            The sending rank.
+        stream : int
+            The stream handle to queue on (``stream.ptr``; 0: the legacy default stream).
+
+        Raises
+        ------
+        gpuhost.errors.NcclError
+            NCCL refused the call (a bad datatype, operation, root or NULL buffer; the message
+            has NCCL's reason) or reported an error.
+        ValueError
+            The communicator was destroyed or aborted, or `stream` is not a live stream's
+            handle.
+
+        Examples
+        --------
+        >>> from gpuhost.compat.cupy import nccl
+        >>> comm = nccl.NcclCommunicator(1, nccl.get_unique_id(), 0)
+        >>> x = gpuhost.to_device(np.arange(4, dtype=np.float32))
+        >>> y = gpuhost.device_array(4, np.float32)
+        >>> px, py = x.device_ctypes_pointer.value, y.device_ctypes_pointer.value
+        >>> nccl.groupStart()
+        >>> comm.send(px, 4, nccl.NCCL_FLOAT32, 0, 0)
+        >>> comm.recv(py, 4, nccl.NCCL_FLOAT32, 0, 0)
+        >>> nccl.groupEnd()
+        >>> y.copy_to_host()
+        array([0., 1., 2., 3.], dtype=float32)
+        """
         self._comm._raw(_RECV, 0, recvbuf, count, datatype, 0, peer, stream)

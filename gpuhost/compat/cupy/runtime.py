@@ -66,8 +66,33 @@ _DESCRIPTIONS = {1: "invalid argument", 2: "out of memory", 100: "no CUDA-capabl
 
 
 class CUDARuntimeError(RuntimeError):
-    """A runtime-API call failed: ``status`` is the cudaError_t number; the message is
-    "<cudaErrorName>: <description>", as CuPy's."""
+    """A runtime-API call failed (CuPy's ``cupy.cuda.runtime.CUDARuntimeError``).
+
+    Every function of this module raises it in place of gpuhost's own errors: a failed
+    driver call becomes a CUDARuntimeError whose ``status`` is the driver's CUresult (the
+    runtime's cudaError_t numbers are the same), with the driver's `gpuhost.CudaAPIError` as
+    its ``__cause__``; a bad device id is cudaErrorInvalidDevice (101). The message is
+    ``"<cudaErrorName>: <description>"``, as CuPy's. It pickles.
+
+    Parameters
+    ----------
+    status : int
+        The cudaError_t number, kept as ``status``.
+    description : str, optional
+        The text after the name; None: what cudaGetErrorString says for the common codes,
+        else "unknown error".
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> try:
+    ...     runtime.setDevice(7)
+    ... except runtime.CUDARuntimeError as e:
+    ...     print(e.status, e)
+    101 cudaErrorInvalidDevice: invalid device ordinal
+    >>> str(runtime.CUDARuntimeError(2))
+    'cudaErrorMemoryAllocation: out of memory'
+    """
 
     def __init__(self, status, description=None):
         self.status = status
@@ -113,7 +138,24 @@ def _device_count():
 
 @_translated
 def getDeviceCount():
-    """The number of devices; CUDARuntimeError (cudaErrorNoDevice) when there is none."""
+    """The number of CUDA devices (cudaGetDeviceCount).
+
+    Returns
+    -------
+    int
+        At least 1.
+
+    Raises
+    ------
+    gpuhost.compat.cupy.runtime.CUDARuntimeError
+        cudaErrorNoDevice (100) when there is no device, or the driver's error.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> runtime.getDeviceCount() >= 1
+    True
+    """
     n = _core.device_count()
     if n == 0:
         raise CUDARuntimeError(100)
@@ -121,50 +163,210 @@ def getDeviceCount():
 
 
 def getDevice():
-    """The current device's id (0 when no context is current yet)."""
+    """The current device's id (cudaGetDevice).
+
+    The device of the context current in this thread; 0 when none is current yet, as the
+    runtime, which would make device 0's current on first use.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> runtime.setDevice(0)
+    >>> runtime.getDevice()
+    0
+    """
     dev = _core.current_device()
     return 0 if dev is None else dev.id
 
 
 @_translated
 def setDevice(device):
-    """Make `device`'s primary context current in this thread."""
+    """Make a device current in this thread (cudaSetDevice).
+
+    Its primary context, which gpuhost shares with the CUDA runtime, becomes the calling
+    thread's current context.
+
+    Parameters
+    ----------
+    device : int
+        The device id, 0 to getDeviceCount() - 1.
+
+    Raises
+    ------
+    gpuhost.compat.cupy.runtime.CUDARuntimeError
+        cudaErrorInvalidDevice (101) for an id out of range.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> runtime.setDevice(0)
+    >>> runtime.getDevice()
+    0
+    >>> runtime.setDevice(99)
+    Traceback (most recent call last):
+        ...
+    gpuhost.compat.cupy.runtime.CUDARuntimeError: cudaErrorInvalidDevice: invalid device ordinal
+    """
     _core.select_device(_device_id(device))
 
 
 @_translated
 def deviceSynchronize():
-    """Wait for all work on the current device."""
+    """Wait until all work on the current device has finished (cudaDeviceSynchronize).
+
+    Raises
+    ------
+    gpuhost.compat.cupy.runtime.CUDARuntimeError
+        If queued work failed.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> runtime.deviceSynchronize()
+    """
     _core.current_context().synchronize()
 
 
 @_translated
 def deviceGetAttribute(attrib, device):
-    """The value of cudaDeviceAttr `attrib` (an int) of `device`."""
+    """One attribute of a device (cudaDeviceGetAttribute).
+
+    Parameters
+    ----------
+    attrib : int
+        A cudaDeviceAttr number; this module has them as ``cudaDevAttr*``
+        (``runtime.cudaDevAttrWarpSize``).
+    device : int
+        The device id.
+
+    Returns
+    -------
+    int
+
+    Raises
+    ------
+    gpuhost.compat.cupy.runtime.CUDARuntimeError
+        cudaErrorInvalidDevice for a bad id, cudaErrorInvalidValue for an unknown attribute.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> runtime.deviceGetAttribute(runtime.cudaDevAttrWarpSize, 0)
+    32
+    """
     return _core.get_device(_device_id(device)).get_attribute(int(attrib))
 
 
 @_translated
 def deviceGetPCIBusId(device):
-    """The device's PCI bus id, "0000:3B:00.0"."""
+    """A device's PCI bus id (cudaDeviceGetPCIBusId).
+
+    Parameters
+    ----------
+    device : int
+        The device id.
+
+    Returns
+    -------
+    str
+        ``"domain:bus:device.function"`` in hex, such as ``"0000:3B:00.0"``.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> runtime.deviceGetPCIBusId(0)
+    '0000:...:00.0'
+    """
     return _core.get_device(_device_id(device)).pci_bus_id
 
 
 @_translated
 def deviceGetByPCIBusId(pci_bus_id):
-    """The id of the device at `pci_bus_id`."""
+    """The device at a PCI bus id (cudaDeviceGetByPCIBusId).
+
+    Parameters
+    ----------
+    pci_bus_id : str
+        As deviceGetPCIBusId() returns it (case does not matter).
+
+    Returns
+    -------
+    int
+        The device id.
+
+    Raises
+    ------
+    gpuhost.compat.cupy.runtime.CUDARuntimeError
+        No device is at that address.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> runtime.deviceGetByPCIBusId(runtime.deviceGetPCIBusId(0))
+    0
+    """
     return _core.device_by_pci_bus_id(pci_bus_id)
 
 
 @_translated
 def deviceCanAccessPeer(device, peer_device):
-    """1 if `device` can access `peer_device`'s memory, else 0."""
+    """Whether one device can access another's memory (cudaDeviceCanAccessPeer).
+
+    Parameters
+    ----------
+    device : int
+        The device that would access.
+    peer_device : int
+        The device whose memory it would access.
+
+    Returns
+    -------
+    int
+        1 if it can (after peer access is enabled), else 0.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> runtime.deviceCanAccessPeer(0, 0) in (0, 1)
+    True
+    """
     return int(_core.get_device(_device_id(device)).can_access_peer(_device_id(peer_device)))
 
 
 @_translated
 def getDeviceProperties(device):
-    """A dict of the device's properties under cudaDeviceProp's names (``name`` is bytes)."""
+    """A device's properties as a dict (cudaGetDeviceProperties).
+
+    The keys are cudaDeviceProp's field names, as CuPy returns them: ``name`` (bytes),
+    ``totalGlobalMem``, ``major``, ``minor``, ``multiProcessorCount``, ``warpSize``,
+    ``maxThreadsPerBlock``, ``maxThreadsDim`` and ``maxGridSize`` (tuples), ``pciBusID`` and
+    others; each is read from the driver's device attributes.
+
+    Parameters
+    ----------
+    device : int
+        The device id.
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    gpuhost.compat.cupy.runtime.CUDARuntimeError
+        cudaErrorInvalidDevice for a bad id.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> props = runtime.getDeviceProperties(0)
+    >>> type(props["name"]), props["warpSize"], len(props["maxThreadsDim"])
+    (<class 'bytes'>, 32, 3)
+    """
     dev = _core.get_device(_device_id(device))
     a = dev.get_attribute
     attr = DEVICE_ATTRIBUTES
@@ -206,20 +408,59 @@ def getDeviceProperties(device):
 
 
 def driverGetVersion():
-    """The CUDA version the driver supports, as an int (13000 for 13.0)."""
+    """The CUDA version the driver supports (cudaDriverGetVersion).
+
+    Returns
+    -------
+    int
+        1000 * major + 10 * minor: 13000 for CUDA 13.0.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> runtime.driverGetVersion() >= runtime.runtimeGetVersion() - 1000
+    True
+    """
     major, minor = _core.driver_version()
     return major * 1000 + minor * 10
 
 
 def runtimeGetVersion():
-    """The CUDA version of the headers gpuhost was built with (gpuhost stands in for the
-    runtime and loads no libcudart), as an int."""
+    """The CUDA version of the headers gpuhost was built with (cudaRuntimeGetVersion).
+
+    gpuhost stands in for the runtime and loads no libcudart, so this is the version of the
+    CUDA headers its C extension was compiled against.
+
+    Returns
+    -------
+    int
+        1000 * major + 10 * minor.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> runtime.runtimeGetVersion() >= 12000
+    True
+    """
     return _core.CUDA_HEADERS_VERSION
 
 
 @_translated
 def memGetInfo():
-    """(free, total) bytes of the current device."""
+    """The free and total memory of the current device (cudaMemGetInfo).
+
+    Returns
+    -------
+    tuple of int
+        ``(free, total)`` in bytes.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> free, total = runtime.memGetInfo()
+    >>> 0 <= free <= total
+    True
+    """
     info = _core.current_context().get_memory_info()
     return (info.free, info.total)
 
@@ -237,13 +478,62 @@ def _keep(allocation):
 
 @_translated
 def malloc(size):
-    """`size` bytes of device memory on the current device; its address (0 for size 0)."""
+    """Allocate device memory on the current device (cudaMalloc).
+
+    The memory lives until free(); it is not from a pool.
+
+    Parameters
+    ----------
+    size : int
+        Bytes; 0 allocates nothing.
+
+    Returns
+    -------
+    int
+        The device address (0 for size 0).
+
+    Raises
+    ------
+    gpuhost.compat.cupy.runtime.CUDARuntimeError
+        cudaErrorMemoryAllocation (2) when the device has not that much free.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> ptr = runtime.malloc(1024)
+    >>> runtime.pointerGetAttributes(ptr).type == runtime.memoryTypeDevice
+    True
+    >>> runtime.free(ptr)
+    >>> runtime.malloc(0)
+    0
+    """
     return _keep(_core.mem_alloc(size)) if size > 0 else 0
 
 
 @_translated
 def mallocManaged(size, flags=cudaMemAttachGlobal):
-    """`size` bytes of managed memory; its address."""
+    """Allocate managed (unified) memory (cudaMallocManaged).
+
+    Parameters
+    ----------
+    size : int
+        Bytes; 0 allocates nothing.
+    flags : int, optional
+        cudaMemAttachGlobal (the default: any stream may access it) or cudaMemAttachHost.
+
+    Returns
+    -------
+    int
+        The address, valid on the host and the devices (0 for size 0).
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> ptr = runtime.mallocManaged(256)
+    >>> runtime.pointerGetAttributes(ptr).type == runtime.memoryTypeManaged
+    True
+    >>> runtime.free(ptr)
+    """
     if size == 0:
         return 0
     return _keep(_core.mem_alloc(size, "managed", attach_global=flags != cudaMemAttachHost))
@@ -251,7 +541,29 @@ def mallocManaged(size, flags=cudaMemAttachGlobal):
 
 @_translated
 def hostAlloc(size, flags=0):
-    """`size` bytes of page-locked host memory; its host address."""
+    """Allocate page-locked host memory (cudaHostAlloc).
+
+    Parameters
+    ----------
+    size : int
+        Bytes; 0 allocates nothing.
+    flags : int, optional
+        hostAllocDefault (0), or an or of hostAllocPortable, hostAllocMapped (also mapped
+        into the device's address space) and hostAllocWriteCombined.
+
+    Returns
+    -------
+    int
+        The host address (0 for size 0); freeHost() frees it.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> ptr = runtime.hostAlloc(4096, runtime.hostAllocPortable)
+    >>> runtime.pointerGetAttributes(ptr).type == runtime.memoryTypeHost
+    True
+    >>> runtime.freeHost(ptr)
+    """
     if size == 0:
         return 0
     kind = "mapped" if flags & hostAllocMapped else "pinned"
@@ -263,8 +575,31 @@ def hostAlloc(size, flags=0):
 
 @_translated
 def mallocAsync(size, stream):
-    """`size` bytes from the device's stream-ordered pool, ordered on stream handle
-    `stream`; its address."""
+    """Allocate from the device's stream-ordered pool (cudaMallocAsync).
+
+    The memory may be used by work queued on `stream` after this call; freeAsync() returns
+    it to the pool.
+
+    Parameters
+    ----------
+    size : int
+        Bytes; 0 allocates nothing.
+    stream : int
+        A stream handle (0: the legacy default stream).
+
+    Returns
+    -------
+    int
+        The device address (0 for size 0).
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> s = runtime.streamCreate()
+    >>> ptr = runtime.mallocAsync(1024, s)
+    >>> runtime.freeAsync(ptr, s)
+    >>> runtime.streamSynchronize(s)
+    """
     if size == 0:
         return 0
     return _keep(_core.device_alloc(size, _stream_arg(stream)))
@@ -282,19 +617,81 @@ def _release(ptr, what):
 
 @_translated
 def free(ptr):
-    """Free memory malloc(), mallocManaged() or mallocAsync() returned."""
+    """Free memory that malloc(), mallocManaged() or mallocAsync() returned (cudaFree).
+
+    Parameters
+    ----------
+    ptr : int
+        The address; 0 does nothing.
+
+    Raises
+    ------
+    gpuhost.compat.cupy.runtime.CUDARuntimeError
+        cudaErrorInvalidValue when `ptr` was not allocated by this module or was freed
+        already.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> ptr = runtime.malloc(64)
+    >>> runtime.free(ptr)
+    >>> try:
+    ...     runtime.free(ptr)
+    ... except runtime.CUDARuntimeError as e:
+    ...     print(e.status)
+    1
+    """
     _release(ptr, "device pointer 0x%x" % ptr)
 
 
 @_translated
 def freeHost(ptr):
-    """Free memory hostAlloc() returned."""
+    """Free page-locked memory that hostAlloc() returned (cudaFreeHost).
+
+    Parameters
+    ----------
+    ptr : int
+        The host address; 0 does nothing.
+
+    Raises
+    ------
+    gpuhost.compat.cupy.runtime.CUDARuntimeError
+        cudaErrorInvalidValue when `ptr` was not allocated by hostAlloc() or was freed
+        already.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> runtime.freeHost(runtime.hostAlloc(64))
+    """
     _release(ptr, "host pointer 0x%x" % ptr)
 
 
 @_translated
 def freeAsync(ptr, stream):
-    """Free memory mallocAsync() returned (ordered on the stream it was allocated on)."""
+    """Return memory that mallocAsync() allocated to its pool (cudaFreeAsync).
+
+    The free is ordered on the stream the memory was allocated on.
+
+    Parameters
+    ----------
+    ptr : int
+        The address; 0 does nothing.
+    stream : int
+        A stream handle (CuPy's signature; the allocation's own stream orders the free).
+
+    Raises
+    ------
+    gpuhost.compat.cupy.runtime.CUDARuntimeError
+        cudaErrorInvalidValue when `ptr` was not allocated by this module or was freed
+        already.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> ptr = runtime.mallocAsync(256, 0)
+    >>> runtime.freeAsync(ptr, 0)
+    """
     _release(ptr, "device pointer 0x%x" % ptr)
 
 
@@ -306,15 +703,71 @@ def _address(ptr):
 
 @_translated
 def memcpy(dst, src, size, kind):
-    """Copy `size` bytes from `src` to `dst` (addresses); waits until done. `kind` is
-    checked, the direction comes from the addresses (unified addressing)."""
+    """Copy bytes between addresses and wait until done (cudaMemcpy).
+
+    Parameters
+    ----------
+    dst, src : int or ctypes.c_void_p
+        Device, managed or host addresses.
+    size : int
+        Bytes.
+    kind : int
+        memcpyHostToHost, memcpyHostToDevice, memcpyDeviceToHost, memcpyDeviceToDevice or
+        memcpyDefault: checked, but the direction comes from the addresses (unified
+        addressing).
+
+    Raises
+    ------
+    gpuhost.compat.cupy.runtime.CUDARuntimeError
+        cudaErrorInvalidMemcpyDirection (21) for another `kind`, or the driver's error.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> h = np.arange(4, dtype=np.int32)
+    >>> d = runtime.malloc(h.nbytes)
+    >>> runtime.memcpy(d, h.ctypes.data, h.nbytes, runtime.memcpyHostToDevice)
+    >>> back = np.zeros_like(h)
+    >>> runtime.memcpy(back.ctypes.data, d, h.nbytes, runtime.memcpyDeviceToHost)
+    >>> back
+    array([0, 1, 2, 3], dtype=int32)
+    >>> runtime.free(d)
+    """
     _check_kind(kind)
     _core.memcpy(_address(dst), _address(src), size)
 
 
 @_translated
 def memcpyAsync(dst, src, size, kind, stream):
-    """Queue a copy of `size` bytes on stream handle `stream`."""
+    """Queue a copy between addresses on a stream (cudaMemcpyAsync).
+
+    Parameters
+    ----------
+    dst, src : int or ctypes.c_void_p
+        Device, managed or host addresses (host memory should be page-locked for the copy
+        to overlap other work).
+    size : int
+        Bytes.
+    kind : int
+        A memcpy* direction, checked as by memcpy().
+    stream : int
+        A stream handle (0: the legacy default stream).
+
+    Raises
+    ------
+    gpuhost.compat.cupy.runtime.CUDARuntimeError
+        For a bad `kind` or the driver's error.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> s = runtime.streamCreate()
+    >>> h = np.arange(4, dtype=np.int32)
+    >>> d = runtime.malloc(h.nbytes)
+    >>> runtime.memcpyAsync(d, h.ctypes.data, h.nbytes, runtime.memcpyDefault, s)
+    >>> runtime.streamSynchronize(s)
+    >>> runtime.free(d)
+    """
     _check_kind(kind)
     _core.memcpy(_address(dst), _address(src), size, _stream_arg(stream))
 
@@ -326,14 +779,56 @@ def _check_kind(kind):
 
 @_translated
 def memset(ptr, value, size):
-    """Set `size` bytes at device address `ptr` to the byte `value`; waits until done."""
+    """Set device memory to a byte value and wait until done (cudaMemset).
+
+    Parameters
+    ----------
+    ptr : int
+        The device address.
+    value : int
+        The byte (only its low 8 bits count).
+    size : int
+        Bytes.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> d = runtime.malloc(4)
+    >>> runtime.memset(d, 7, 4)
+    >>> h = np.zeros(4, np.uint8)
+    >>> runtime.memcpy(h.ctypes.data, d, 4, runtime.memcpyDeviceToHost)
+    >>> h
+    array([7, 7, 7, 7], dtype=uint8)
+    >>> runtime.free(d)
+    """
     memsetAsync(ptr, value, size, 0)
     _core.legacy_default_stream().synchronize()
 
 
 @_translated
 def memsetAsync(ptr, value, size, stream):
-    """Queue setting `size` bytes at `ptr` to the byte `value` on stream handle `stream`."""
+    """Queue setting device memory to a byte value on a stream (cudaMemsetAsync).
+
+    Parameters
+    ----------
+    ptr : int
+        The device address.
+    value : int
+        The byte (only its low 8 bits count).
+    size : int
+        Bytes; 0 queues nothing.
+    stream : int
+        A stream handle (0: the legacy default stream).
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> s = runtime.streamCreate()
+    >>> d = runtime.malloc(16)
+    >>> runtime.memsetAsync(d, 0, 16, s)
+    >>> runtime.streamSynchronize(s)
+    >>> runtime.free(d)
+    """
     if size == 0:
         return
     arr = _core.make_array(None, ptr, (size,), (1,), "uint8", None, _core.current_context())
@@ -342,19 +837,80 @@ def memsetAsync(ptr, value, size, stream):
 
 @_translated
 def memPrefetchAsync(ptr, size, device, stream):
-    """Queue migrating managed memory to `device` (cudaCpuDeviceId: the host)."""
+    """Queue migrating managed memory to a device or the host (cudaMemPrefetchAsync).
+
+    Parameters
+    ----------
+    ptr : int
+        An address in memory from mallocManaged().
+    size : int
+        Bytes.
+    device : int
+        The destination device, or cudaCpuDeviceId (-1) for the host.
+    stream : int
+        A stream handle.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> m = runtime.mallocManaged(4096)
+    >>> runtime.memPrefetchAsync(m, 4096, 0, 0)
+    >>> runtime.memPrefetchAsync(m, 4096, runtime.cudaCpuDeviceId, 0)
+    >>> runtime.deviceSynchronize()
+    >>> runtime.free(m)
+    """
     _core.mem_prefetch(ptr, size, device, _stream_arg(stream))
 
 
 @_translated
 def memAdvise(ptr, size, advice, device):
-    """Advise the driver how `device` (cudaCpuDeviceId: the host) uses managed memory."""
+    """Advise the driver how managed memory is used (cudaMemAdvise).
+
+    Parameters
+    ----------
+    ptr : int
+        An address in memory from mallocManaged().
+    size : int
+        Bytes.
+    advice : int
+        cudaMemAdviseSetReadMostly, cudaMemAdviseSetPreferredLocation,
+        cudaMemAdviseSetAccessedBy or their Unset counterparts.
+    device : int
+        The device the advice is about, or cudaCpuDeviceId (-1) for the host.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> m = runtime.mallocManaged(4096)
+    >>> runtime.memAdvise(m, 4096, runtime.cudaMemAdviseSetReadMostly, 0)
+    >>> runtime.free(m)
+    """
     _core.mem_advise(ptr, size, advice, device)
 
 
 class PointerAttributes:
-    """What pointerGetAttributes() reports: ``device``, ``devicePointer``,
-    ``hostPointer`` and ``type`` (memoryType*)."""
+    """What pointerGetAttributes() reports about an address (cudaPointerAttributes).
+
+    Parameters
+    ----------
+    device : int
+        The device the memory belongs to (cudaInvalidDeviceId, -2, for unregistered memory).
+    devicePointer : int
+        The address to use on the device (0 when there is none).
+    hostPointer : int
+        The address to use on the host (0 when there is none).
+    type : int
+        memoryTypeUnregistered, memoryTypeHost, memoryTypeDevice or memoryTypeManaged.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> ptr = runtime.malloc(64)
+    >>> attrs = runtime.pointerGetAttributes(ptr)
+    >>> attrs.device, attrs.devicePointer == ptr, attrs.hostPointer, attrs.type
+    (0, True, 0, 2)
+    >>> runtime.free(ptr)
+    """
 
     def __init__(self, device, devicePointer, hostPointer, type):  # noqa: A002,N803
         self.device, self.devicePointer, self.hostPointer, self.type = \
@@ -367,8 +923,30 @@ class PointerAttributes:
 
 @_translated
 def pointerGetAttributes(ptr):
-    """The memory type and device of address `ptr`; memory the driver does not know is
-    memoryTypeUnregistered on cudaInvalidDeviceId, as the runtime reports it."""
+    """The memory type and device of an address (cudaPointerGetAttributes).
+
+    Parameters
+    ----------
+    ptr : int
+        Any address.
+
+    Returns
+    -------
+    gpuhost.compat.cupy.runtime.PointerAttributes
+        For memory the driver does not know (plain host memory): memoryTypeUnregistered on
+        cudaInvalidDeviceId, as the runtime reports it.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> h = np.zeros(4)
+    >>> runtime.pointerGetAttributes(h.ctypes.data)
+    <PointerAttributes device=-2 devicePointer=0x0 hostPointer=0x0 type=0>
+    >>> m = runtime.mallocManaged(64)
+    >>> runtime.pointerGetAttributes(m).type == runtime.memoryTypeManaged
+    True
+    >>> runtime.free(m)
+    """
     info = _core._pointer_info(ptr)
     if info is None:
         return PointerAttributes(cudaInvalidDeviceId, 0, 0, memoryTypeUnregistered)
@@ -398,13 +976,52 @@ def _stream_arg(stream):
 
 @_translated
 def streamCreate():
-    """A new stream on the current device; its handle."""
+    """Create a stream on the current device (cudaStreamCreate).
+
+    The stream synchronizes with the legacy default stream and lives until streamDestroy().
+
+    Returns
+    -------
+    int
+        The CUstream handle.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> s = runtime.streamCreate()
+    >>> runtime.streamQuery(s)
+    0
+    >>> runtime.streamDestroy(s)
+    """
     return streamCreateWithFlags(streamDefault)
 
 
 @_translated
 def streamCreateWithFlags(flags, priority=0):
-    """A new stream (streamNonBlocking: not synchronizing with the null stream)."""
+    """Create a stream with flags and a priority (cudaStreamCreateWithFlags).
+
+    Also this module's ``streamCreateWithPriority``.
+
+    Parameters
+    ----------
+    flags : int
+        streamDefault (0) or streamNonBlocking (1: no synchronizing with the legacy default
+        stream).
+    priority : int, optional
+        Lower numbers are higher priorities; 0 is the default.
+
+    Returns
+    -------
+    int
+        The CUstream handle; streamDestroy() destroys it.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> s = runtime.streamCreateWithFlags(runtime.streamNonBlocking)
+    >>> runtime.streamSynchronize(s)
+    >>> runtime.streamDestroy(s)
+    """
     s = _core.stream(non_blocking=bool(flags & streamNonBlocking), priority=priority)
     _streams[s.handle] = s
     return s.handle
@@ -415,32 +1032,133 @@ streamCreateWithPriority = streamCreateWithFlags
 
 @_translated
 def streamDestroy(stream):
-    """Destroy a stream streamCreate() made."""
+    """Destroy a stream that streamCreate() or streamCreateWithFlags() made (cudaStreamDestroy).
+
+    Work already queued on it still runs.
+
+    Parameters
+    ----------
+    stream : int
+        The handle.
+
+    Raises
+    ------
+    gpuhost.compat.cupy.runtime.CUDARuntimeError
+        cudaErrorInvalidResourceHandle (400) for a handle this module did not make, or one
+        destroyed already.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> s = runtime.streamCreate()
+    >>> runtime.streamDestroy(s)
+    >>> try:
+    ...     runtime.streamDestroy(s)
+    ... except runtime.CUDARuntimeError as e:
+    ...     print(e.status)
+    400
+    """
     if _streams.pop(stream, None) is None:
         raise CUDARuntimeError(errorInvalidResourceHandle)
 
 
 @_translated
 def streamSynchronize(stream):
-    """Wait for the work queued on stream handle `stream`."""
+    """Wait for the work queued on a stream (cudaStreamSynchronize).
+
+    Parameters
+    ----------
+    stream : int
+        A stream handle: one this module made, 0 (the legacy default stream),
+        streamPerThread, or any other CUstream.
+
+    Raises
+    ------
+    gpuhost.compat.cupy.runtime.CUDARuntimeError
+        If queued work failed.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> runtime.streamSynchronize(0)
+    >>> runtime.streamSynchronize(runtime.streamPerThread)
+    """
     _stream_arg(stream).synchronize()
 
 
 @_translated
 def streamQuery(stream):
-    """0 if the stream is idle, else errorNotReady (600), as cudaStreamQuery returns."""
+    """Whether a stream is idle, without waiting (cudaStreamQuery).
+
+    Parameters
+    ----------
+    stream : int
+        A stream handle.
+
+    Returns
+    -------
+    int
+        0 (cudaSuccess) if all its work has finished, else errorNotReady (600).
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> s = runtime.streamCreate()
+    >>> runtime.streamQuery(s)
+    0
+    """
     return 0 if _stream_arg(stream).query() else errorNotReady
 
 
 @_translated
 def streamWaitEvent(stream, event, flags=0):
-    """Make later work on `stream` wait for `event` (handles)."""
+    """Make later work on a stream wait for an event (cudaStreamWaitEvent).
+
+    Parameters
+    ----------
+    stream : int
+        A stream handle.
+    event : int
+        An event handle from eventCreate().
+    flags : int, optional
+        0 (CuPy's signature; no other value is meaningful).
+
+    Raises
+    ------
+    gpuhost.compat.cupy.runtime.CUDARuntimeError
+        cudaErrorInvalidResourceHandle for an event this module did not make.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> s1, s2 = runtime.streamCreate(), runtime.streamCreate()
+    >>> e = runtime.eventCreate()
+    >>> runtime.eventRecord(e, s1)
+    >>> runtime.streamWaitEvent(s2, e)  # s2's later work runs after s1's so far
+    >>> runtime.streamSynchronize(s2)
+    """
     _stream_arg(stream).wait_event(_event_arg(event))
 
 
 @_translated
 def streamIsCapturing(stream):
-    """True while the stream captures into a graph."""
+    """Whether a stream is capturing work into a CUDA graph (cudaStreamIsCapturing).
+
+    Parameters
+    ----------
+    stream : int
+        A stream handle.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> runtime.streamIsCapturing(runtime.streamCreate())
+    False
+    """
     return _stream_arg(stream).is_capturing()
 
 
@@ -453,13 +1171,48 @@ def _event_arg(event):
 
 @_translated
 def eventCreate():
-    """A new timing event on the current device; its handle."""
+    """Create a timing event on the current device (cudaEventCreate).
+
+    Returns
+    -------
+    int
+        The CUevent handle; eventDestroy() destroys it.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> e = runtime.eventCreate()
+    >>> runtime.eventQuery(e)
+    0
+    >>> runtime.eventDestroy(e)
+    """
     return eventCreateWithFlags(eventDefault)
 
 
 @_translated
 def eventCreateWithFlags(flags):
-    """A new event: eventBlockingSync, eventDisableTiming, eventInterprocess."""
+    """Create an event with flags (cudaEventCreateWithFlags).
+
+    Parameters
+    ----------
+    flags : int
+        eventDefault (0), or an or of eventBlockingSync (waiting sleeps instead of
+        spinning), eventDisableTiming (no timestamps: cheaper) and eventInterprocess (shareable
+        with other processes; needs eventDisableTiming).
+
+    Returns
+    -------
+    int
+        The CUevent handle.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> e = runtime.eventCreateWithFlags(runtime.eventDisableTiming)
+    >>> runtime.eventRecord(e, 0)
+    >>> runtime.eventSynchronize(e)
+    >>> runtime.eventDestroy(e)
+    """
     e = _core.event(not flags & eventDisableTiming, blocking_sync=bool(flags & eventBlockingSync),
                     interprocess=bool(flags & eventInterprocess))
     _events[e.handle] = e
@@ -468,31 +1221,136 @@ def eventCreateWithFlags(flags):
 
 @_translated
 def eventDestroy(event):
-    """Destroy an event eventCreate() made."""
+    """Destroy an event that eventCreate() or eventCreateWithFlags() made (cudaEventDestroy).
+
+    Parameters
+    ----------
+    event : int
+        The handle.
+
+    Raises
+    ------
+    gpuhost.compat.cupy.runtime.CUDARuntimeError
+        cudaErrorInvalidResourceHandle (400) for a handle this module did not make, or one
+        destroyed already.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> runtime.eventDestroy(runtime.eventCreate())
+    """
     if _events.pop(event, None) is None:
         raise CUDARuntimeError(errorInvalidResourceHandle)
 
 
 @_translated
 def eventRecord(event, stream):
-    """Record `event` on stream handle `stream`."""
+    """Record an event on a stream (cudaEventRecord).
+
+    The event completes when the work queued on the stream before it has finished.
+
+    Parameters
+    ----------
+    event : int
+        An event handle from eventCreate().
+    stream : int
+        A stream handle (0: the legacy default stream).
+
+    Raises
+    ------
+    gpuhost.compat.cupy.runtime.CUDARuntimeError
+        cudaErrorInvalidResourceHandle for an event this module did not make.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> e = runtime.eventCreate()
+    >>> runtime.eventRecord(e, 0)
+    >>> runtime.eventSynchronize(e)
+    """
     _event_arg(event).record(_stream_arg(stream))
 
 
 @_translated
 def eventSynchronize(event):
-    """Wait until `event` has completed."""
+    """Wait until an event has completed (cudaEventSynchronize).
+
+    Parameters
+    ----------
+    event : int
+        An event handle from eventCreate().
+
+    Raises
+    ------
+    gpuhost.compat.cupy.runtime.CUDARuntimeError
+        cudaErrorInvalidResourceHandle for an event this module did not make, or the error
+        of the work it waited for.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> e = runtime.eventCreate()
+    >>> runtime.eventRecord(e, 0)
+    >>> runtime.eventSynchronize(e)
+    >>> runtime.eventQuery(e)
+    0
+    """
     _event_arg(event).synchronize()
 
 
 @_translated
 def eventQuery(event):
-    """0 if `event` has completed, else errorNotReady."""
+    """Whether an event has completed, without waiting (cudaEventQuery).
+
+    Parameters
+    ----------
+    event : int
+        An event handle from eventCreate().
+
+    Returns
+    -------
+    int
+        0 (cudaSuccess) if it has completed (or was never recorded), else errorNotReady
+        (600).
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> runtime.eventQuery(runtime.eventCreate())
+    0
+    """
     return 0 if _event_arg(event).query() else errorNotReady
 
 
 @_translated
 def eventElapsedTime(start, end):
-    """Milliseconds between two recorded timing events."""
+    """The time between two recorded timing events (cudaEventElapsedTime).
+
+    Parameters
+    ----------
+    start, end : int
+        Event handles from eventCreate(), both recorded and completed.
+
+    Returns
+    -------
+    float
+        Milliseconds from `start` to `end`.
+
+    Raises
+    ------
+    gpuhost.compat.cupy.runtime.CUDARuntimeError
+        errorNotReady (600) when one has not completed; cudaErrorInvalidResourceHandle for
+        an event this module did not make.
+
+    Examples
+    --------
+    >>> from gpuhost.compat.cupy import runtime
+    >>> start, end = runtime.eventCreate(), runtime.eventCreate()
+    >>> runtime.eventRecord(start, 0)
+    >>> runtime.eventRecord(end, 0)
+    >>> runtime.eventSynchronize(end)
+    >>> runtime.eventElapsedTime(start, end) >= 0
+    True
+    """
     return _event_arg(start).elapsed_time(_event_arg(end))
 
