@@ -22,7 +22,7 @@ import types
 
 import pytest
 
-pytest.importorskip("sphinx")  # ModuleAnalyzer: the `#:` comments autodoc reads
+pytest.importorskip("sphinx.pycode")  # ModuleAnalyzer: the `#:` comments autodoc reads
 
 from sphinx.pycode import ModuleAnalyzer  # noqa: E402
 
