@@ -1,9 +1,11 @@
 """Build gpuhost._core from csrc/*.c.
 
-The extension needs the CUDA headers (cuda.h, cudaTypedefs.h, nvrtc.h, NVTX; from a toolkit
-or NVIDIA's pip wheels: cuda_headers.py) and NumPy's, and links against neither libcuda nor
-libnvrtc: both are loaded at run time.
-Extra compiler flags come from GPUHOST_CFLAGS (CI adds -Werror, sanitizers).
+The extension needs CUDA's headers (cuda.h, cudaTypedefs.h, the profiler's, NVTX; from a
+toolkit or NVIDIA's pip wheels: cuda_headers.py) and NumPy's, and links against neither
+libcuda nor libnvrtc: both are loaded at run time, and NVRTC is declared by csrc/nvrtc_api.h.
+Both sets of headers are looked up only when the extension is built, so an sdist needs
+neither. Extra compiler flags come from GPUHOST_CFLAGS (CI adds -Werror, sanitizers), extra
+linker flags from GPUHOST_LDFLAGS.
 """
 import glob
 import os
@@ -11,7 +13,6 @@ import shlex
 import shutil
 import sys
 
-import numpy
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
@@ -34,7 +35,7 @@ ext = Extension(
     "gpuhost._core",
     sources=sorted(glob.glob("csrc/*.c")),
     depends=sorted(glob.glob("csrc/*.h")),
-    include_dirs=["csrc", numpy.get_include()] + cuda_include_dirs(),
+    include_dirs=["csrc"],  # NumPy's and CUDA's: BuildExt
     define_macros=[
         ("NPY_NO_DEPRECATED_API", "NPY_1_23_API_VERSION"),
         ("NPY_TARGET_VERSION", "NPY_1_23_API_VERSION"),
@@ -46,7 +47,8 @@ ext = Extension(
 )
 
 class BuildExt(build_ext):
-    """Build as usual, then also leave a copy of the extension in the checkout's gpuhost/.
+    """Build with NumPy's and CUDA's headers, then also leave a copy of the extension in the
+    checkout's gpuhost/.
 
     `python -m gpuhost` and `python -m pytest` run from the checkout's root import the
     checkout's gpuhost/ (the current directory comes first on sys.path), so the freshly
@@ -54,6 +56,11 @@ class BuildExt(build_ext):
     """
 
     def run(self):
+        import numpy  # a build requirement of wheels only (cuda_headers.py's backend)
+
+        includes = [numpy.get_include()] + cuda_include_dirs()
+        for e in self.extensions:
+            e.include_dirs += [d for d in includes if d not in e.include_dirs]
         super().run()
         if self.inplace or os.environ.get("GPUHOST_NO_INPLACE_COPY"):
             return

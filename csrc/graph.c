@@ -447,7 +447,7 @@ graph_add_kernel(gh_graph *self, PyObject *const *args, Py_ssize_t nargs, PyObje
     int pushed;
 
     for (Py_ssize_t i = 0; kwnames != NULL && i < PyTuple_GET_SIZE(kwnames); i++) {
-        if (!PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, i), "depends_on") == 0) {
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, i), "depends_on") != 0) {
             PyErr_Format(PyExc_TypeError, "add_kernel() got an unexpected keyword argument %R",
                          PyTuple_GET_ITEM(kwnames, i));
             return NULL;

@@ -147,8 +147,8 @@ gh_graphexec_launch(gh_graphexec *self, PyObject *const *args, Py_ssize_t nargs,
     PyObject *stream = nargs > 0 ? args[0] : NULL;
     Py_ssize_t nkw = kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0;
 
-    if (nargs + nkw > 1 || (nkw == 1 && !PyUnicode_CompareWithASCIIString(
-                                            PyTuple_GET_ITEM(kwnames, 0), "stream") == 0)) {
+    if (nargs + nkw > 1 || (nkw == 1 && PyUnicode_CompareWithASCIIString(
+                                            PyTuple_GET_ITEM(kwnames, 0), "stream") != 0)) {
         PyErr_SetString(PyExc_TypeError, "launch() takes one argument, stream=None");
         return NULL;
     }
@@ -441,7 +441,11 @@ node_repr(gh_graphnode *self)
 static Py_hash_t
 node_hash(gh_graphnode *self)
 {
-    return _Py_HashPointer(self->handle);
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_HashPointer(self->handle);
+#else
+    return _Py_HashPointer(self->handle); /* public from 3.13, deprecated in 3.14 */
+#endif
 }
 
 static PyObject *

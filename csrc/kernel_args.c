@@ -15,7 +15,7 @@
 #include <string.h>
 
 #if PY_VERSION_HEX < 0x030B0000
-#define PyFloat_Pack2 _PyFloat_Pack2
+#define PyFloat_Pack2(x, p, le) _PyFloat_Pack2((x), (unsigned char *)(p), (le))
 #endif
 
 /* ---- launch configuration ---- */

@@ -12,7 +12,7 @@
 gh_nvrtc_api gh_nvrtc;
 
 static const char *const nvrtc_names[GH_NVRTC__COUNT] = {
-#define GH_NVRTC_NAME(name) "nvrtc" #name,
+#define GH_NVRTC_NAME(ret, name, params) "nvrtc" #name,
     GH_NVRTC_API_LIST(GH_NVRTC_NAME)
 #undef GH_NVRTC_NAME
 };

@@ -77,6 +77,8 @@ copy_bytes(char *dst, const char *src, size_t n, int streaming)
         }
         _mm_sfence();
     }
+#else
+    (void)streaming; /* no streaming stores on this architecture */
 #endif
     memcpy(dst, src, n);
 }

@@ -9,6 +9,7 @@ The driver (libcuda) and NVRTC are loaded at run time: importing gpuhost always 
 without a driver ``is_available()`` is False and calls that need one raise
 CudaSupportError.
 """
+from . import _shadow_check  # noqa: F401  (first: refuses a mix with the index's other "gpuhost")
 from . import _core, errors, nvtx, runtime
 from ._core import (
     Context,
