@@ -1,7 +1,8 @@
 """The fake driver itself (tests/fakecuda), through ctypes only: lookup, initialization,
 devices, primary contexts, context stacks, streams, events, the work queue and its gate,
 memory (allocations, copies, memsets, pointer queries, IPC), the profiler switch, fault
-injection, error names, the build.
+injection, error names, the build.  (One scenario, a reset under live graphs with
+conditional nodes, runs gpuhost over it in a fresh process.)
 
 Each test loads its own copy of the library (a copy is a different file, so the dynamic
 loader gives it its own state): configuration read at the first cuInit can differ per test,
@@ -55,6 +56,9 @@ NOT_PERMITTED = ERRORS["CUDA_ERROR_NOT_PERMITTED"]
 NOT_SUPPORTED = ERRORS["CUDA_ERROR_NOT_SUPPORTED"]
 ALREADY_REGISTERED = ERRORS["CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED"]
 NOT_REGISTERED = ERRORS["CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED"]
+CAPTURE_UNSUPPORTED = ERRORS["CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"]
+CAPTURE_INVALIDATED = ERRORS["CUDA_ERROR_STREAM_CAPTURE_INVALIDATED"]
+CAPTURE_MODE_RELAXED = 2  # CUstreamCaptureMode
 
 # the default stream handles, CUstream_flags, CUevent_flags
 STREAM_NULL, STREAM_LEGACY, STREAM_PER_THREAD = None, 1, 2
@@ -227,6 +231,8 @@ SIGNATURES = {
     "cuIpcGetMemHandle": [ctypes.POINTER(IpcMemHandle), c_dptr],
     "cuIpcOpenMemHandle": [c_dptr_p, IpcMemHandle, ctypes.c_uint],
     "cuIpcCloseMemHandle": [c_dptr],
+    "cuStreamBeginCapture": [ctypes.c_void_p, ctypes.c_int],
+    "cuStreamEndCapture": [ctypes.c_void_p, c_void_pp],
 }
 
 
@@ -1359,6 +1365,58 @@ def test_context_death_kills_its_streams_events_and_queued_work(fake, how):
     assert fake.cuEventQuery(survivor_event) == SUCCESS
 
 
+# A graph with conditional nodes alive across a reset, through gpuhost in a fresh process (a
+# crash there fails the test): the bodies are graphs of the context too, yet their node's.
+# {order} says whether gpuhost's objects go before the reset or after it.
+GRAPH_RESET_CODE = """
+import ctypes, gc, os
+import gpuhost
+lib = ctypes.CDLL(os.environ["GPUHOST_CUDA_DRIVER"])  # the instance gpuhost loaded
+lib.fakecuda_live.restype = ctypes.c_long
+lib.cuGetProcAddress_v2.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p),
+                                    ctypes.c_int, ctypes.c_uint64, ctypes.c_void_p]
+pfn = ctypes.c_void_p()
+assert lib.cuGetProcAddress_v2(b"cuGraphDestroy", ctypes.byref(pfn), 13000, 1, None) == 0
+destroy = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(pfn.value)
+live = lambda: (lib.fakecuda_live(b"graphs"), lib.fakecuda_live(b"graph_execs"))
+g = gpuhost.Graph()
+node, (then, other) = g.add_conditional(g.conditional_handle(default=1), "if", size=2)
+inner, (body,) = then.add_conditional(then.conditional_handle(default=0), "while")
+body.add_empty()
+exe = g.instantiate()
+print(destroy(then.handle), destroy(body.handle))  # a body is its node's
+print(*live())
+handles = [x.handle for x in (g, then, other, body)]
+if "{order}" == "collect-first":
+    del g, node, then, other, inner, body, exe
+    gc.collect()
+gpuhost.get_current_device().reset()
+print(*live())
+if "{order}" == "reset-first":
+    del g, node, then, other, inner, body, exe
+    gc.collect()
+print(*[destroy(h) for h in handles])  # stale now
+g = gpuhost.Graph()  # a new context's
+g.add_conditional(g.conditional_handle(default=1), "if")
+s = gpuhost.stream()
+g.launch(s)
+s.synchronize()
+print(*live())
+"""
+
+
+@pytest.mark.parametrize("order", ["reset-first", "collect-first"])
+def test_a_reset_frees_graphs_with_conditional_bodies_once(built_lib, order):
+    from conftest import run_python
+
+    proc = run_python(GRAPH_RESET_CODE.replace("{order}", order),
+                      env={"GPUHOST_CUDA_DRIVER": built_lib})
+    assert proc.returncode == 0, proc.stderr
+    invalid = str(INVALID_VALUE)
+    assert proc.stdout.split("\n") == [invalid + " " + invalid, "4 1", "0 0",
+                                       " ".join([invalid] * 4), "2 1", ""]
+
+
 def test_synchronize_returns_when_the_context_dies_under_it(fake):
     ctx = fake.push(0)
     stream = fake.stream()
@@ -2002,6 +2060,39 @@ def test_memory_freed_while_a_copy_is_queued_lives_until_the_copy_ran(fake):
     assert fake.cuStreamSynchronize(stream) == SUCCESS
 
 
+def is_mapped(address):
+    """Whether `address` lies in a mapping of this process (/proc/self/maps)."""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            low, high = (int(end, 16) for end in line.split()[0].split("-"))
+            if low <= address < high:
+                return True
+    return False
+
+
+def test_work_dropped_by_an_invalidated_capture_lets_go_of_its_memory_once(fake):
+    """Work queued on a stream whose capture is invalidated is dropped, and the hold it took
+    on its memory goes with it, once: the memory stays its allocation's."""
+    fake.push(0)
+    stream = fake.stream()
+    size = 4096
+    pinned, d = fake.host_alloc(size), fake.alloc(size)
+    assert fake.cuStreamBeginCapture(stream, CAPTURE_MODE_RELAXED) == SUCCESS
+    assert fake.add_callback(stream, lambda *_: None) == CAPTURE_UNSUPPORTED  # invalidates it
+    for _ in range(3):
+        assert fake.cuMemsetD8Async(pinned, 1, 16, stream) == CAPTURE_INVALIDATED
+        assert is_mapped(pinned)  # a second release would have unmapped it
+        assert fake.cuMemsetD8Async(d, 1, 16, stream) == CAPTURE_INVALIDATED
+    graph = ctypes.c_void_p()
+    assert fake.cuStreamEndCapture(stream, ctypes.byref(graph)) == CAPTURE_INVALIDATED
+    data = np.random.default_rng().integers(0, 256, size, np.uint8)
+    ctypes.memmove(pinned, data.ctypes.data, size)
+    assert fake.write(d, data) == SUCCESS and (fake.read(d, size) == data).all()
+    assert (host_view(pinned, size) == data).all()
+    assert fake.cuMemFreeHost(pinned) == SUCCESS and fake.cuMemFree(d) == SUCCESS
+    assert fake.live("allocations") == 0 and fake.live("host_allocations") == 0
+
+
 # ---- memory: pinned, registered, managed ----
 
 def test_pinned_memory_is_host_memory_with_a_device_pointer_only_when_mapped(fake):
@@ -2516,6 +2607,38 @@ def test_a_fault_applies_before_the_init_check(load):
     assert fake.cuInit(0) == UNKNOWN
     assert fake.cuInit(0) == SUCCESS
     assert fake.calls("cuInit") == 2
+
+
+# Every entry point through one prototype, every argument zero: enough for what is checked
+# before any argument is read (an armed fault, initialization).  Arguments past an entry
+# point's own are ignored by the calling convention; 20 leave room for a 64-byte handle
+# passed by value.
+ZERO_ARGS = 20
+WORK_BEFORE_INIT = {"cuInit", "cuDriverGetVersion", "cuGetErrorName", "cuGetErrorString"}
+
+
+def call_with_zeros(fake, name):
+    address = fake.proc(name, ENTRY_VERSIONS[name])[2]
+    fn = ctypes.CFUNCTYPE(ctypes.c_int, *[ctypes.c_uint64] * ZERO_ARGS)(address)
+    return fn(*[0] * ZERO_ARGS)
+
+
+def test_every_entry_point_counts_one_call_and_meets_its_fault_before_any_check(fake):
+    for name in ENTRY_POINTS:
+        before = fake.calls(name)
+        code = random.choice([UNKNOWN, OUT_OF_MEMORY, NOT_SUPPORTED, INVALID_HANDLE])
+        assert fake.fail(name, code) == 0
+        assert call_with_zeros(fake, name) == code, name
+        assert fake.calls(name) == before + 1, name
+    assert fake.live("contexts") == 0 and fake.depth() == 0
+
+
+def test_every_entry_point_but_four_needs_init_and_counts_one_call(load):
+    fake = load(init=False)
+    for name in ENTRY_POINTS:
+        if name not in WORK_BEFORE_INIT:
+            assert call_with_zeros(fake, name) == NOT_INITIALIZED, name
+            assert fake.calls(name) == 1, name
 
 
 def test_bad_fault_requests_are_refused(fake):

@@ -2,7 +2,8 @@
  *
  * This file holds what the real driver exports (cuGetProcAddress, v1 and v2), the table it
  * resolves from, the check every entry point starts with (call counts, injected faults,
- * initialization), cuInit with its configuration, and the fault/counter control API.
+ * initialization) and the skeleton most are written in (fk_call), cuInit with its
+ * configuration, and the fault/counter control API.
  *
  * Configuration, read once from the environment by the first cuInit or cuDriverGetVersion:
  *   FAKECUDA_DEVICES         number of devices, 0 to 64 (default 2; 0: cuInit fails with
@@ -167,6 +168,44 @@ fk_enter(gh_cu_id id, fk_when when)
         fk_unlock();
     }
     return res;
+}
+
+CUresult
+fk_call(gh_cu_id id, int args_ok, fk_resolve_fn resolve, const void *handle, fk_body_fn body,
+        void *args)
+{
+    CUresult res = fk_enter(id, FK_AFTER_INIT);
+    fk_target target = {NULL, NULL, NULL};
+
+    if (res != CUDA_SUCCESS) {
+        return res;
+    }
+    if (!args_ok) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    fk_lock();
+    if (resolve != NULL) {
+        res = resolve(handle, &target);
+    }
+    if (res == CUDA_SUCCESS && body != NULL) {
+        res = body(&target, args);
+    }
+    fk_unlock();
+    return res;
+}
+
+CUresult
+fk_found(fk_target *target, void *found, CUresult missing)
+{
+    target->found = found;
+    return found != NULL ? CUDA_SUCCESS : missing;
+}
+
+CUresult
+fk_not_supported(fk_target *target, void *args)
+{
+    (void)target, (void)args;
+    return CUDA_ERROR_NOT_SUPPORTED;
 }
 
 /* Index of entry point `name` ("cuInit"), or -1. */

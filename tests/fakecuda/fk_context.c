@@ -35,18 +35,6 @@ fk_context_usable(CUcontext handle)
     return CUDA_ERROR_INVALID_CONTEXT;
 }
 
-/* fk_context_usable, taking the lock: may `handle` be made current? */
-static CUresult
-context_check(CUcontext handle)
-{
-    CUresult res;
-
-    fk_lock();
-    res = fk_context_usable(handle);
-    fk_unlock();
-    return res;
-}
-
 CUresult
 fk_current_context(fk_context **out)
 {
@@ -60,6 +48,20 @@ fk_current_context(fk_context **out)
     }
     *out = top;
     return CUDA_SUCCESS;
+}
+
+CUresult
+fk_on_current(const void *handle, fk_target *target)
+{
+    (void)handle;
+    return fk_current_context(&target->ctx);
+}
+
+CUresult
+fk_on_context(const void *handle, fk_target *target)
+{
+    target->ctx = (fk_context *)handle;
+    return fk_context_usable((CUcontext)handle);
 }
 
 /* Destroy the primary context of `dev`, if active, with all its resources.  Lock held. */
@@ -79,27 +81,16 @@ primary_destroy(CUdevice dev)
     fk_live_add(FK_CONTEXTS, -1);
 }
 
-CUresult
-fk_DevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+/* The primary context of the device resolved, made if inactive, one more reference. */
+static CUresult
+primary_retain(fk_target *target, void *pctx)
 {
-    CUresult res = fk_enter(GH_CU_DevicePrimaryCtxRetain, FK_AFTER_INIT);
-    fk_context *ctx;
+    CUdevice dev = ((fk_device *)target->found)->ordinal;
+    fk_context *ctx = fk_primary[dev].ctx;
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (pctx == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    if (fk_device_get(dev) == NULL) {
-        return CUDA_ERROR_INVALID_DEVICE;
-    }
-    fk_lock();
-    ctx = fk_primary[dev].ctx;
     if (ctx == NULL) {
         ctx = calloc(1, sizeof(*ctx));
         if (ctx == NULL) {
-            fk_unlock();
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
         ctx->device = dev;
@@ -110,192 +101,188 @@ fk_DevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
         fk_live_add(FK_CONTEXTS, 1);
     }
     fk_primary[dev].refcount++;
-    *pctx = ctx;
-    fk_unlock();
+    *(CUcontext *)pctx = ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult
+fk_DevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+    return fk_call(GH_CU_DevicePrimaryCtxRetain, pctx != NULL, fk_on_device, FK_ORDINAL(dev),
+                   primary_retain, pctx);
+}
+
+static CUresult
+primary_release(fk_target *target, void *args)
+{
+    CUdevice dev = ((fk_device *)target->found)->ordinal;
+
+    (void)args;
+    if (fk_primary[dev].refcount == 0) {
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    if (--fk_primary[dev].refcount == 0) {
+        primary_destroy(dev);
+    }
     return CUDA_SUCCESS;
 }
 
 CUresult
 fk_DevicePrimaryCtxRelease(CUdevice dev)
 {
-    CUresult res = fk_enter(GH_CU_DevicePrimaryCtxRelease, FK_AFTER_INIT);
+    return fk_call(GH_CU_DevicePrimaryCtxRelease, 1, fk_on_device, FK_ORDINAL(dev), primary_release,
+                   NULL);
+}
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (fk_device_get(dev) == NULL) {
-        return CUDA_ERROR_INVALID_DEVICE;
-    }
-    fk_lock();
-    if (fk_primary[dev].refcount == 0) {
-        res = CUDA_ERROR_INVALID_CONTEXT;
-    }
-    else if (--fk_primary[dev].refcount == 0) {
-        primary_destroy(dev);
-    }
-    fk_unlock();
-    return res;
+static CUresult
+primary_reset(fk_target *target, void *args)
+{
+    (void)args;
+    primary_destroy(((fk_device *)target->found)->ordinal);
+    return CUDA_SUCCESS;
 }
 
 CUresult
 fk_DevicePrimaryCtxReset(CUdevice dev)
 {
-    CUresult res = fk_enter(GH_CU_DevicePrimaryCtxReset, FK_AFTER_INIT);
+    return fk_call(GH_CU_DevicePrimaryCtxReset, 1, fk_on_device, FK_ORDINAL(dev), primary_reset,
+                   NULL);
+}
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (fk_device_get(dev) == NULL) {
-        return CUDA_ERROR_INVALID_DEVICE;
-    }
-    fk_lock();
-    primary_destroy(dev);
-    fk_unlock();
+typedef struct {
+    unsigned int *flags;
+    int *active;
+} fk_state_args;
+
+static CUresult
+primary_state(fk_target *target, void *args)
+{
+    CUdevice dev = ((fk_device *)target->found)->ordinal;
+    fk_state_args *a = args;
+
+    *a->flags = fk_primary[dev].flags;
+    *a->active = fk_primary[dev].ctx != NULL;
     return CUDA_SUCCESS;
 }
 
 CUresult
 fk_DevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
 {
-    CUresult res = fk_enter(GH_CU_DevicePrimaryCtxGetState, FK_AFTER_INIT);
+    fk_state_args args = {flags, active};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (flags == NULL || active == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    if (fk_device_get(dev) == NULL) {
-        return CUDA_ERROR_INVALID_DEVICE;
-    }
-    fk_lock();
-    *flags = fk_primary[dev].flags;
-    *active = fk_primary[dev].ctx != NULL;
-    fk_unlock();
+    return fk_call(GH_CU_DevicePrimaryCtxGetState, flags != NULL && active != NULL, fk_on_device,
+                   FK_ORDINAL(dev), primary_state, &args);
+}
+
+/* Like the driver, a destroyed context that is still current is returned as is. */
+static CUresult
+get_current(fk_target *target, void *pctx)
+{
+    (void)target;
+    *(CUcontext *)pctx = fk_stack_depth > 0 ? fk_stack[fk_stack_depth - 1] : NULL;
     return CUDA_SUCCESS;
 }
 
 CUresult
 fk_CtxGetCurrent(CUcontext *pctx)
 {
-    CUresult res = fk_enter(GH_CU_CtxGetCurrent, FK_AFTER_INIT);
+    return fk_call(GH_CU_CtxGetCurrent, pctx != NULL, NULL, NULL, get_current, pctx);
+}
 
-    if (res != CUDA_SUCCESS) {
-        return res;
+/* The context resolved replaces the top of the stack; none (a NULL handle) unbinds, popping
+   the top if any. */
+static CUresult
+set_current(fk_target *target, void *args)
+{
+    (void)args;
+    if (target->ctx == NULL) {
+        if (fk_stack_depth > 0) {
+            fk_stack_depth--;
+        }
+        return CUDA_SUCCESS;
     }
-    if (pctx == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
+    if (fk_stack_depth == 0) {
+        fk_stack_depth = 1;
     }
-    /* Like the driver, a destroyed context that is still current is returned as is. */
-    *pctx = fk_stack_depth > 0 ? fk_stack[fk_stack_depth - 1] : NULL;
+    fk_stack[fk_stack_depth - 1] = target->ctx;
     return CUDA_SUCCESS;
 }
 
 CUresult
 fk_CtxSetCurrent(CUcontext ctx)
 {
-    CUresult res = fk_enter(GH_CU_CtxSetCurrent, FK_AFTER_INIT);
+    return fk_call(GH_CU_CtxSetCurrent, 1, ctx != NULL ? fk_on_context : NULL, ctx, set_current,
+                   NULL);
+}
 
-    if (res != CUDA_SUCCESS) {
-        return res;
+static CUresult
+push_current(fk_target *target, void *args)
+{
+    (void)args;
+    if (fk_stack_depth == FK_STACK_MAX) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    if (ctx == NULL) { /* unbind: pop the top, if any */
-        if (fk_stack_depth > 0) {
-            fk_stack_depth--;
-        }
-        return CUDA_SUCCESS;
-    }
-    res = context_check(ctx);
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (fk_stack_depth == 0) {
-        fk_stack_depth = 1;
-    }
-    fk_stack[fk_stack_depth - 1] = ctx;
+    fk_stack[fk_stack_depth++] = target->ctx;
     return CUDA_SUCCESS;
 }
 
 CUresult
 fk_CtxPushCurrent(CUcontext ctx)
 {
-    CUresult res = fk_enter(GH_CU_CtxPushCurrent, FK_AFTER_INIT);
+    return fk_call(GH_CU_CtxPushCurrent, 1, fk_on_context, ctx, push_current, NULL);
+}
 
-    if (res != CUDA_SUCCESS) {
-        return res;
+static CUresult
+pop_current(fk_target *target, void *pctx)
+{
+    (void)target;
+    if (fk_stack_depth == 0) {
+        return CUDA_ERROR_INVALID_CONTEXT;
     }
-    res = context_check(ctx);
-    if (res != CUDA_SUCCESS) {
-        return res;
+    fk_stack_depth--;
+    if (pctx != NULL) {
+        *(CUcontext *)pctx = fk_stack[fk_stack_depth];
     }
-    if (fk_stack_depth == FK_STACK_MAX) {
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    fk_stack[fk_stack_depth++] = ctx;
     return CUDA_SUCCESS;
 }
 
 CUresult
 fk_CtxPopCurrent(CUcontext *pctx)
 {
-    CUresult res = fk_enter(GH_CU_CtxPopCurrent, FK_AFTER_INIT);
+    return fk_call(GH_CU_CtxPopCurrent, 1, NULL, NULL, pop_current, pctx);
+}
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (fk_stack_depth == 0) {
-        return CUDA_ERROR_INVALID_CONTEXT;
-    }
-    fk_stack_depth--;
-    if (pctx != NULL) {
-        *pctx = fk_stack[fk_stack_depth];
-    }
+static CUresult
+get_device(fk_target *target, void *device)
+{
+    *(CUdevice *)device = target->ctx->device;
     return CUDA_SUCCESS;
 }
 
 CUresult
 fk_CtxGetDevice(CUdevice *device)
 {
-    CUresult res = fk_enter(GH_CU_CtxGetDevice, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
+    return fk_call(GH_CU_CtxGetDevice, device != NULL, fk_on_current, NULL, get_device, device);
+}
 
-    if (res != CUDA_SUCCESS) {
-        return res;
+static CUresult
+synchronize(fk_target *target, void *args)
+{
+    fk_context *ctx = target->ctx;
+
+    (void)args;
+    if (ctx->captures > 0) {
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* it would wait on a capturing stream */
     }
-    if (device == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    res = fk_current_context(&ctx);
-    if (res == CUDA_SUCCESS) {
-        *device = ctx->device;
-    }
-    fk_unlock();
-    return res;
+    fk_ops_wait(ctx->ops.last_seq); /* the lock is released while waiting */
+    /* reset meanwhile: its work was dropped */
+    return ctx->alive ? CUDA_SUCCESS : CUDA_ERROR_CONTEXT_IS_DESTROYED;
 }
 
 CUresult
 fk_CtxSynchronize(void)
 {
-    CUresult res = fk_enter(GH_CU_CtxSynchronize, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    fk_lock();
-    res = fk_current_context(&ctx);
-    if (res == CUDA_SUCCESS && ctx->captures > 0) {
-        res = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* it would wait on a capturing stream */
-    }
-    if (res == CUDA_SUCCESS) {
-        fk_ops_wait(ctx->ops.last_seq); /* the lock is released while waiting */
-        if (!ctx->alive) {
-            res = CUDA_ERROR_CONTEXT_IS_DESTROYED; /* reset meanwhile: its work was dropped */
-        }
-    }
-    fk_unlock();
-    return res;
+    return fk_call(GH_CU_CtxSynchronize, 1, fk_on_current, NULL, synchronize, NULL);
 }
 
 int

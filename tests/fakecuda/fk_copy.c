@@ -214,21 +214,62 @@ job_start(fk_job *job, fk_context *ctx, fk_lane *lane, const fk_context *other)
     op->op.size = sizeof(*op);
     op->op.replay = replay_job_op;
     op->op.node_type = job->elem != 0 ? CU_GRAPH_NODE_TYPE_MEMSET : CU_GRAPH_NODE_TYPE_MEMCPY;
-    op->job = *job;
-    res = fk_op_enqueue(&op->op, ctx, lane);
-    if (res != CUDA_SUCCESS) {
-        job_release(job); /* the op was freed: its pins were the job's */
-    }
-    return res;
+    op->job = *job; /* its pins now: released by the op, or by its cancel if it is dropped */
+    return fk_op_enqueue(&op->op, ctx, lane);
 }
 
-/* The context and lane work goes to: stream `stream` if async, else the current context
-   (lane NULL).  Lock held. */
+/* Resolve a planned job's sides (a destination of 0 bytes: nothing to do, nothing checked)
+   and start it on `lane` of `ctx` (job_start).  `src` is NULL for a memset.  Lock held. */
 static CUresult
-job_target(int async, CUstream stream, fk_context **ctx, fk_lane **lane)
+job_go(fk_job *job, const fk_access *dst, const fk_access *src, fk_context *ctx, fk_lane *lane,
+       const fk_context *other)
 {
-    *lane = NULL;
-    return async ? fk_stream_lane(stream, ctx, lane) : fk_current_context(ctx);
+    CUresult res;
+
+    if (dst->len == 0) {
+        return CUDA_SUCCESS;
+    }
+    res = job_resolve(job, dst, src);
+    return res == CUDA_SUCCESS ? job_start(job, ctx, lane, other) : res;
+}
+
+/* A copy or memset entry point's call, run by copy_call (or peer_call) under the lock. */
+typedef struct {
+    int async; /* on `stream`, else synchronous in the current context */
+    CUstream stream;
+    fk_job job; /* planned, unless p2 or p3 is set */
+    fk_access dst, src;
+    const CUDA_MEMCPY2D *p2; /* a 2D copy's parameters, planned under the lock */
+    const CUDA_MEMCPY3D *p3; /* a 3D copy's */
+    CUcontext src_ctx;       /* a peer copy's source context */
+} fk_copy_args;
+
+static CUresult plan_3d(const CUDA_MEMCPY3D *p, fk_job *job, fk_access *dst, fk_access *src);
+static void copy_2d_as_3d(CUDA_MEMCPY3D *out, const CUDA_MEMCPY2D *p);
+
+/* A copy or memset: planned if not yet, then started on its stream or synchronously. */
+static CUresult
+copy_call(fk_target *target, void *args)
+{
+    fk_copy_args *c = args;
+    CUDA_MEMCPY3D p3;
+    CUresult res = CUDA_SUCCESS;
+
+    if (c->p2 != NULL) {
+        copy_2d_as_3d(&p3, c->p2); /* a 2D copy is the 3D copy of one slice */
+        c->p3 = &p3;
+    }
+    if (c->p3 != NULL) {
+        res = plan_3d(c->p3, &c->job, &c->dst, &c->src);
+    }
+    if (res == CUDA_SUCCESS) {
+        res = c->async ? fk_on_stream(c->stream, target) : fk_on_current(NULL, target);
+    }
+    if (res == CUDA_SUCCESS) {
+        res = job_go(&c->job, &c->dst, c->job.elem != 0 ? NULL : &c->src, target->ctx, target->lane,
+                     NULL);
+    }
+    return res;
 }
 
 /* ---- linear copies ---- */
@@ -237,27 +278,16 @@ job_target(int async, CUstream stream, fk_context **ctx, fk_lane **lane)
 static CUresult
 linear_copy(gh_cu_id id, int async, CUstream stream, fk_access dst, fk_access src)
 {
-    CUresult res = fk_enter(id, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-    fk_lane *lane = NULL;
-    fk_job job;
+    fk_copy_args c;
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    memset(&job, 0, sizeof(job));
-    job.width = dst.len;
-    job.rows = job.slices = 1;
-    fk_lock();
-    res = job_target(async, stream, &ctx, &lane);
-    if (res == CUDA_SUCCESS && dst.len > 0) { /* nothing to copy: nothing checked */
-        res = job_resolve(&job, &dst, &src);
-        if (res == CUDA_SUCCESS) {
-            res = job_start(&job, ctx, lane, NULL);
-        }
-    }
-    fk_unlock();
-    return res;
+    memset(&c, 0, sizeof(c));
+    c.async = async;
+    c.stream = stream;
+    c.job.width = dst.len;
+    c.job.rows = c.job.slices = 1;
+    c.dst = dst;
+    c.src = src;
+    return fk_call(id, 1, NULL, NULL, copy_call, &c);
 }
 
 CUresult
@@ -316,40 +346,42 @@ fk_MemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStr
 
 /* ---- peer copies ---- */
 
+/* A peer copy, from the destination context resolved: the source context must be usable
+   too; an asynchronous one goes to its stream's context. */
+static CUresult
+peer_call(fk_target *target, void *args)
+{
+    fk_copy_args *c = args;
+    CUresult res = fk_context_usable(c->src_ctx);
+
+    if (res == CUDA_SUCCESS && c->async) {
+        res = fk_on_stream(c->stream, target);
+    }
+    if (res == CUDA_SUCCESS) {
+        res = job_go(&c->job, &c->dst, &c->src, target->ctx, target->lane,
+                     c->async ? NULL : c->src_ctx);
+    }
+    return res;
+}
+
 /* A copy between device memory of two contexts, each range inside its own context's. */
 static CUresult
 peer_copy(gh_cu_id id, int async, CUstream stream, fk_access dst, CUcontext dst_ctx, fk_access src,
           CUcontext src_ctx)
 {
-    CUresult res = fk_enter(id, FK_AFTER_INIT);
-    fk_context *ctx = dst_ctx;
-    fk_lane *lane = NULL;
-    fk_job job;
+    fk_copy_args c;
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    memset(&job, 0, sizeof(job));
-    job.width = dst.len;
-    job.rows = job.slices = 1;
-    dst.owner = dst_ctx;
-    src.owner = src_ctx;
-    fk_lock();
-    res = fk_context_usable(dst_ctx);
-    if (res == CUDA_SUCCESS) {
-        res = fk_context_usable(src_ctx);
-    }
-    if (res == CUDA_SUCCESS && async) {
-        res = fk_stream_lane(stream, &ctx, &lane);
-    }
-    if (res == CUDA_SUCCESS && dst.len > 0) {
-        res = job_resolve(&job, &dst, &src);
-        if (res == CUDA_SUCCESS) {
-            res = job_start(&job, ctx, lane, async ? NULL : src_ctx);
-        }
-    }
-    fk_unlock();
-    return res;
+    memset(&c, 0, sizeof(c));
+    c.async = async;
+    c.stream = stream;
+    c.job.width = dst.len;
+    c.job.rows = c.job.slices = 1;
+    c.dst = dst;
+    c.dst.owner = dst_ctx;
+    c.src = src;
+    c.src.owner = src_ctx;
+    c.src_ctx = src_ctx;
+    return fk_call(id, 1, fk_on_context, dst_ctx, peer_call, &c);
 }
 
 CUresult
@@ -477,32 +509,6 @@ plan_3d(const CUDA_MEMCPY3D *p, fk_job *job, fk_access *dst, fk_access *src)
     return res;
 }
 
-static CUresult
-copy_3d(int async, CUstream stream, const CUDA_MEMCPY3D *p)
-{
-    fk_context *ctx = NULL;
-    fk_lane *lane = NULL;
-    fk_access dst, src;
-    fk_job job;
-    CUresult res;
-
-    memset(&job, 0, sizeof(job));
-    res = plan_3d(p, &job, &dst, &src);
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    fk_lock();
-    res = job_target(async, stream, &ctx, &lane);
-    if (res == CUDA_SUCCESS && dst.len > 0) {
-        res = job_resolve(&job, &dst, &src);
-        if (res == CUDA_SUCCESS) {
-            res = job_start(&job, ctx, lane, NULL);
-        }
-    }
-    fk_unlock();
-    return res;
-}
-
 CUresult
 fk_copy_3d_on(const CUDA_MEMCPY3D *p, fk_context *ctx, fk_lane *lane)
 {
@@ -512,16 +518,9 @@ fk_copy_3d_on(const CUDA_MEMCPY3D *p, fk_context *ctx, fk_lane *lane)
 
     memset(&job, 0, sizeof(job));
     res = plan_3d(p, &job, &dst, &src);
-    if (res == CUDA_SUCCESS && dst.len > 0) {
-        res = job_resolve(&job, &dst, &src);
-        if (res == CUDA_SUCCESS) {
-            res = job_start(&job, ctx, lane, NULL);
-        }
-    }
-    return res;
+    return res == CUDA_SUCCESS ? job_go(&job, &dst, &src, ctx, lane, NULL) : res;
 }
 
-/* A 2D copy is the 3D copy of one slice. */
 static void
 copy_2d_as_3d(CUDA_MEMCPY3D *out, const CUDA_MEMCPY2D *p)
 {
@@ -545,54 +544,43 @@ copy_2d_as_3d(CUDA_MEMCPY3D *out, const CUDA_MEMCPY2D *p)
     out->Depth = 1;
 }
 
+/* A 2D (p2) or 3D (p3) copy, synchronous or on `stream`; the parameters are read under the
+   lock. */
 static CUresult
-copy_2d(gh_cu_id id, int async, CUstream stream, const CUDA_MEMCPY2D *p)
+copy_nd(gh_cu_id id, int async, CUstream stream, const CUDA_MEMCPY2D *p2, const CUDA_MEMCPY3D *p3)
 {
-    CUresult res = fk_enter(id, FK_AFTER_INIT);
-    CUDA_MEMCPY3D p3;
+    fk_copy_args c;
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (p == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    copy_2d_as_3d(&p3, p);
-    return copy_3d(async, stream, &p3);
+    memset(&c, 0, sizeof(c));
+    c.async = async;
+    c.stream = stream;
+    c.p2 = p2;
+    c.p3 = p3;
+    return fk_call(id, p2 != NULL || p3 != NULL, NULL, NULL, copy_call, &c);
 }
 
 CUresult
 fk_Memcpy2D(const CUDA_MEMCPY2D *pCopy)
 {
-    return copy_2d(GH_CU_Memcpy2D, 0, NULL, pCopy);
+    return copy_nd(GH_CU_Memcpy2D, 0, NULL, pCopy, NULL);
 }
 
 CUresult
 fk_Memcpy2DAsync(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
 {
-    return copy_2d(GH_CU_Memcpy2DAsync, 1, hStream, pCopy);
+    return copy_nd(GH_CU_Memcpy2DAsync, 1, hStream, pCopy, NULL);
 }
 
 CUresult
 fk_Memcpy3D(const CUDA_MEMCPY3D *pCopy)
 {
-    CUresult res = fk_enter(GH_CU_Memcpy3D, FK_AFTER_INIT);
-
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    return pCopy != NULL ? copy_3d(0, NULL, pCopy) : CUDA_ERROR_INVALID_VALUE;
+    return copy_nd(GH_CU_Memcpy3D, 0, NULL, NULL, pCopy);
 }
 
 CUresult
 fk_Memcpy3DAsync(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
 {
-    CUresult res = fk_enter(GH_CU_Memcpy3DAsync, FK_AFTER_INIT);
-
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    return pCopy != NULL ? copy_3d(1, hStream, pCopy) : CUDA_ERROR_INVALID_VALUE;
+    return copy_nd(GH_CU_Memcpy3DAsync, 1, hStream, NULL, pCopy);
 }
 
 /* ---- memsets ---- */
@@ -632,43 +620,23 @@ fk_memset_on(CUdeviceptr dst, size_t pitch, unsigned int value, unsigned int ele
     fk_job job;
     CUresult res = plan_memset(&job, &access, dst, pitch, value, elem, width, height);
 
-    if (res == CUDA_SUCCESS && access.len > 0) {
-        res = job_resolve(&job, &access, NULL);
-        if (res == CUDA_SUCCESS) {
-            res = job_start(&job, ctx, lane, NULL);
-        }
-    }
-    return res;
+    return res == CUDA_SUCCESS ? job_go(&job, &access, NULL, ctx, lane, NULL) : res;
 }
 
-/* A memset, synchronous or on `stream`. */
+/* A memset, synchronous or on `stream`.  Its plan reads no memory: made first, its verdict
+   is the call's argument check. */
 static CUresult
 memset_2d(gh_cu_id id, int async, CUstream stream, CUdeviceptr dst, size_t pitch,
           unsigned int value, unsigned int elem, size_t width, size_t height)
 {
-    CUresult res = fk_enter(id, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-    fk_lane *lane = NULL;
-    fk_access access;
-    fk_job job;
+    fk_copy_args c;
+    int planned;
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    res = plan_memset(&job, &access, dst, pitch, value, elem, width, height);
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    fk_lock();
-    res = job_target(async, stream, &ctx, &lane);
-    if (res == CUDA_SUCCESS && access.len > 0) {
-        res = job_resolve(&job, &access, NULL);
-        if (res == CUDA_SUCCESS) {
-            res = job_start(&job, ctx, lane, NULL);
-        }
-    }
-    fk_unlock();
-    return res;
+    memset(&c, 0, sizeof(c));
+    c.async = async;
+    c.stream = stream;
+    planned = plan_memset(&c.job, &c.dst, dst, pitch, value, elem, width, height) == CUDA_SUCCESS;
+    return fk_call(id, planned, NULL, NULL, copy_call, &c);
 }
 
 CUresult

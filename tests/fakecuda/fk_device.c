@@ -211,6 +211,7 @@ fk_devices_init(int count)
         fk_device *dev = &fk_devices[i];
         uint64_t hi = mix64(2 * (uint64_t)i), lo = mix64(2 * (uint64_t)i + 1);
 
+        dev->ordinal = i;
         snprintf(dev->name, sizeof(dev->name), "%s", profile->name);
         dev->total_mem = profile->total_mem;
         dev->used_mem = 0;
@@ -234,159 +235,155 @@ fk_device_get(CUdevice ordinal)
 }
 
 CUresult
+fk_on_device(const void *ordinal, fk_target *target)
+{
+    return fk_found(target, fk_device_get((CUdevice)(intptr_t)ordinal), CUDA_ERROR_INVALID_DEVICE);
+}
+
+static CUresult
+get_count(fk_target *target, void *count)
+{
+    (void)target;
+    *(int *)count = fk_device_count;
+    return CUDA_SUCCESS;
+}
+
+CUresult
 fk_DeviceGetCount(int *count)
 {
-    CUresult res = fk_enter(GH_CU_DeviceGetCount, FK_AFTER_INIT);
+    return fk_call(GH_CU_DeviceGetCount, count != NULL, NULL, NULL, get_count, count);
+}
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (count == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    *count = fk_device_count;
+static CUresult
+get_ordinal(fk_target *target, void *device)
+{
+    *(CUdevice *)device = ((fk_device *)target->found)->ordinal;
     return CUDA_SUCCESS;
 }
 
 CUresult
 fk_DeviceGet(CUdevice *device, int ordinal)
 {
-    CUresult res = fk_enter(GH_CU_DeviceGet, FK_AFTER_INIT);
+    return fk_call(GH_CU_DeviceGet, device != NULL, fk_on_device, FK_ORDINAL(ordinal), get_ordinal,
+                   device);
+}
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (device == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    if (fk_device_get(ordinal) == NULL) {
-        return CUDA_ERROR_INVALID_DEVICE;
-    }
-    *device = ordinal;
+/* A string answer: at most `len` bytes at `out`. */
+typedef struct {
+    char *out;
+    int len;
+} fk_text_args;
+
+static CUresult
+get_name(fk_target *target, void *args)
+{
+    fk_text_args *a = args;
+
+    snprintf(a->out, (size_t)a->len, "%s", ((fk_device *)target->found)->name);
     return CUDA_SUCCESS;
 }
 
 CUresult
 fk_DeviceGetName(char *name, int len, CUdevice dev)
 {
-    CUresult res = fk_enter(GH_CU_DeviceGetName, FK_AFTER_INIT);
-    fk_device *device;
+    fk_text_args args = {name, len};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    device = fk_device_get(dev);
-    if (name == NULL || len <= 0) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    if (device == NULL) {
-        return CUDA_ERROR_INVALID_DEVICE;
-    }
-    snprintf(name, (size_t)len, "%s", device->name);
+    return fk_call(GH_CU_DeviceGetName, name != NULL && len > 0, fk_on_device, FK_ORDINAL(dev),
+                   get_name, &args);
+}
+
+static CUresult
+get_uuid(fk_target *target, void *uuid)
+{
+    *(CUuuid *)uuid = ((fk_device *)target->found)->uuid;
     return CUDA_SUCCESS;
 }
 
 CUresult
 fk_DeviceGetUuid(CUuuid *uuid, CUdevice dev)
 {
-    CUresult res = fk_enter(GH_CU_DeviceGetUuid, FK_AFTER_INIT);
-    fk_device *device;
+    return fk_call(GH_CU_DeviceGetUuid, uuid != NULL, fk_on_device, FK_ORDINAL(dev), get_uuid,
+                   uuid);
+}
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    device = fk_device_get(dev);
-    if (uuid == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    if (device == NULL) {
-        return CUDA_ERROR_INVALID_DEVICE;
-    }
-    *uuid = device->uuid;
+static CUresult
+get_total_mem(fk_target *target, void *bytes)
+{
+    *(size_t *)bytes = ((fk_device *)target->found)->total_mem;
     return CUDA_SUCCESS;
 }
 
 CUresult
 fk_DeviceTotalMem(size_t *bytes, CUdevice dev)
 {
-    CUresult res = fk_enter(GH_CU_DeviceTotalMem, FK_AFTER_INIT);
-    fk_device *device;
+    return fk_call(GH_CU_DeviceTotalMem, bytes != NULL, fk_on_device, FK_ORDINAL(dev),
+                   get_total_mem, bytes);
+}
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    device = fk_device_get(dev);
-    if (bytes == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    if (device == NULL) {
-        return CUDA_ERROR_INVALID_DEVICE;
-    }
-    *bytes = device->total_mem;
+typedef struct {
+    int *pi;
+    CUdevice_attribute attrib;
+} fk_attribute_args;
+
+static CUresult
+get_attribute(fk_target *target, void *args)
+{
+    fk_attribute_args *a = args;
+
+    *a->pi = ((fk_device *)target->found)->attrs[a->attrib];
     return CUDA_SUCCESS;
 }
 
 CUresult
 fk_DeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 {
-    CUresult res = fk_enter(GH_CU_DeviceGetAttribute, FK_AFTER_INIT);
-    fk_device *device;
+    fk_attribute_args args = {pi, attrib};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    device = fk_device_get(dev);
-    if (pi == NULL || (int)attrib < 1 || (int)attrib >= CU_DEVICE_ATTRIBUTE_MAX) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    if (device == NULL) {
-        return CUDA_ERROR_INVALID_DEVICE;
-    }
-    *pi = device->attrs[attrib];
-    return CUDA_SUCCESS;
+    return fk_call(GH_CU_DeviceGetAttribute,
+                   pi != NULL && (int)attrib >= 1 && (int)attrib < CU_DEVICE_ATTRIBUTE_MAX,
+                   fk_on_device, FK_ORDINAL(dev), get_attribute, &args);
 }
 
 /* "0000:1B:00.0": domain, bus, device from the attributes, in upper case as the driver. */
-CUresult
-fk_DeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
+static CUresult
+get_pci_bus_id(fk_target *target, void *args)
 {
-    CUresult res = fk_enter(GH_CU_DeviceGetPCIBusId, FK_AFTER_INIT);
-    fk_device *device;
+    const fk_device *device = target->found;
+    fk_text_args *a = args;
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    device = fk_device_get(dev);
-    if (pciBusId == NULL || len <= 0) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    if (device == NULL) {
-        return CUDA_ERROR_INVALID_DEVICE;
-    }
-    snprintf(pciBusId, (size_t)len, "%04X:%02X:%02X.0",
+    snprintf(a->out, (size_t)a->len, "%04X:%02X:%02X.0",
              (unsigned)device->attrs[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID],
              (unsigned)device->attrs[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID],
              (unsigned)device->attrs[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID]);
     return CUDA_SUCCESS;
 }
 
+CUresult
+fk_DeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
+{
+    fk_text_args args = {pciBusId, len};
+
+    return fk_call(GH_CU_DeviceGetPCIBusId, pciBusId != NULL && len > 0, fk_on_device,
+                   FK_ORDINAL(dev), get_pci_bus_id, &args);
+}
+
+typedef struct {
+    CUdevice *dev;
+    const char *pci_bus_id;
+} fk_pci_args;
+
 /* "[domain:]bus:device.function" in hex, as the driver parses it; the device whose PCI
    attributes match (function 0), else CUDA_ERROR_INVALID_DEVICE. */
-CUresult
-fk_DeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)
+static CUresult
+find_by_pci_bus_id(fk_target *target, void *args)
 {
-    CUresult res = fk_enter(GH_CU_DeviceGetByPCIBusId, FK_AFTER_INIT);
+    fk_pci_args *a = args;
     unsigned domain = 0, bus, device, function;
     char tail;
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (dev == NULL || pciBusId == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    if (sscanf(pciBusId, "%x:%x:%x.%x%c", &domain, &bus, &device, &function, &tail) != 4 &&
-        (domain = 0, sscanf(pciBusId, "%x:%x.%x%c", &bus, &device, &function, &tail) != 3)) {
+    (void)target;
+    if (sscanf(a->pci_bus_id, "%x:%x:%x.%x%c", &domain, &bus, &device, &function, &tail) != 4 &&
+        (domain = 0, sscanf(a->pci_bus_id, "%x:%x.%x%c", &bus, &device, &function, &tail) != 3)) {
         return CUDA_ERROR_INVALID_VALUE;
     }
     for (int i = 0; i < fk_device_count; i++) {
@@ -394,9 +391,18 @@ fk_DeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)
         if (function == 0 && d->attrs[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID] == (int)domain &&
             d->attrs[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID] == (int)bus &&
             d->attrs[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID] == (int)device) {
-            *dev = i;
+            *a->dev = i;
             return CUDA_SUCCESS;
         }
     }
     return CUDA_ERROR_INVALID_DEVICE;
+}
+
+CUresult
+fk_DeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)
+{
+    fk_pci_args args = {dev, pciBusId};
+
+    return fk_call(GH_CU_DeviceGetByPCIBusId, dev != NULL && pciBusId != NULL, NULL, NULL,
+                   find_by_pci_bus_id, &args);
 }

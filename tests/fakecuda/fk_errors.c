@@ -99,10 +99,11 @@ error_index(CUresult code)
     return -1;
 }
 
-CUresult
-fk_GetErrorName(CUresult error, const char **pStr)
+/* cuGetErrorName and cuGetErrorString: the name, or the `message`, of `error` in *pStr. */
+static CUresult
+error_text(gh_cu_id id, CUresult error, const char **pStr, int message)
 {
-    CUresult res = fk_enter(GH_CU_GetErrorName, FK_ANYTIME);
+    CUresult res = fk_enter(id, FK_ANYTIME);
     int i;
 
     if (res != CUDA_SUCCESS) {
@@ -111,25 +112,22 @@ fk_GetErrorName(CUresult error, const char **pStr)
     if (pStr == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
     }
+    if (message) {
+        pthread_once(&fk_messages_once, build_messages);
+    }
     i = error_index(error);
-    *pStr = i < 0 ? NULL : fk_errors[i].name;
+    *pStr = i < 0 ? NULL : message ? fk_messages[i] : fk_errors[i].name;
     return i < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+CUresult
+fk_GetErrorName(CUresult error, const char **pStr)
+{
+    return error_text(GH_CU_GetErrorName, error, pStr, 0);
 }
 
 CUresult
 fk_GetErrorString(CUresult error, const char **pStr)
 {
-    CUresult res = fk_enter(GH_CU_GetErrorString, FK_ANYTIME);
-    int i;
-
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (pStr == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    pthread_once(&fk_messages_once, build_messages);
-    i = error_index(error);
-    *pStr = i < 0 ? NULL : fk_messages[i];
-    return i < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    return error_text(GH_CU_GetErrorString, error, pStr, 1);
 }

@@ -88,48 +88,60 @@ event_new(CUevent *phEvent, fk_context *ctx, fk_event_state *state, unsigned int
     return CUDA_SUCCESS;
 }
 
+/* The live event `handle` (target->found), else CUDA_ERROR_INVALID_HANDLE.  Lock held. */
+static CUresult
+on_event(const void *handle, fk_target *target)
+{
+    return fk_found(target, find_event((CUevent)handle), CUDA_ERROR_INVALID_HANDLE);
+}
+
+static fk_event_state *exported_state(const CUipcEventHandle *handle);
+
+typedef struct {
+    CUevent *phEvent;
+    const CUipcEventHandle *ipc; /* NULL: a new event */
+    unsigned int flags;
+} fk_new_args;
+
+/* A new handle in the current context: on a new event, or on the one an IPC handle names. */
+static CUresult
+event_open(fk_target *target, void *args)
+{
+    fk_new_args *a = args;
+    fk_event_state *state = NULL;
+
+    if (a->ipc != NULL && (state = exported_state(a->ipc)) == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return event_new(a->phEvent, target->ctx, state, a->flags);
+}
+
 CUresult
 fk_EventCreate(CUevent *phEvent, unsigned int Flags)
 {
-    CUresult res = fk_enter(GH_CU_EventCreate, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
+    fk_new_args args = {phEvent, NULL, Flags};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (phEvent == NULL || (Flags & ~(unsigned int)FK_EVENT_FLAGS) != 0 ||
-        ((Flags & CU_EVENT_INTERPROCESS) && !(Flags & CU_EVENT_DISABLE_TIMING))) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    res = fk_current_context(&ctx);
-    if (res == CUDA_SUCCESS) {
-        res = event_new(phEvent, ctx, NULL, Flags);
-    }
-    fk_unlock();
-    return res;
+    return fk_call(GH_CU_EventCreate,
+                   phEvent != NULL && (Flags & ~(unsigned int)FK_EVENT_FLAGS) == 0 &&
+                       (!(Flags & CU_EVENT_INTERPROCESS) || (Flags & CU_EVENT_DISABLE_TIMING)),
+                   fk_on_current, NULL, event_open, &args);
+}
+
+static CUresult
+event_destroy(fk_target *target, void *args)
+{
+    fk_event *event = target->found;
+
+    (void)args;
+    fk_resource_remove(&event->res); /* a record still queued runs on the state */
+    event_gone(&event->res);
+    return CUDA_SUCCESS;
 }
 
 CUresult
 fk_EventDestroy(CUevent hEvent)
 {
-    CUresult res = fk_enter(GH_CU_EventDestroy, FK_AFTER_INIT);
-    fk_event *event;
-
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    fk_lock();
-    event = find_event(hEvent);
-    if (event == NULL) {
-        res = CUDA_ERROR_INVALID_HANDLE;
-    }
-    else {
-        fk_resource_remove(&event->res); /* a record still queued runs on the state */
-        event_gone(&event->res);
-    }
-    fk_unlock();
-    return res;
+    return fk_call(GH_CU_EventDestroy, 1, on_event, hEvent, event_destroy, NULL);
 }
 
 /* On the worker: complete the record unless a newer record replaced it. */
@@ -210,66 +222,51 @@ fk_event_record_on(CUevent hEvent, fk_context *ctx, fk_lane *lane)
     return fk_op_enqueue(&record->op, ctx, lane);
 }
 
+/* Record the event resolved on `stream`. */
+static CUresult
+event_record(fk_target *target, void *stream)
+{
+    CUevent event = target->found;
+    CUresult res = fk_on_stream(stream, target);
+
+    return res == CUDA_SUCCESS ? fk_event_record_on(event, target->ctx, target->lane) : res;
+}
+
 CUresult
 fk_EventRecord(CUevent hEvent, CUstream hStream)
 {
-    CUresult res = fk_enter(GH_CU_EventRecord, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-    fk_lane *lane = NULL;
+    return fk_call(GH_CU_EventRecord, 1, on_event, hEvent, event_record, hStream);
+}
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    fk_lock();
-    res = find_event(hEvent) != NULL ? fk_stream_lane(hStream, &ctx, &lane)
-                                     : CUDA_ERROR_INVALID_HANDLE;
-    if (res == CUDA_SUCCESS) {
-        res = fk_event_record_on(hEvent, ctx, lane);
-    }
-    fk_unlock();
-    return res;
+static CUresult
+event_query(fk_target *target, void *args)
+{
+    const fk_event_state *state = ((fk_event *)target->found)->state;
+
+    (void)args;
+    /* never recorded: CUDA_SUCCESS, as the driver */
+    return state->record_seq != 0 && !state->complete ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
 }
 
 CUresult
 fk_EventQuery(CUevent hEvent)
 {
-    CUresult res = fk_enter(GH_CU_EventQuery, FK_AFTER_INIT);
-    fk_event *event;
+    return fk_call(GH_CU_EventQuery, 1, on_event, hEvent, event_query, NULL);
+}
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    fk_lock();
-    event = find_event(hEvent);
-    if (event == NULL) {
-        res = CUDA_ERROR_INVALID_HANDLE;
-    }
-    else if (event->state->record_seq != 0 && !event->state->complete) {
-        res = CUDA_ERROR_NOT_READY; /* never recorded: CUDA_SUCCESS, as the driver */
-    }
-    fk_unlock();
-    return res;
+static CUresult
+event_synchronize(fk_target *target, void *args)
+{
+    (void)args;
+    /* the lock is released while waiting */
+    fk_ops_wait(((fk_event *)target->found)->state->record_seq);
+    return CUDA_SUCCESS;
 }
 
 CUresult
 fk_EventSynchronize(CUevent hEvent)
 {
-    CUresult res = fk_enter(GH_CU_EventSynchronize, FK_AFTER_INIT);
-    fk_event *event;
-
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    fk_lock();
-    event = find_event(hEvent);
-    if (event == NULL) {
-        res = CUDA_ERROR_INVALID_HANDLE;
-    }
-    else {
-        fk_ops_wait(event->state->record_seq); /* the lock is released while waiting */
-    }
-    fk_unlock();
-    return res;
+    return fk_call(GH_CU_EventSynchronize, 1, on_event, hEvent, event_synchronize, NULL);
 }
 
 /* CUDA_SUCCESS if `state` has a completed timed record, else why not.  Lock held. */
@@ -282,80 +279,77 @@ timing_check(const fk_event_state *state)
     return state->complete ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
+typedef struct {
+    float *ms;
+    CUevent end;
+} fk_elapsed_args;
+
+/* From the event resolved to the end event. */
+static CUresult
+elapsed_time(fk_target *target, void *args)
+{
+    fk_elapsed_args *a = args;
+    const fk_event *start = target->found, *end = find_event(a->end);
+    CUresult res, res_start, res_end;
+
+    if (end == NULL) {
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
+    /* An unusable event (INVALID_HANDLE) outranks an unfinished one (NOT_READY). */
+    res_start = timing_check(start->state);
+    res_end = timing_check(end->state);
+    res = res_start == CUDA_ERROR_INVALID_HANDLE ? res_start
+          : res_end != CUDA_SUCCESS              ? res_end
+                                                 : res_start;
+    if (res == CUDA_SUCCESS) {
+        const struct timespec *t0 = &start->state->when, *t1 = &end->state->when;
+
+        *a->ms = (float)((double)(t1->tv_sec - t0->tv_sec) * 1e3 +
+                         (double)(t1->tv_nsec - t0->tv_nsec) / 1e6);
+    }
+    return res;
+}
+
 CUresult
 fk_EventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
 {
-    CUresult res = fk_enter(GH_CU_EventElapsedTime, FK_AFTER_INIT);
-    fk_event *start, *end;
+    fk_elapsed_args args = {pMilliseconds, hEnd};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (pMilliseconds == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    start = find_event(hStart);
-    end = find_event(hEnd);
-    if (start == NULL || end == NULL) {
-        res = CUDA_ERROR_INVALID_HANDLE;
-    }
-    else {
-        /* An unusable event (INVALID_HANDLE) outranks an unfinished one (NOT_READY). */
-        CUresult res_start = timing_check(start->state), res_end = timing_check(end->state);
-
-        res = res_start == CUDA_ERROR_INVALID_HANDLE ? res_start
-              : res_end != CUDA_SUCCESS              ? res_end
-                                                     : res_start;
-    }
-    if (res == CUDA_SUCCESS) {
-        const struct timespec *a = &start->state->when, *b = &end->state->when;
-
-        *pMilliseconds = (float)((double)(b->tv_sec - a->tv_sec) * 1e3 +
-                                 (double)(b->tv_nsec - a->tv_nsec) / 1e6);
-    }
-    fk_unlock();
-    return res;
+    return fk_call(GH_CU_EventElapsedTime, pMilliseconds != NULL, on_event, hStart, elapsed_time,
+                   &args);
 }
 
 /* ---- IPC ---- */
 
+static CUresult
+ipc_get_handle(fk_target *target, void *handle)
+{
+    fk_event_state *state = ((fk_event *)target->found)->state;
+    CUipcEventHandle *pHandle = handle;
+    fk_ipc_event ipc;
+
+    if (!(state->flags & CU_EVENT_INTERPROCESS)) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (!state->exported) {
+        state->exported = 1;
+        state->next_exported = fk_exported;
+        fk_exported = state;
+    }
+    memcpy(ipc.magic, fk_ipc_magic, sizeof(ipc.magic));
+    ipc.pid = (uint64_t)getpid();
+    ipc.instance = (uint64_t)(uintptr_t)&fk_exported;
+    ipc.state = (uint64_t)(uintptr_t)state;
+    memset(pHandle, 0, sizeof(*pHandle));
+    memcpy(pHandle->reserved, &ipc, sizeof(ipc));
+    return CUDA_SUCCESS;
+}
+
 CUresult
 fk_IpcGetEventHandle(CUipcEventHandle *pHandle, CUevent event)
 {
-    CUresult res = fk_enter(GH_CU_IpcGetEventHandle, FK_AFTER_INIT);
-    fk_event *found;
-    fk_ipc_event ipc;
-
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (pHandle == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    found = find_event(event);
-    if (found == NULL) {
-        res = CUDA_ERROR_INVALID_HANDLE;
-    }
-    else if (!(found->state->flags & CU_EVENT_INTERPROCESS)) {
-        res = CUDA_ERROR_INVALID_VALUE;
-    }
-    else {
-        if (!found->state->exported) {
-            found->state->exported = 1;
-            found->state->next_exported = fk_exported;
-            fk_exported = found->state;
-        }
-        memcpy(ipc.magic, fk_ipc_magic, sizeof(ipc.magic));
-        ipc.pid = (uint64_t)getpid();
-        ipc.instance = (uint64_t)(uintptr_t)&fk_exported;
-        ipc.state = (uint64_t)(uintptr_t)found->state;
-        memset(pHandle, 0, sizeof(*pHandle));
-        memcpy(pHandle->reserved, &ipc, sizeof(ipc));
-    }
-    fk_unlock();
-    return res;
+    return fk_call(GH_CU_IpcGetEventHandle, pHandle != NULL, on_event, event, ipc_get_handle,
+                   pHandle);
 }
 
 /* The exported state a handle names with live handles on it, or NULL.  Lock held.
@@ -383,22 +377,8 @@ exported_state(const CUipcEventHandle *handle)
 CUresult
 fk_IpcOpenEventHandle(CUevent *phEvent, CUipcEventHandle handle)
 {
-    CUresult res = fk_enter(GH_CU_IpcOpenEventHandle, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-    fk_event_state *state;
+    fk_new_args args = {phEvent, &handle, 0};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (phEvent == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    res = fk_current_context(&ctx);
-    if (res == CUDA_SUCCESS) {
-        state = exported_state(&handle);
-        res = state != NULL ? event_new(phEvent, ctx, state, 0) : CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_unlock();
-    return res;
+    return fk_call(GH_CU_IpcOpenEventHandle, phEvent != NULL, fk_on_current, NULL, event_open,
+                   &args);
 }

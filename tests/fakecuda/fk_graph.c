@@ -26,10 +26,7 @@ static void
 node_free(fk_node *n)
 {
     if (n->tmpl != NULL) {
-        if (n->tmpl->cancel != NULL) {
-            n->tmpl->cancel(n->tmpl);
-        }
-        free(n->tmpl);
+        fk_op_drop(n->tmpl);
     }
     if (n->child != NULL) {
         fk_graph_free(n->child);
@@ -60,10 +57,20 @@ fk_graph_free(fk_graph *g)
     free(g);
 }
 
+/* A context's teardown (fk_resource_destroy_all), res already unregistered.  A body is
+   left to its conditional node, which frees it with its graph (a graph of the same context,
+   destroyed in the same teardown, before or after): res.ctx NULL tells node_free that it
+   is no longer registered. */
 static void
 graph_destroy_res(fk_resource *res)
 {
-    fk_graph_free((fk_graph *)res);
+    fk_graph *g = (fk_graph *)res;
+
+    if (g->body) {
+        res->ctx = NULL;
+        return;
+    }
+    fk_graph_free(g);
 }
 
 /* A new empty graph, registered with `ctx` (NULL: unregistered), or NULL.  Lock held. */
@@ -199,6 +206,7 @@ fk_graph_clone(const fk_graph *g, fk_context *ctx, CUresult *res)
                 if ((c->bodies[b] = fk_graph_clone(n->bodies[b], NULL, res)) == NULL) {
                     goto fail;
                 }
+                c->bodies[b]->body = 1;
             }
         }
     }
@@ -224,10 +232,7 @@ fk_graph_capture_op(fk_graph *g, fk_op *op)
     fk_node *n = node_add(g, op->node_type, &last, last != NULL);
 
     if (n == NULL) {
-        if (op->cancel != NULL) {
-            op->cancel(op);
-        }
-        free(op);
+        fk_op_drop(op);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     n->tmpl = op;
@@ -235,118 +240,118 @@ fk_graph_capture_op(fk_graph *g, fk_op *op)
     return CUDA_SUCCESS;
 }
 
+CUresult
+fk_on_graph(const void *handle, fk_target *target)
+{
+    return fk_found(target, fk_graph_find((CUgraph)handle), CUDA_ERROR_INVALID_VALUE);
+}
+
 /* ---- building graphs ---- */
+
+static CUresult
+graph_create(fk_target *target, void *phGraph)
+{
+    fk_graph *g = fk_graph_new(target->ctx);
+
+    *(CUgraph *)phGraph = g;
+    return g != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
 
 CUresult
 fk_GraphCreate(CUgraph *phGraph, unsigned int flags)
 {
-    CUresult res = fk_enter(GH_CU_GraphCreate, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-    fk_graph *g;
+    return fk_call(GH_CU_GraphCreate, phGraph != NULL && flags == 0, fk_on_current, NULL,
+                   graph_create, phGraph);
+}
 
-    if (res != CUDA_SUCCESS) {
-        return res;
+static CUresult
+graph_destroy(fk_target *target, void *args)
+{
+    fk_graph *g = target->found;
+
+    (void)args;
+    if (g->body) {
+        return CUDA_ERROR_INVALID_VALUE; /* its conditional node's, destroyed with it */
     }
-    if (phGraph == NULL || flags != 0) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    res = fk_current_context(&ctx);
-    if (res == CUDA_SUCCESS) {
-        g = fk_graph_new(ctx);
-        res = g != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
-        *phGraph = g;
-    }
-    fk_unlock();
-    return res;
+    fk_resource_remove(&g->res);
+    fk_graph_free(g);
+    return CUDA_SUCCESS;
 }
 
 CUresult
 fk_GraphDestroy(CUgraph hGraph)
 {
-    CUresult res = fk_enter(GH_CU_GraphDestroy, FK_AFTER_INIT);
-    fk_graph *g;
+    return fk_call(GH_CU_GraphDestroy, 1, fk_on_graph, hGraph, graph_destroy, NULL);
+}
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    fk_lock();
-    g = fk_graph_find(hGraph);
-    if (g == NULL) {
-        res = CUDA_ERROR_INVALID_VALUE;
-    }
-    else {
-        fk_resource_remove(&g->res);
-        fk_graph_free(g);
-    }
-    fk_unlock();
+static CUresult
+graph_clone(fk_target *target, void *phGraphClone)
+{
+    const fk_graph *g = target->found;
+    CUresult res;
+
+    *(CUgraph *)phGraphClone = fk_graph_clone(g, g->res.ctx, &res);
     return res;
 }
 
 CUresult
 fk_GraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
 {
-    CUresult res = fk_enter(GH_CU_GraphClone, FK_AFTER_INIT);
-    fk_graph *g;
-
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (phGraphClone == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    g = fk_graph_find(originalGraph);
-    if (g == NULL) {
-        res = CUDA_ERROR_INVALID_VALUE;
-    }
-    else {
-        *phGraphClone = fk_graph_clone(g, g->res.ctx, &res);
-    }
-    fk_unlock();
-    return res;
+    return fk_call(GH_CU_GraphClone, phGraphClone != NULL, fk_on_graph, originalGraph, graph_clone,
+                   phGraphClone);
 }
 
-/* The common start of cuGraphAdd*Node: the graph, its dependencies checked (each a node of
-   it, none twice).  CUDA_SUCCESS with *g set, lock held; otherwise the lock is let go. */
-static CUresult
-add_begin(gh_cu_id id, CUgraphNode *phNode, CUgraph hGraph, const CUgraphNode *deps, size_t ndeps,
-          fk_graph **g)
-{
-    CUresult res = fk_enter(id, FK_AFTER_INIT);
+/* What `queue` queues on (ctx, lane) for an op node.  Lock held. */
+typedef CUresult (*fk_queue_fn)(fk_context *ctx, fk_lane *lane, const void *arg);
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (phNode == NULL || (ndeps > 0 && deps == NULL)) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    *g = fk_graph_find(hGraph);
-    res = *g != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-    for (size_t i = 0; res == CUDA_SUCCESS && i < ndeps; i++) {
-        if (!graph_has(*g, deps[i])) {
-            res = CUDA_ERROR_INVALID_VALUE;
+/* A cuGraphAdd*Node call: where the node goes, and what `add` makes of the rest. */
+typedef struct fk_add_args {
+    CUgraphNode *phNode;
+    const CUgraphNode *deps;
+    size_t ndeps;
+    CUresult (*add)(fk_graph *g, const struct fk_add_args *a); /* Lock held. */
+    CUgraphNodeType type;                                      /* the node's */
+    fk_queue_fn queue;                                         /* an op node's op */
+    const void *arg;                                           /* the call's parameters */
+    CUcontext ctx; /* a memcpy or memset node's: NULL or the graph's */
+} fk_add_args;
+
+/* The common part of cuGraphAdd*Node: the graph resolved, its dependencies checked (each a
+   node of it, none twice), then a->add. */
+static CUresult
+add_checked(fk_target *target, void *args)
+{
+    fk_graph *g = target->found;
+    const fk_add_args *a = args;
+
+    for (size_t i = 0; i < a->ndeps; i++) {
+        if (!graph_has(g, a->deps[i])) {
+            return CUDA_ERROR_INVALID_VALUE;
         }
         for (size_t j = 0; j < i; j++) {
-            if (deps[j] == deps[i]) {
-                res = CUDA_ERROR_INVALID_VALUE;
+            if (a->deps[j] == a->deps[i]) {
+                return CUDA_ERROR_INVALID_VALUE;
             }
         }
     }
-    if (res != CUDA_SUCCESS) {
-        fk_unlock();
-    }
-    return res;
+    return a->add(g, a);
 }
 
-/* A node made by queueing its op on a private lane capturing into a scratch graph, then
-   moved into g after `deps`: what `queue` queues on (ctx, lane).  Lock held. */
-typedef CUresult (*fk_queue_fn)(fk_context *ctx, fk_lane *lane, const void *arg);
-
 static CUresult
-add_op_node(fk_graph *g, CUgraphNodeType type, const CUgraphNode *deps, size_t ndeps,
-            fk_queue_fn queue, const void *arg, CUgraphNode *phNode)
+add_node(gh_cu_id id, CUgraphNode *phNode, CUgraph hGraph, const CUgraphNode *deps, size_t ndeps,
+         fk_add_args *a)
+{
+    a->phNode = phNode;
+    a->deps = deps;
+    a->ndeps = ndeps;
+    return fk_call(id, phNode != NULL && (ndeps == 0 || deps != NULL), fk_on_graph, hGraph,
+                   add_checked, a);
+}
+
+/* An op node made by queueing its op (a->queue) on a private lane capturing into a scratch
+   graph, then moved into g. */
+static CUresult
+add_op_node(fk_graph *g, const fk_add_args *a)
 {
     fk_graph scratch;
     fk_lane lane;
@@ -358,12 +363,12 @@ add_op_node(fk_graph *g, CUgraphNodeType type, const CUgraphNode *deps, size_t n
     lane.capture = &scratch;
     lane.non_blocking = 1;
     lane.node_builder = 1;
-    res = queue(g->res.ctx, &lane, arg);
+    res = a->queue(g->res.ctx, &lane, a->arg);
     if (res == CUDA_SUCCESS && lane.capture_invalid) {
         res = CUDA_ERROR_INVALID_VALUE; /* pageable memory, say */
     }
     if (res == CUDA_SUCCESS) {
-        n = node_add(g, type, deps, ndeps);
+        n = node_add(g, a->type, a->deps, a->ndeps);
         if (n == NULL) {
             res = CUDA_ERROR_OUT_OF_MEMORY;
         }
@@ -372,13 +377,31 @@ add_op_node(fk_graph *g, CUgraphNodeType type, const CUgraphNode *deps, size_t n
             if (scratch.head != NULL) {
                 scratch.head->tmpl = NULL;
             }
-            *phNode = n;
+            *a->phNode = n;
         }
     }
     if (scratch.head != NULL) {
         node_free(scratch.head);
     }
     return res;
+}
+
+/* A memcpy or memset node: its parameters, in the graph's context. */
+static CUresult
+add_copy_node(fk_graph *g, const fk_add_args *a)
+{
+    if (a->arg == NULL || (a->ctx != NULL && a->ctx != g->res.ctx)) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    return add_op_node(g, a);
+}
+
+static CUresult
+add_host_node(fk_graph *g, const fk_add_args *a)
+{
+    const CUDA_HOST_NODE_PARAMS *p = a->arg;
+
+    return p == NULL || p->fn == NULL ? CUDA_ERROR_INVALID_VALUE : add_op_node(g, a);
 }
 
 static CUresult
@@ -419,22 +442,14 @@ CUresult
 fk_GraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
                       size_t numDependencies, const CUDA_MEMCPY3D *copyParams, CUcontext ctx)
 {
-    fk_graph *g;
-    CUresult res =
-        add_begin(GH_CU_GraphAddMemcpyNode, phGraphNode, hGraph, dependencies, numDependencies, &g);
+    fk_add_args a = {.add = add_copy_node,
+                     .type = CU_GRAPH_NODE_TYPE_MEMCPY,
+                     .queue = queue_memcpy,
+                     .arg = copyParams,
+                     .ctx = ctx};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (copyParams == NULL || (ctx != NULL && ctx != g->res.ctx)) {
-        res = CUDA_ERROR_INVALID_VALUE;
-    }
-    else {
-        res = add_op_node(g, CU_GRAPH_NODE_TYPE_MEMCPY, dependencies, numDependencies, queue_memcpy,
-                          copyParams, phGraphNode);
-    }
-    fk_unlock();
-    return res;
+    return add_node(GH_CU_GraphAddMemcpyNode, phGraphNode, hGraph, dependencies, numDependencies,
+                    &a);
 }
 
 CUresult
@@ -442,74 +457,71 @@ fk_GraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNod
                       size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS *memsetParams,
                       CUcontext ctx)
 {
-    fk_graph *g;
-    CUresult res =
-        add_begin(GH_CU_GraphAddMemsetNode, phGraphNode, hGraph, dependencies, numDependencies, &g);
+    fk_add_args a = {.add = add_copy_node,
+                     .type = CU_GRAPH_NODE_TYPE_MEMSET,
+                     .queue = queue_memset,
+                     .arg = memsetParams,
+                     .ctx = ctx};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (memsetParams == NULL || (ctx != NULL && ctx != g->res.ctx)) {
-        res = CUDA_ERROR_INVALID_VALUE;
-    }
-    else {
-        res = add_op_node(g, CU_GRAPH_NODE_TYPE_MEMSET, dependencies, numDependencies, queue_memset,
-                          memsetParams, phGraphNode);
-    }
-    fk_unlock();
-    return res;
+    return add_node(GH_CU_GraphAddMemsetNode, phGraphNode, hGraph, dependencies, numDependencies,
+                    &a);
 }
 
 CUresult
 fk_GraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
                     size_t numDependencies, const CUDA_HOST_NODE_PARAMS *nodeParams)
 {
-    fk_graph *g;
-    CUresult res =
-        add_begin(GH_CU_GraphAddHostNode, phGraphNode, hGraph, dependencies, numDependencies, &g);
+    fk_add_args a = {.add = add_host_node,
+                     .type = CU_GRAPH_NODE_TYPE_HOST,
+                     .queue = queue_host,
+                     .arg = nodeParams};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    res = (nodeParams == NULL || nodeParams->fn == NULL)
-              ? CUDA_ERROR_INVALID_VALUE
-              : add_op_node(g, CU_GRAPH_NODE_TYPE_HOST, dependencies, numDependencies, queue_host,
-                            nodeParams, phGraphNode);
-    fk_unlock();
-    return res;
+    return add_node(GH_CU_GraphAddHostNode, phGraphNode, hGraph, dependencies, numDependencies, &a);
 }
 
 CUresult
 fk_GraphAddEventRecordNode(CUgraphNode *phGraphNode, CUgraph hGraph,
                            const CUgraphNode *dependencies, size_t numDependencies, CUevent event)
 {
-    fk_graph *g;
-    CUresult res = add_begin(GH_CU_GraphAddEventRecordNode, phGraphNode, hGraph, dependencies,
-                             numDependencies, &g);
+    fk_add_args a = {.add = add_op_node,
+                     .type = CU_GRAPH_NODE_TYPE_EVENT_RECORD,
+                     .queue = queue_record,
+                     .arg = event};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    res = add_op_node(g, CU_GRAPH_NODE_TYPE_EVENT_RECORD, dependencies, numDependencies,
-                      queue_record, event, phGraphNode);
-    fk_unlock();
-    return res;
+    return add_node(GH_CU_GraphAddEventRecordNode, phGraphNode, hGraph, dependencies,
+                    numDependencies, &a);
 }
 
 CUresult
 fk_GraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
                          size_t numDependencies, CUevent event)
 {
-    fk_graph *g;
-    CUresult res = add_begin(GH_CU_GraphAddEventWaitNode, phGraphNode, hGraph, dependencies,
-                             numDependencies, &g);
+    fk_add_args a = {.add = add_op_node,
+                     .type = CU_GRAPH_NODE_TYPE_WAIT_EVENT,
+                     .queue = queue_wait,
+                     .arg = event};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
+    return add_node(GH_CU_GraphAddEventWaitNode, phGraphNode, hGraph, dependencies, numDependencies,
+                    &a);
+}
+
+/* A child graph node holds its own copy of the child, as the driver's does. */
+static CUresult
+add_child_node(fk_graph *g, const fk_add_args *a)
+{
+    fk_graph *child = fk_graph_find((CUgraph)a->arg);
+    fk_node *n;
+    CUresult res;
+
+    if (child == NULL || child == g) {
+        return CUDA_ERROR_INVALID_VALUE;
     }
-    res = add_op_node(g, CU_GRAPH_NODE_TYPE_WAIT_EVENT, dependencies, numDependencies, queue_wait,
-                      event, phGraphNode);
-    fk_unlock();
+    n = node_add(g, CU_GRAPH_NODE_TYPE_GRAPH, a->deps, a->ndeps);
+    if (n == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    n->child = fk_graph_clone(child, NULL, &res);
+    *a->phNode = n;
     return res;
 }
 
@@ -517,83 +529,63 @@ CUresult
 fk_GraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
                           size_t numDependencies, CUgraph childGraph)
 {
-    fk_graph *g, *child;
-    fk_node *n;
-    CUresult res = add_begin(GH_CU_GraphAddChildGraphNode, phGraphNode, hGraph, dependencies,
-                             numDependencies, &g);
+    fk_add_args a = {.add = add_child_node, .arg = childGraph};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    child = fk_graph_find(childGraph);
-    if (child == NULL || child == g) {
-        res = CUDA_ERROR_INVALID_VALUE;
-    }
-    else {
-        n = node_add(g, CU_GRAPH_NODE_TYPE_GRAPH, dependencies, numDependencies);
-        res = n != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
-        if (n != NULL) {
-            n->child = fk_graph_clone(child, NULL, &res); /* the driver keeps a copy too */
-            *phGraphNode = n;
-        }
-    }
-    fk_unlock();
-    return res;
+    return add_node(GH_CU_GraphAddChildGraphNode, phGraphNode, hGraph, dependencies,
+                    numDependencies, &a);
+}
+
+static CUresult
+add_empty_node(fk_graph *g, const fk_add_args *a)
+{
+    fk_node *n = node_add(g, CU_GRAPH_NODE_TYPE_EMPTY, a->deps, a->ndeps);
+
+    *a->phNode = n;
+    return n != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 CUresult
 fk_GraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
                      size_t numDependencies)
 {
-    fk_graph *g;
-    fk_node *n;
-    CUresult res =
-        add_begin(GH_CU_GraphAddEmptyNode, phGraphNode, hGraph, dependencies, numDependencies, &g);
+    fk_add_args a = {.add = add_empty_node};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    n = node_add(g, CU_GRAPH_NODE_TYPE_EMPTY, dependencies, numDependencies);
-    res = n != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
-    *phGraphNode = n;
-    fk_unlock();
-    return res;
+    return add_node(GH_CU_GraphAddEmptyNode, phGraphNode, hGraph, dependencies, numDependencies,
+                    &a);
 }
 
-/* The fake has no kernels (cuLaunchKernel is unsupported too). */
-CUresult
-fk_GraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
-                      size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+/* The fake has no kernels (cuLaunchKernel only records launches). */
+static CUresult
+add_kernel_node(fk_graph *g, const fk_add_args *a)
 {
-    fk_graph *g;
-    CUresult res =
-        add_begin(GH_CU_GraphAddKernelNode, phGraphNode, hGraph, dependencies, numDependencies, &g);
-
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    (void)nodeParams;
-    fk_unlock();
+    (void)g, (void)a;
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
 CUresult
+fk_GraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                      size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+{
+    fk_add_args a = {.add = add_kernel_node, .arg = nodeParams};
+
+    return add_node(GH_CU_GraphAddKernelNode, phGraphNode, hGraph, dependencies, numDependencies,
+                    &a);
+}
+
+/* No kernel nodes here: every call is invalid. */
+CUresult
 fk_GraphKernelNodeGetParams(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS *nodeParams)
 {
-    CUresult res = fk_enter(GH_CU_GraphKernelNodeGetParams, FK_AFTER_INIT);
-
     (void)hNode, (void)nodeParams;
-    return res != CUDA_SUCCESS ? res : CUDA_ERROR_INVALID_VALUE; /* no kernel nodes here */
+    return fk_call(GH_CU_GraphKernelNodeGetParams, 0, NULL, NULL, NULL, NULL);
 }
 
 CUresult
 fk_GraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
                                 const CUDA_KERNEL_NODE_PARAMS *nodeParams)
 {
-    CUresult res = fk_enter(GH_CU_GraphExecKernelNodeSetParams, FK_AFTER_INIT);
-
     (void)hGraphExec, (void)hNode, (void)nodeParams;
-    return res != CUDA_SUCCESS ? res : CUDA_ERROR_NOT_SUPPORTED;
+    return fk_call(GH_CU_GraphExecKernelNodeSetParams, 1, NULL, NULL, fk_not_supported, NULL);
 }
 
 /* ---- conditional nodes ---- */
@@ -615,139 +607,152 @@ fk_cond_value(CUgraphConditionalHandle h)
     return h >= 1 && h <= fk_nhandles ? fk_handles[h - 1].value : 0;
 }
 
+typedef struct {
+    CUgraphConditionalHandle *out;
+    CUcontext ctx;
+    unsigned int value, flags;
+} fk_handle_args;
+
+static CUresult
+handle_create(fk_target *target, void *args)
+{
+    const fk_graph *g = target->found;
+    fk_handle_args *a = args;
+
+    if (a->ctx != g->res.ctx) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (fk_nhandles == FK_MAX_HANDLES) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    fk_handles[fk_nhandles].graph = g;
+    fk_handles[fk_nhandles].value = a->flags ? a->value : 0;
+    fk_handles[fk_nhandles].assign_default = a->flags != 0;
+    *a->out = ++fk_nhandles;
+    return CUDA_SUCCESS;
+}
+
 CUresult
 fk_GraphConditionalHandleCreate(CUgraphConditionalHandle *pHandle_out, CUgraph hGraph,
                                 CUcontext ctx, unsigned int defaultLaunchValue, unsigned int flags)
 {
-    CUresult res = fk_enter(GH_CU_GraphConditionalHandleCreate, FK_AFTER_INIT);
-    fk_graph *g;
+    fk_handle_args args = {pHandle_out, ctx, defaultLaunchValue, flags};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
+    return fk_call(GH_CU_GraphConditionalHandleCreate,
+                   pHandle_out != NULL &&
+                       (flags & ~(unsigned int)CU_GRAPH_COND_ASSIGN_DEFAULT) == 0,
+                   fk_on_graph, hGraph, handle_create, &args);
+}
+
+/* A conditional node (the only kind cuGraphAddNode makes here), with its empty bodies. */
+static CUresult
+add_conditional_node(fk_graph *g, const fk_add_args *a)
+{
+    CUgraphNodeParams *params = (CUgraphNodeParams *)a->arg;
+    const CUDA_CONDITIONAL_NODE_PARAMS *p = params != NULL ? &params->conditional : NULL;
+    fk_node *n;
+    CUresult res = CUDA_SUCCESS;
+
+    if (p == NULL || params->type != CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+        return p == NULL ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_SUPPORTED;
     }
-    if (pHandle_out == NULL || (flags & ~(unsigned int)CU_GRAPH_COND_ASSIGN_DEFAULT) != 0) {
+    if (p->handle < 1 || p->handle > fk_nhandles || fk_handles[p->handle - 1].graph != g ||
+        p->ctx != g->res.ctx || p->size == 0 || (p->type == CU_GRAPH_COND_TYPE_IF && p->size > 2) ||
+        (p->type == CU_GRAPH_COND_TYPE_WHILE && p->size != 1) ||
+        (p->type != CU_GRAPH_COND_TYPE_IF && p->type != CU_GRAPH_COND_TYPE_WHILE &&
+         p->type != CU_GRAPH_COND_TYPE_SWITCH)) {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    fk_lock();
-    g = fk_graph_find(hGraph);
-    if (g == NULL || ctx != g->res.ctx) {
-        res = CUDA_ERROR_INVALID_VALUE;
+    if ((n = node_add(g, CU_GRAPH_NODE_TYPE_CONDITIONAL, a->deps, a->ndeps)) == NULL ||
+        (n->bodies = calloc(p->size, sizeof(*n->bodies))) == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY; /* a node without bodies launches as empty */
     }
-    else if (fk_nhandles == FK_MAX_HANDLES) {
-        res = CUDA_ERROR_OUT_OF_MEMORY;
+    n->cond = p->handle;
+    n->cond_type = p->type;
+    n->nbodies = p->size;
+    for (unsigned int i = 0; i < p->size && res == CUDA_SUCCESS; i++) {
+        n->bodies[i] = fk_graph_new(g->res.ctx);
+        if (n->bodies[i] == NULL) {
+            res = CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        else {
+            n->bodies[i]->body = 1;
+        }
     }
-    else {
-        fk_handles[fk_nhandles].graph = g;
-        fk_handles[fk_nhandles].value = flags ? defaultLaunchValue : 0;
-        fk_handles[fk_nhandles].assign_default = flags != 0;
-        *pHandle_out = ++fk_nhandles;
-    }
-    fk_unlock();
+    params->conditional.phGraph_out = n->bodies; /* the driver's array: the node's */
+    *a->phNode = n;
     return res;
 }
 
-/* Only conditional nodes come through cuGraphAddNode here. */
 CUresult
 fk_GraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
                 const CUgraphEdgeData *dependencyData, size_t numDependencies,
                 CUgraphNodeParams *nodeParams)
 {
-    fk_graph *g;
-    fk_node *n;
-    const CUDA_CONDITIONAL_NODE_PARAMS *p;
-    CUresult res =
-        add_begin(GH_CU_GraphAddNode, phGraphNode, hGraph, dependencies, numDependencies, &g);
+    fk_add_args a = {.add = add_conditional_node, .arg = nodeParams};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
     (void)dependencyData;
-    p = nodeParams != NULL ? &nodeParams->conditional : NULL;
-    if (p == NULL || nodeParams->type != CU_GRAPH_NODE_TYPE_CONDITIONAL) {
-        res = p == NULL ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_SUPPORTED;
-    }
-    else if (p->handle < 1 || p->handle > fk_nhandles || fk_handles[p->handle - 1].graph != g ||
-             p->ctx != g->res.ctx || p->size == 0 ||
-             (p->type == CU_GRAPH_COND_TYPE_IF && p->size > 2) ||
-             (p->type == CU_GRAPH_COND_TYPE_WHILE && p->size != 1) ||
-             (p->type != CU_GRAPH_COND_TYPE_IF && p->type != CU_GRAPH_COND_TYPE_WHILE &&
-              p->type != CU_GRAPH_COND_TYPE_SWITCH)) {
-        res = CUDA_ERROR_INVALID_VALUE;
-    }
-    else if ((n = node_add(g, CU_GRAPH_NODE_TYPE_CONDITIONAL, dependencies, numDependencies)) ==
-                 NULL ||
-             (n->bodies = calloc(p->size, sizeof(*n->bodies))) == NULL) {
-        res = CUDA_ERROR_OUT_OF_MEMORY; /* a node without bodies launches as empty */
-    }
-    else {
-        n->cond = p->handle;
-        n->cond_type = p->type;
-        n->nbodies = p->size;
-        for (unsigned int i = 0; i < p->size && res == CUDA_SUCCESS; i++) {
-            n->bodies[i] = fk_graph_new(g->res.ctx);
-            if (n->bodies[i] == NULL) {
-                res = CUDA_ERROR_OUT_OF_MEMORY;
-            }
-        }
-        nodeParams->conditional.phGraph_out = n->bodies; /* the driver's array: the node's */
-        *phGraphNode = n;
-    }
-    fk_unlock();
-    return res;
+    return add_node(GH_CU_GraphAddNode, phGraphNode, hGraph, dependencies, numDependencies, &a);
 }
 
 /* ---- inspecting ---- */
 
+typedef struct {
+    CUgraphNode *nodes;
+    size_t *count;
+} fk_nodes_args;
+
+static CUresult
+get_nodes(fk_target *target, void *args)
+{
+    const fk_graph *g = target->found;
+    fk_nodes_args *a = args;
+    size_t i = 0;
+
+    if (a->nodes != NULL) {
+        for (fk_node *n = g->head; n != NULL && i < *a->count; n = n->next) {
+            a->nodes[i++] = n;
+        }
+        for (; i < *a->count; i++) {
+            a->nodes[i] = NULL;
+        }
+    }
+    *a->count = g->count;
+    return CUDA_SUCCESS;
+}
+
 CUresult
 fk_GraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
 {
-    CUresult res = fk_enter(GH_CU_GraphGetNodes, FK_AFTER_INIT);
-    fk_graph *g;
+    fk_nodes_args args = {nodes, numNodes};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (numNodes == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    g = fk_graph_find(hGraph);
-    if (g == NULL) {
-        res = CUDA_ERROR_INVALID_VALUE;
-    }
-    else {
-        size_t i = 0;
-        if (nodes != NULL) {
-            for (fk_node *n = g->head; n != NULL && i < *numNodes; n = n->next) {
-                nodes[i++] = n;
-            }
-            for (; i < *numNodes; i++) {
-                nodes[i] = NULL;
-            }
-        }
-        *numNodes = g->count;
-    }
-    fk_unlock();
-    return res;
+    return fk_call(GH_CU_GraphGetNodes, numNodes != NULL, fk_on_graph, hGraph, get_nodes, &args);
+}
+
+typedef struct {
+    CUgraphNode node;
+    CUgraphNodeType *type;
+} fk_type_args;
+
+/* Only nodes of live graphs are followed: gpuhost keeps the graph of each node it hands out
+   alive, so a node handle from it is always one. */
+static CUresult
+get_type(fk_target *target, void *args)
+{
+    fk_type_args *a = args;
+
+    (void)target;
+    *a->type = a->node->type;
+    return CUDA_SUCCESS;
 }
 
 CUresult
 fk_GraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
 {
-    CUresult res = fk_enter(GH_CU_GraphNodeGetType, FK_AFTER_INIT);
+    fk_type_args args = {hNode, type};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (type == NULL || hNode == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    /* Only nodes of live graphs are followed: gpuhost keeps the graph of each node it hands
-       out alive, so a node handle from it is always one. */
-    *type = hNode->type;
-    fk_unlock();
-    return res;
+    return fk_call(GH_CU_GraphNodeGetType, type != NULL && hNode != NULL, NULL, NULL, get_type,
+                   &args);
 }
 
 static const char *
@@ -794,34 +799,24 @@ dot_graph(FILE *f, const fk_graph *g, const char *prefix)
     }
 }
 
+static CUresult
+dot_print(fk_target *target, void *path)
+{
+    FILE *f = fopen(path, "w");
+
+    if (f == NULL) {
+        return CUDA_ERROR_OPERATING_SYSTEM;
+    }
+    fprintf(f, "digraph fakecuda_graph {\n");
+    dot_graph(f, target->found, "node");
+    fprintf(f, "}\n");
+    return fclose(f) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OPERATING_SYSTEM;
+}
+
 CUresult
 fk_GraphDebugDotPrint(CUgraph hGraph, const char *path, unsigned int flags)
 {
-    CUresult res = fk_enter(GH_CU_GraphDebugDotPrint, FK_AFTER_INIT);
-    fk_graph *g;
-    FILE *f;
-
     (void)flags;
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (path == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    g = fk_graph_find(hGraph);
-    if (g == NULL) {
-        res = CUDA_ERROR_INVALID_VALUE;
-    }
-    else if ((f = fopen(path, "w")) == NULL) {
-        res = CUDA_ERROR_OPERATING_SYSTEM;
-    }
-    else {
-        fprintf(f, "digraph fakecuda_graph {\n");
-        dot_graph(f, g, "node");
-        fprintf(f, "}\n");
-        res = fclose(f) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OPERATING_SYSTEM;
-    }
-    fk_unlock();
-    return res;
+    return fk_call(GH_CU_GraphDebugDotPrint, path != NULL, fk_on_graph, hGraph, dot_print,
+                   (void *)path);
 }

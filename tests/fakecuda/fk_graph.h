@@ -27,6 +27,7 @@ struct CUgraph_st {
     fk_node *head, *tail;
     size_t count;
     fk_node *capture_last; /* while captured into: the newest node, the next one's dependency */
+    int body; /* a conditional node's body: that node frees it (fk_graph_free of its graph) */
 };
 typedef struct CUgraph_st fk_graph;
 
@@ -42,6 +43,9 @@ FK_HIDDEN fk_graph *fk_graph_new(fk_context *ctx);
 FK_HIDDEN void fk_graph_free(fk_graph *g);
 /* The live registered graph `handle`, or NULL. */
 FK_HIDDEN fk_graph *fk_graph_find(CUgraph handle);
+/* Resolver: the live registered graph `handle` (target->found), else
+   CUDA_ERROR_INVALID_VALUE. */
+FK_HIDDEN CUresult fk_on_graph(const void *handle, fk_target *target);
 /* A deep copy of g (registered with ctx unless NULL), or NULL with *res set. */
 FK_HIDDEN fk_graph *fk_graph_clone(const fk_graph *g, fk_context *ctx, CUresult *res);
 /* A copy of template op `op` for a launch or a clone, its replay hook run; NULL with *res

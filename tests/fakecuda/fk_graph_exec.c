@@ -25,21 +25,25 @@ fk_unsafe_call_check(const fk_context *ctx)
     return CUDA_SUCCESS;
 }
 
+static CUresult
+exchange_mode(fk_target *target, void *mode)
+{
+    CUstreamCaptureMode old = fk_thread_mode;
+
+    (void)target;
+    if (!mode_known(*(CUstreamCaptureMode *)mode)) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    fk_thread_mode = *(CUstreamCaptureMode *)mode;
+    *(CUstreamCaptureMode *)mode = old;
+    return CUDA_SUCCESS;
+}
+
 CUresult
 fk_ThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
 {
-    CUresult res = fk_enter(GH_CU_ThreadExchangeStreamCaptureMode, FK_AFTER_INIT);
-    CUstreamCaptureMode old = fk_thread_mode;
-
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (mode == NULL || !mode_known(*mode)) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_thread_mode = *mode;
-    *mode = old;
-    return CUDA_SUCCESS;
+    return fk_call(GH_CU_ThreadExchangeStreamCaptureMode, mode != NULL, NULL, NULL, exchange_mode,
+                   mode);
 }
 
 CUresult
@@ -81,76 +85,61 @@ fk_capture_abandon(fk_context *ctx, fk_lane *lane)
     fk_graph_free(g);
 }
 
+static CUresult
+begin_capture(fk_target *target, void *mode)
+{
+    fk_context *ctx = target->ctx;
+    fk_lane *lane = target->lane;
+    fk_graph *g;
+
+    if (lane == &ctx->legacy) {
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* the legacy stream cannot capture */
+    }
+    if (lane->capture != NULL) {
+        return CUDA_ERROR_ILLEGAL_STATE;
+    }
+    g = fk_graph_new(ctx);
+    if (g == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    lane->capture = g;
+    lane->capture_invalid = 0;
+    lane->capture_mode = *(CUstreamCaptureMode *)mode;
+    ctx->captures++;
+    ctx->blocking_captures += !lane->non_blocking;
+    ctx->strict_captures += lane->capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED;
+    return CUDA_SUCCESS;
+}
+
 CUresult
 fk_StreamBeginCapture(CUstream hStream, CUstreamCaptureMode mode)
 {
-    CUresult res = fk_enter(GH_CU_StreamBeginCapture, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-    fk_lane *lane = NULL;
-    fk_graph *g;
+    return fk_call(GH_CU_StreamBeginCapture, mode_known(mode), fk_on_stream, hStream, begin_capture,
+                   &mode);
+}
 
-    if (res != CUDA_SUCCESS) {
-        return res;
+static CUresult
+end_capture(fk_target *target, void *phGraph)
+{
+    fk_lane *lane = target->lane;
+
+    if (lane->capture == NULL) {
+        return CUDA_ERROR_ILLEGAL_STATE; /* not capturing */
     }
-    if (!mode_known(mode)) {
-        return CUDA_ERROR_INVALID_VALUE;
+    *(CUgraph *)phGraph = NULL;
+    if (lane->capture_invalid) {
+        fk_capture_abandon(target->ctx, lane);
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     }
-    fk_lock();
-    res = fk_stream_lane(hStream, &ctx, &lane);
-    if (res == CUDA_SUCCESS && lane == &ctx->legacy) {
-        res = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* the legacy stream cannot capture */
-    }
-    else if (res == CUDA_SUCCESS && lane->capture != NULL) {
-        res = CUDA_ERROR_ILLEGAL_STATE;
-    }
-    if (res == CUDA_SUCCESS) {
-        g = fk_graph_new(ctx);
-        if (g == NULL) {
-            res = CUDA_ERROR_OUT_OF_MEMORY;
-        }
-        else {
-            lane->capture = g;
-            lane->capture_invalid = 0;
-            lane->capture_mode = mode;
-            ctx->captures++;
-            ctx->blocking_captures += !lane->non_blocking;
-            ctx->strict_captures += mode != CU_STREAM_CAPTURE_MODE_RELAXED;
-        }
-    }
-    fk_unlock();
-    return res;
+    *(CUgraph *)phGraph = capture_end(target->ctx, lane);
+    return CUDA_SUCCESS;
 }
 
 CUresult
 fk_StreamEndCapture(CUstream hStream, CUgraph *phGraph)
 {
-    CUresult res = fk_enter(GH_CU_StreamEndCapture, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-    fk_lane *lane = NULL;
-
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (phGraph == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    res = fk_stream_lane(hStream, &ctx, &lane);
-    if (res == CUDA_SUCCESS && lane->capture == NULL) {
-        res = CUDA_ERROR_ILLEGAL_STATE; /* not capturing */
-    }
-    if (res == CUDA_SUCCESS) {
-        *phGraph = NULL;
-        if (lane->capture_invalid) {
-            fk_capture_abandon(ctx, lane);
-            res = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-        }
-        else {
-            *phGraph = capture_end(ctx, lane);
-        }
-    }
-    fk_unlock();
-    return res;
+    return fk_call(GH_CU_StreamEndCapture, phGraph != NULL, fk_on_stream, hStream, end_capture,
+                   phGraph);
 }
 
 /* ---- executable graphs ---- */
@@ -170,61 +159,59 @@ find_exec(CUgraphExec handle)
     return (fk_exec *)fk_resource_find(handle, FK_GRAPH_EXECS);
 }
 
+/* The executable graph `handle` (target->found), else CUDA_ERROR_INVALID_VALUE. */
+static CUresult
+on_exec(const void *handle, fk_target *target)
+{
+    return fk_found(target, find_exec((CUgraphExec)handle), CUDA_ERROR_INVALID_VALUE);
+}
+
+static CUresult
+instantiate(fk_target *target, void *phGraphExec)
+{
+    const fk_graph *g = target->found;
+    fk_exec *e = calloc(1, sizeof(*e));
+    CUresult res;
+
+    if (e == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    e->graph = fk_graph_clone(g, NULL, &res);
+    if (e->graph == NULL) {
+        free(e);
+        return res;
+    }
+    fk_resource_add(&e->res, FK_GRAPH_EXECS, g->res.ctx, exec_destroy_res);
+    *(CUgraphExec *)phGraphExec = e;
+    return CUDA_SUCCESS;
+}
+
 CUresult
 fk_GraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags)
 {
-    CUresult res = fk_enter(GH_CU_GraphInstantiateWithFlags, FK_AFTER_INIT);
     const unsigned long long known =
         CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD |
         CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
-    fk_graph *g;
-    fk_exec *e = NULL;
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (phGraphExec == NULL || (flags & ~known) != 0) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    g = fk_graph_find(hGraph);
-    if (g == NULL) {
-        res = CUDA_ERROR_INVALID_VALUE;
-    }
-    else if ((e = calloc(1, sizeof(*e))) == NULL) {
-        res = CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    else if ((e->graph = fk_graph_clone(g, NULL, &res)) == NULL) {
-        free(e);
-    }
-    else {
-        fk_resource_add(&e->res, FK_GRAPH_EXECS, g->res.ctx, exec_destroy_res);
-        *phGraphExec = e;
-    }
-    fk_unlock();
-    return res;
+    return fk_call(GH_CU_GraphInstantiateWithFlags, phGraphExec != NULL && (flags & ~known) == 0,
+                   fk_on_graph, hGraph, instantiate, phGraphExec);
+}
+
+static CUresult
+exec_destroy(fk_target *target, void *args)
+{
+    fk_exec *e = target->found;
+
+    (void)args;
+    fk_resource_remove(&e->res); /* its launches already queued hold copies */
+    exec_destroy_res(&e->res);
+    return CUDA_SUCCESS;
 }
 
 CUresult
 fk_GraphExecDestroy(CUgraphExec hGraphExec)
 {
-    CUresult res = fk_enter(GH_CU_GraphExecDestroy, FK_AFTER_INIT);
-    fk_exec *e;
-
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    fk_lock();
-    e = find_exec(hGraphExec);
-    if (e == NULL) {
-        res = CUDA_ERROR_INVALID_VALUE;
-    }
-    else {
-        fk_resource_remove(&e->res); /* its launches already queued hold copies */
-        exec_destroy_res(&e->res);
-    }
-    fk_unlock();
-    return res;
+    return fk_call(GH_CU_GraphExecDestroy, 1, on_exec, hGraphExec, exec_destroy, NULL);
 }
 
 static CUresult launch_nodes(const fk_graph *g, fk_context *ctx, fk_lane *lane);
@@ -277,40 +264,42 @@ launch_nodes(const fk_graph *g, fk_context *ctx, fk_lane *lane)
     return res;
 }
 
-static CUresult
-exec_on_stream(gh_cu_id id, CUgraphExec hGraphExec, CUstream hStream, int launch)
-{
-    CUresult res = fk_enter(id, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-    fk_lane *lane = NULL;
-    fk_exec *e;
+typedef struct {
+    CUstream stream;
+    int launch; /* 0: an upload, which has nothing to do here */
+} fk_exec_args;
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    fk_lock();
-    e = find_exec(hGraphExec);
-    res = e != NULL ? fk_stream_lane(hStream, &ctx, &lane) : CUDA_ERROR_INVALID_VALUE;
-    if (res == CUDA_SUCCESS && ctx != e->res.ctx) {
+/* Launch (or upload) the executable graph resolved on a stream of its context. */
+static CUresult
+exec_on_stream(fk_target *target, void *args)
+{
+    const fk_exec *e = target->found;
+    fk_exec_args *a = args;
+    CUresult res = fk_on_stream(a->stream, target);
+
+    if (res == CUDA_SUCCESS && target->ctx != e->res.ctx) {
         res = CUDA_ERROR_INVALID_VALUE; /* a stream of another context */
     }
-    if (res == CUDA_SUCCESS && launch) {
-        res = launch_nodes(e->graph, ctx, lane);
+    if (res == CUDA_SUCCESS && a->launch) {
+        res = launch_nodes(e->graph, target->ctx, target->lane);
     }
-    fk_unlock();
     return res;
 }
 
 CUresult
 fk_GraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 {
-    return exec_on_stream(GH_CU_GraphLaunch, hGraphExec, hStream, 1);
+    fk_exec_args args = {hStream, 1};
+
+    return fk_call(GH_CU_GraphLaunch, 1, on_exec, hGraphExec, exec_on_stream, &args);
 }
 
 CUresult
 fk_GraphUpload(CUgraphExec hGraphExec, CUstream hStream)
 {
-    return exec_on_stream(GH_CU_GraphUpload, hGraphExec, hStream, 0);
+    fk_exec_args args = {hStream, 0};
+
+    return fk_call(GH_CU_GraphUpload, 1, on_exec, hGraphExec, exec_on_stream, &args);
 }
 
 /* Whether `b` has a's topology: the same node types, dependencies and children.  Sets the
@@ -340,21 +329,24 @@ same_topology(const fk_graph *a, const fk_graph *b, CUgraphExecUpdateResultInfo 
     return 1;
 }
 
-CUresult
-fk_GraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo)
-{
-    CUresult res = fk_enter(GH_CU_GraphExecUpdate, FK_AFTER_INIT);
-    CUgraphExecUpdateResultInfo info;
-    fk_exec *e;
-    fk_graph *g, *copy;
+typedef struct {
+    CUgraphExec exec;
+    CUgraph graph;
+    CUgraphExecUpdateResultInfo *info;
+} fk_update_args;
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
+/* The result info is written whatever went wrong, unless nothing could be looked at. */
+static CUresult
+exec_update(fk_target *target, void *args)
+{
+    fk_update_args *a = args;
+    fk_exec *e = find_exec(a->exec);
+    fk_graph *g = fk_graph_find(a->graph), *copy;
+    CUgraphExecUpdateResultInfo info;
+    CUresult res = CUDA_SUCCESS;
+
+    (void)target;
     memset(&info, 0, sizeof(info));
-    fk_lock();
-    e = find_exec(hGraphExec);
-    g = fk_graph_find(hGraph);
     if (e == NULL || g == NULL) {
         res = CUDA_ERROR_INVALID_VALUE;
     }
@@ -366,9 +358,16 @@ fk_GraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResu
         e->graph = copy;
         info.result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
     }
-    fk_unlock();
-    if (resultInfo != NULL) {
-        *resultInfo = info;
+    if (a->info != NULL) {
+        *a->info = info;
     }
     return res;
+}
+
+CUresult
+fk_GraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo)
+{
+    fk_update_args args = {hGraphExec, hGraph, resultInfo};
+
+    return fk_call(GH_CU_GraphExecUpdate, 1, NULL, NULL, exec_update, &args);
 }

@@ -1,9 +1,12 @@
-/* fakecuda internals shared by its files: the lock, the shared entry check, devices,
- * contexts, the resource registry, the work queue, stream lookup and the memory registry.
+/* fakecuda internals shared by its files: the lock, the shared entry check and the skeleton
+ * of the entry points (fk_call) with its resolvers, devices, contexts, the resource registry,
+ * the work queue, stream lookup and the memory registry.
  *
  * Every driver entry point of csrc/cuda_api.h is a function fk_<Name> declared here from the
  * list itself, with the type of its PFN_cu<Name>_v<Version>: a definition with other
  * arguments fails to compile, and a missing one fails to link (the symbols are hidden).
+ * Those that work after cuInit are written in fk_call: the entry point checks its arguments
+ * that need no memory read and names what to resolve; a body does the rest, lock held.
  */
 #ifndef FAKECUDA_FK_INTERNAL_H
 #define FAKECUDA_FK_INTERNAL_H
@@ -25,7 +28,7 @@
 GH_CUDA_API_LIST(FK_DECLARE_ENTRY)
 #undef FK_DECLARE_ENTRY
 
-/* ---- fakecuda.c: lock, entry check, configuration ---- */
+/* ---- fakecuda.c: lock, entry check, the entry-point skeleton, configuration ---- */
 
 /* The one lock over all driver state (thread-local context stacks aside). */
 FK_HIDDEN void fk_lock(void);
@@ -44,6 +47,33 @@ typedef enum {
    point returns. */
 FK_HIDDEN CUresult fk_enter(gh_cu_id id, fk_when when);
 
+/* What an entry point works on, found under the lock by an fk_resolve_fn. */
+typedef struct {
+    struct CUctx_st *ctx; /* the context named, the current one, or the stream's */
+    struct fk_lane *lane; /* the stream's lane (fk_on_stream), else NULL */
+    void *found;          /* what the handle names: a created stream (NULL for a default one),
+                             an event, a graph, a device, a function, ... */
+} fk_target;
+
+/* Find what `handle` names into *target: CUDA_SUCCESS, or the error the entry point returns.
+   Lock held. */
+typedef CUresult (*fk_resolve_fn)(const void *handle, fk_target *target);
+/* The rest of an entry point, on its target, with `args` its own (its output pointers, ...).
+   Lock held; a body may let it go meanwhile (a wait, making large storage). */
+typedef CUresult (*fk_body_fn)(fk_target *target, void *args);
+
+/* The skeleton of the entry points that work after cuInit, written once: fk_enter (its error
+   returned), CUDA_ERROR_INVALID_VALUE unless `args_ok`, then with the lock held
+   `resolve(handle, &target)` (skipped if NULL; its error returned) and `body(&target, args)`
+   (skipped if NULL).  The lock is let go; the result is the body's (CUDA_SUCCESS without
+   one). */
+FK_HIDDEN CUresult fk_call(gh_cu_id id, int args_ok, fk_resolve_fn resolve, const void *handle,
+                           fk_body_fn body, void *args);
+/* What most resolvers end with: *target names `found`, CUDA_SUCCESS; `missing` if NULL. */
+FK_HIDDEN CUresult fk_found(fk_target *target, void *found, CUresult missing);
+/* A body for the calls the fake does not implement: CUDA_ERROR_NOT_SUPPORTED. */
+FK_HIDDEN CUresult fk_not_supported(fk_target *target, void *args);
+
 /* Whether device `dev` may access device `peer`'s memory (FAKECUDA_PEER_ACCESS); 0 for
    dev == peer, as the driver answers.  Both must be valid ordinals.  Fixed after cuInit. */
 FK_HIDDEN int fk_peer_supported(CUdevice dev, CUdevice peer);
@@ -51,6 +81,7 @@ FK_HIDDEN int fk_peer_supported(CUdevice dev, CUdevice peer);
 /* ---- fk_device.c ---- */
 
 typedef struct {
+    CUdevice ordinal;
     char name[64];
     size_t total_mem;
     size_t used_mem; /* bytes allocated on the device: MemGetInfo's free = total - used */
@@ -58,16 +89,21 @@ typedef struct {
     int attrs[CU_DEVICE_ATTRIBUTE_MAX];
 } fk_device;
 
+/* A device ordinal as the handle fk_call resolves with fk_on_device. */
+#define FK_ORDINAL(dev) ((const void *)(intptr_t)(dev))
+
 /* Make `count` devices (0 to FK_MAX_DEVICES); called once, by the first cuInit. */
 FK_HIDDEN void fk_devices_init(int count);
 /* Device `ordinal`, or NULL if there is none.  Fields other than used_mem are fixed after
    cuInit and read without the lock; used_mem is under the lock. */
 FK_HIDDEN fk_device *fk_device_get(CUdevice ordinal);
+/* Resolver: the device FK_ORDINAL(dev) (target->found), else CUDA_ERROR_INVALID_DEVICE. */
+FK_HIDDEN CUresult fk_on_device(const void *ordinal, fk_target *target);
 
 /* ---- fk_context.c ---- */
 
 /* What has been queued on one stream: a created one, or a default stream of a context. */
-typedef struct {
+typedef struct fk_lane {
     unsigned long long last_seq; /* seq of the newest op queued on it (fk_op); 0: none yet */
     int non_blocking; /* a stream made with CU_STREAM_NON_BLOCKING: the legacy default stream
                          does not wait for it */
@@ -101,6 +137,10 @@ FK_HIDDEN CUresult fk_current_context(fk_context **out);
 /* CUDA_SUCCESS if `handle` is a live context, CUDA_ERROR_CONTEXT_IS_DESTROYED for a dead one,
    CUDA_ERROR_INVALID_CONTEXT for what never was one (never dereferenced).  Lock held. */
 FK_HIDDEN CUresult fk_context_usable(CUcontext handle);
+/* Resolvers: the current context (`handle` unused), or the context `handle` if it is usable
+   (fk_context_usable), into target->ctx. */
+FK_HIDDEN CUresult fk_on_current(const void *handle, fk_target *target);
+FK_HIDDEN CUresult fk_on_context(const void *handle, fk_target *target);
 
 /* ---- fk_resource.c: the registry of per-context resources, with live counters ---- */
 
@@ -173,9 +213,13 @@ typedef struct fk_op {
 
 /* Queue `op` at the end of the global FIFO as the newest op of `lane` (a stream) of `ctx`
    (and of ctx->ops, and of ctx->blocking unless the lane is non-blocking),
-   starting the worker thread if needed.  op->seq is set on return.  CUDA_SUCCESS, or
-   CUDA_ERROR_OUT_OF_MEMORY when the worker cannot start (op is then freed).  Lock held. */
+   starting the worker thread if needed; on a capturing lane, keep it as a graph node
+   instead (fk_graph_capture_op).  op->seq is set on return.  CUDA_SUCCESS; otherwise the op
+   was dropped (fk_op_drop): CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (the capture cannot take
+   it), or CUDA_ERROR_OUT_OF_MEMORY (no worker, no node).  Lock held. */
 FK_HIDDEN CUresult fk_op_enqueue(fk_op *op, fk_context *ctx, fk_lane *lane);
+/* Drop an op that will not run: its cancel hook (if any), then free it.  Lock held. */
+FK_HIDDEN void fk_op_drop(fk_op *op);
 /* Whether a call that waits on `lane` of `ctx` (NULL: a synchronous call, which waits on the
    legacy default stream) may go on, as the driver answers: a capturing stream cannot be
    waited on (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, its capture invalidated), nor can the
@@ -205,11 +249,14 @@ FK_HIDDEN int fk_on_worker(void);
    context and lane in *ctx and *lane; CUDA_ERROR_INVALID_HANDLE for a destroyed or unknown
    stream; the current context's error for a default stream without one.  Lock held. */
 FK_HIDDEN CUresult fk_stream_lane(CUstream handle, fk_context **ctx, fk_lane **lane);
+/* Resolver: fk_stream_lane into target->ctx and ->lane, the created stream (NULL for a
+   default one) into target->found. */
+FK_HIDDEN CUresult fk_on_stream(const void *handle, fk_target *target);
 
 /* ---- fk_graph.c ---- */
 
 /* Keep `op` (queued on a capturing lane) as a new node of graph `g`, after every node that
-   has none after it.  CUDA_SUCCESS, or CUDA_ERROR_OUT_OF_MEMORY (op cancelled and freed).
+   has none after it.  CUDA_SUCCESS, or CUDA_ERROR_OUT_OF_MEMORY (op dropped: fk_op_drop).
    Lock held. */
 FK_HIDDEN CUresult fk_graph_capture_op(struct CUgraph_st *g, fk_op *op);
 /* End the capture of `lane` of `ctx` and destroy what it captured.  Lock held. */
@@ -230,7 +277,9 @@ FK_HIDDEN CUresult fk_memset_on(CUdeviceptr dst, size_t pitch, unsigned int valu
                                 unsigned int elem, size_t width, size_t height, fk_context *ctx,
                                 fk_lane *lane);
 
-/* ---- fk_memory.c: the registry of memory ranges that copies and memsets go through ---- */
+/* ---- fk_memory.c: the registry of memory ranges that copies and memsets go through (its
+   internals, shared by fk_alloc.c, fk_host_memory.c, fk_pointer.c, fk_ipc_memory.c: in
+   fk_memory.h) ---- */
 
 typedef struct fk_storage fk_storage; /* the bytes behind a range, refcounted */
 
@@ -260,10 +309,11 @@ FK_HIDDEN void fk_span_retain(fk_span *span);
 /* Drop the pin of a resolved span (an empty one is fine).  Lock held. */
 FK_HIDDEN void fk_span_release(fk_span *span);
 
-/* A device allocation of `size` bytes from its device's default pool (cuMemAllocAsync) for
-   `ctx`, into *dptr.  CUDA_SUCCESS or CUDA_ERROR_OUT_OF_MEMORY.  Lock NOT held. */
+/* fk_alloc.c: a device allocation of `size` bytes from its device's default pool
+   (cuMemAllocAsync) for `ctx`, into *dptr.  CUDA_SUCCESS, CUDA_ERROR_OUT_OF_MEMORY or
+   CUDA_ERROR_CONTEXT_IS_DESTROYED.  Lock held, let go while the bytes are made. */
 FK_HIDDEN CUresult fk_memory_alloc_pooled(fk_context *ctx, size_t size, CUdeviceptr *dptr);
-/* Queue the free of the device allocation starting at `dptr` on `lane` of `ctx`
+/* fk_alloc.c: queue the free of the device allocation starting at `dptr` on `lane` of `ctx`
    (cuMemFreeAsync): it goes when the queue reaches it.  CUDA_SUCCESS, or
    CUDA_ERROR_INVALID_VALUE for an address that is not a live allocation.  Lock held. */
 FK_HIDDEN CUresult fk_memory_free_ordered(uintptr_t dptr, fk_context *ctx, fk_lane *lane);
@@ -299,6 +349,9 @@ typedef struct {
 /* The function `handle` of a live module, or NULL (a stale or foreign handle is never
    dereferenced).  Lock held. */
 FK_HIDDEN fk_function *fk_function_find(CUfunction handle);
+/* Resolver: the function `handle` (target->found), else CUDA_ERROR_INVALID_HANDLE, or
+   CUDA_ERROR_NOT_SUPPORTED while kernels are off (nothing could have been loaded). */
+FK_HIDDEN CUresult fk_on_function(const void *handle, fk_target *target);
 
 /* ---- fk_kernel.c: launches, recorded instead of run ---- */
 

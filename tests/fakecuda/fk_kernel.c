@@ -32,14 +32,6 @@ fk_kernels_enabled(void)
     return fk_kernels_on;
 }
 
-/* What a launch of a handle that names no loaded function gets: "not supported" while
-   kernels are off (nothing could have been loaded), else an invalid handle.  Lock held. */
-static CUresult
-unknown_function(void)
-{
-    return fk_kernels_on ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_NOT_SUPPORTED;
-}
-
 /* Forget the recorded launches.  Lock held. */
 static void
 forget_launches(void)
@@ -130,43 +122,40 @@ dims_valid(const fk_function *f, const unsigned int grid[3], const unsigned int 
            shared <= (unsigned int)f->attrs[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES];
 }
 
-/* The common body of both launches, after the entry's checks: `ex` holds cooperative and
-   the cluster dimensions (0: none).  Lock NOT held. */
+typedef struct {
+    unsigned int grid[3], block[3], shared;
+    CUstream stream;
+    void **params, **extra;
+    unsigned int ex[4];           /* cooperative, cluster dimensions (0: none) */
+    const CUlaunchConfig *config; /* cuLaunchKernelEx's, read into the rest */
+} fk_launch_args;
+
+/* The common body of both launches, on the function resolved. */
 static CUresult
-launch(CUfunction handle, const unsigned int grid[3], const unsigned int block[3],
-       unsigned int shared, CUstream stream, void **params, void **extra, const unsigned int ex[4])
+launch(fk_target *target, void *args)
 {
-    fk_function *f;
-    fk_context *ctx = NULL;
-    fk_lane *lane = NULL;
+    fk_launch_args *a = args;
+    fk_function *f = target->found;
     unsigned char *bytes = NULL;
     char *name = NULL;
-    CUresult res = CUDA_SUCCESS;
+    CUresult res = fk_on_stream(a->stream, target);
 
-    fk_lock();
-    f = fk_function_find(handle);
-    if (f == NULL) {
-        res = unknown_function();
-    }
-    if (res == CUDA_SUCCESS) {
-        res = fk_stream_lane(stream, &ctx, &lane);
-    }
-    if (res == CUDA_SUCCESS && lane->capture != NULL) {
+    if (res == CUDA_SUCCESS && target->lane->capture != NULL) {
         res = CUDA_ERROR_NOT_SUPPORTED; /* kernels cannot be graph nodes here */
     }
-    if (res == CUDA_SUCCESS && ctx != f->ctx) {
+    if (res == CUDA_SUCCESS && target->ctx != f->ctx) {
         res = CUDA_ERROR_INVALID_CONTEXT; /* a stream of another device */
     }
-    if (res == CUDA_SUCCESS && !dims_valid(f, grid, block, shared)) {
+    if (res == CUDA_SUCCESS && !dims_valid(f, a->grid, a->block, a->shared)) {
         res = CUDA_ERROR_INVALID_VALUE;
     }
-    for (int i = 1; res == CUDA_SUCCESS && ex[1] != 0 && i < 4; i++) {
-        if (ex[i] == 0 || grid[i - 1] % ex[i] != 0) {
+    for (int i = 1; res == CUDA_SUCCESS && a->ex[1] != 0 && i < 4; i++) {
+        if (a->ex[i] == 0 || a->grid[i - 1] % a->ex[i] != 0) {
             res = CUDA_ERROR_INVALID_VALUE; /* the grid must be whole clusters */
         }
     }
     if (res == CUDA_SUCCESS) {
-        res = gather_params(f, params, extra, &bytes);
+        res = gather_params(f, a->params, a->extra, &bytes);
     }
     if (res == CUDA_SUCCESS && (name = strdup(f->name)) == NULL) {
         res = CUDA_ERROR_OUT_OF_MEMORY;
@@ -177,15 +166,14 @@ launch(CUfunction handle, const unsigned int grid[3], const unsigned int block[3
         fk_last.count = count;
         fk_last.params = bytes;
         fk_last.size = f->param_bytes;
-        memcpy(fk_last.dims, grid, 3 * sizeof(unsigned int));
-        memcpy(fk_last.dims + 3, block, 3 * sizeof(unsigned int));
-        fk_last.dims[6] = shared;
-        memcpy(fk_last.ex, ex, sizeof(fk_last.ex));
-        fk_last.stream = stream;
+        memcpy(fk_last.dims, a->grid, sizeof(a->grid));
+        memcpy(fk_last.dims + 3, a->block, sizeof(a->block));
+        fk_last.dims[6] = a->shared;
+        memcpy(fk_last.ex, a->ex, sizeof(fk_last.ex));
+        fk_last.stream = a->stream;
         fk_last.name = name;
         bytes = NULL, name = NULL;
     }
-    fk_unlock();
     free(bytes);
     free(name);
     return res;
@@ -196,50 +184,55 @@ fk_LaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsi
                 unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
                 unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
 {
-    CUresult res = fk_enter(GH_CU_LaunchKernel, FK_AFTER_INIT);
-    const unsigned int grid[3] = {gridDimX, gridDimY, gridDimZ};
-    const unsigned int block[3] = {blockDimX, blockDimY, blockDimZ};
-    const unsigned int ex[4] = {0, 0, 0, 0};
+    fk_launch_args args = {{gridDimX, gridDimY, gridDimZ},
+                           {blockDimX, blockDimY, blockDimZ},
+                           sharedMemBytes,
+                           hStream,
+                           kernelParams,
+                           extra,
+                           {0, 0, 0, 0},
+                           NULL};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
+    return fk_call(GH_CU_LaunchKernel, 1, fk_on_function, f, launch, &args);
+}
+
+/* cuLaunchKernelEx's config, read once the function is known (it may be meant for
+   something else otherwise), then the launch. */
+static CUresult
+launch_ex(fk_target *target, void *args)
+{
+    fk_launch_args *a = args;
+    const CUlaunchConfig *config = a->config;
+
+    if (config == NULL || (config->numAttrs > 0 && config->attrs == NULL)) {
+        return CUDA_ERROR_INVALID_VALUE;
     }
-    return launch(f, grid, block, sharedMemBytes, hStream, kernelParams, extra, ex);
+    for (unsigned int i = 0; i < config->numAttrs; i++) {
+        const CUlaunchAttribute *attr = &config->attrs[i];
+        if (attr->id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
+            a->ex[0] = attr->value.cooperative != 0;
+        }
+        else if (attr->id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+            a->ex[1] = attr->value.clusterDim.x;
+            a->ex[2] = attr->value.clusterDim.y;
+            a->ex[3] = attr->value.clusterDim.z;
+        }
+    }
+    a->grid[0] = config->gridDimX, a->grid[1] = config->gridDimY, a->grid[2] = config->gridDimZ;
+    a->block[0] = config->blockDimX, a->block[1] = config->blockDimY;
+    a->block[2] = config->blockDimZ;
+    a->shared = config->sharedMemBytes;
+    a->stream = config->hStream;
+    return launch(target, a);
 }
 
 CUresult
 fk_LaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
-    CUresult res = fk_enter(GH_CU_LaunchKernelEx, FK_AFTER_INIT);
-    unsigned int grid[3], block[3], ex[4] = {0, 0, 0, 0};
-    CUresult known;
+    fk_launch_args args = {{0, 0, 0}, {0, 0, 0},    0,     NULL, kernelParams,
+                           extra,     {0, 0, 0, 0}, config};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    fk_lock();
-    known = fk_function_find(f) != NULL ? CUDA_SUCCESS : unknown_function();
-    fk_unlock();
-    if (known != CUDA_SUCCESS) {
-        return known; /* before reading a config meant for something else */
-    }
-    if (config == NULL || (config->numAttrs > 0 && config->attrs == NULL)) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    for (unsigned int i = 0; i < config->numAttrs; i++) {
-        const CUlaunchAttribute *a = &config->attrs[i];
-        if (a->id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
-            ex[0] = a->value.cooperative != 0;
-        }
-        else if (a->id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
-            ex[1] = a->value.clusterDim.x;
-            ex[2] = a->value.clusterDim.y;
-            ex[3] = a->value.clusterDim.z;
-        }
-    }
-    grid[0] = config->gridDimX, grid[1] = config->gridDimY, grid[2] = config->gridDimZ;
-    block[0] = config->blockDimX, block[1] = config->blockDimY, block[2] = config->blockDimZ;
-    return launch(f, grid, block, config->sharedMemBytes, config->hStream, kernelParams, extra, ex);
+    return fk_call(GH_CU_LaunchKernelEx, 1, fk_on_function, f, launch_ex, &args);
 }
 
 /* ---- control API ---- */

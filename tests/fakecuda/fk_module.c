@@ -28,14 +28,6 @@ typedef struct fk_module {
     size_t nfunctions;
 } fk_module;
 
-/* The common body: the entry's checks, then "not supported". */
-static CUresult
-unsupported(gh_cu_id id)
-{
-    CUresult res = fk_enter(id, FK_AFTER_INIT);
-    return res != CUDA_SUCCESS ? res : CUDA_ERROR_NOT_SUPPORTED;
-}
-
 /* What a handle that names no live module or function gets: "not supported" while
    kernels are off (nothing could have been loaded), else an invalid handle.  Lock held. */
 static CUresult
@@ -77,6 +69,19 @@ fk_function_find(CUfunction handle)
         }
     }
     return NULL;
+}
+
+CUresult
+fk_on_function(const void *handle, fk_target *target)
+{
+    return fk_found(target, fk_function_find((CUfunction)handle), unknown_handle());
+}
+
+/* The live module `handle` (target->found), else unknown_handle().  Lock held. */
+static CUresult
+on_module(const void *handle, fk_target *target)
+{
+    return fk_found(target, fk_resource_find(handle, FK_MODULES), unknown_handle());
 }
 
 /* ---- reading PTX ---- */
@@ -354,53 +359,49 @@ jit_error_log(const char *message, unsigned int n, const CUjit_option *options, 
 
 /* ---- entry points ---- */
 
-CUresult
-fk_ModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
-                    CUjit_option *options, void **optionValues)
-{
-    CUresult res = fk_enter(GH_CU_ModuleLoadDataEx, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-    fk_module *m = NULL;
-    char *text = NULL;
-    int enabled;
+typedef struct {
+    CUmodule *module;
+    const void *image;
+    unsigned int n; /* JIT options */
+    CUjit_option *options;
+    void **values;
+} fk_load_args;
 
-    if (module != NULL) {
-        *module = NULL;
-    }
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    fk_lock();
-    enabled = fk_kernels_enabled();
-    fk_unlock();
-    if (!enabled || (image != NULL && !is_ptx(image))) {
+/* Load a PTX image as a module of the current context. */
+static CUresult
+module_load(fk_target *target, void *args)
+{
+    fk_load_args *a = args;
+    fk_module *m;
+    char *text;
+    CUresult res;
+
+    if (!fk_kernels_enabled() || (a->image != NULL && !is_ptx(a->image))) {
         return CUDA_ERROR_NOT_SUPPORTED;
     }
-    if (module == NULL || image == NULL ||
-        (numOptions > 0 && (options == NULL || optionValues == NULL))) {
+    if (a->module == NULL || a->image == NULL ||
+        (a->n > 0 && (a->options == NULL || a->values == NULL))) {
         return CUDA_ERROR_INVALID_VALUE;
     }
     m = calloc(1, sizeof(*m));
-    text = strip_comments(image);
+    text = strip_comments(a->image);
     if (m == NULL || text == NULL) {
         free(text);
         free(m);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    fk_lock();
-    res = fk_current_context(&ctx);
+    res = fk_on_current(NULL, target);
     if (res == CUDA_SUCCESS) {
-        res = parse_entries(m, text, ctx);
+        res = parse_entries(m, text, target->ctx);
     }
     if (res == CUDA_SUCCESS) {
-        fk_resource_add(&m->res, FK_MODULES, ctx, module_destroy);
-        *module = (CUmodule)m;
+        fk_resource_add(&m->res, FK_MODULES, target->ctx, module_destroy);
+        *a->module = (CUmodule)m;
         m = NULL;
     }
-    fk_unlock();
     if (res == CUDA_ERROR_INVALID_PTX) {
-        jit_error_log("fakecuda: cannot read the PTX's .entry parameter lists", numOptions, options,
-                      optionValues);
+        jit_error_log("fakecuda: cannot read the PTX's .entry parameter lists", a->n, a->options,
+                      a->values);
     }
     free(text);
     module_free(m);
@@ -408,166 +409,172 @@ fk_ModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions
 }
 
 CUresult
+fk_ModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
+                    CUjit_option *options, void **optionValues)
+{
+    fk_load_args args = {module, image, numOptions, options, optionValues};
+
+    if (module != NULL) {
+        *module = NULL;
+    }
+    return fk_call(GH_CU_ModuleLoadDataEx, 1, NULL, NULL, module_load, &args);
+}
+
+static CUresult
+module_unload(fk_target *target, void *args)
+{
+    (void)args;
+    fk_resource_remove(target->found);
+    module_free(target->found);
+    return CUDA_SUCCESS;
+}
+
+CUresult
 fk_ModuleUnload(CUmodule hmod)
 {
-    CUresult res = fk_enter(GH_CU_ModuleUnload, FK_AFTER_INIT);
-    fk_resource *found;
+    return fk_call(GH_CU_ModuleUnload, 1, on_module, hmod, module_unload, NULL);
+}
 
-    if (res != CUDA_SUCCESS) {
-        return res;
+typedef struct {
+    CUfunction *hfunc;
+    const char *name;
+} fk_get_function_args;
+
+static CUresult
+get_function(fk_target *target, void *args)
+{
+    fk_module *m = target->found;
+    fk_get_function_args *a = args;
+
+    if (a->hfunc == NULL || a->name == NULL) {
+        return CUDA_ERROR_INVALID_VALUE;
     }
-    fk_lock();
-    found = fk_resource_find(hmod, FK_MODULES);
-    if (found != NULL) {
-        fk_resource_remove(found);
+    for (size_t i = 0; i < m->nfunctions; i++) {
+        if (strcmp(m->functions[i].name, a->name) == 0) {
+            *a->hfunc = (CUfunction)&m->functions[i];
+            return CUDA_SUCCESS;
+        }
     }
-    else {
-        res = unknown_handle();
-    }
-    fk_unlock();
-    module_free((fk_module *)found);
-    return res;
+    return CUDA_ERROR_NOT_FOUND;
 }
 
 CUresult
 fk_ModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 {
-    CUresult res = fk_enter(GH_CU_ModuleGetFunction, FK_AFTER_INIT);
-    fk_module *m;
+    fk_get_function_args args = {hfunc, name};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    fk_lock();
-    m = (fk_module *)fk_resource_find(hmod, FK_MODULES);
-    if (m == NULL) {
-        res = unknown_handle();
-    }
-    else if (hfunc == NULL || name == NULL) {
-        res = CUDA_ERROR_INVALID_VALUE;
-    }
-    else {
-        res = CUDA_ERROR_NOT_FOUND;
-        for (size_t i = 0; i < m->nfunctions; i++) {
-            if (strcmp(m->functions[i].name, name) == 0) {
-                *hfunc = (CUfunction)&m->functions[i];
-                res = CUDA_SUCCESS;
-                break;
-            }
-        }
-    }
-    fk_unlock();
-    return res;
+    return fk_call(GH_CU_ModuleGetFunction, 1, on_module, hmod, get_function, &args);
 }
 
 CUresult
 fk_ModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name)
 {
     (void)dptr, (void)bytes, (void)hmod, (void)name;
-    return unsupported(GH_CU_ModuleGetGlobal);
+    return fk_call(GH_CU_ModuleGetGlobal, 1, NULL, NULL, fk_not_supported, NULL);
+}
+
+typedef struct {
+    CUfunction_attribute attrib;
+    int value;
+    int *pi; /* NULL: set the attribute to `value` */
+} fk_func_attr_args;
+
+static CUresult
+get_attribute(fk_target *target, void *args)
+{
+    const fk_function *f = target->found;
+    fk_func_attr_args *a = args;
+
+    if (a->pi == NULL || (int)a->attrib < 0 || a->attrib >= CU_FUNC_ATTRIBUTE_MAX) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    *a->pi = f->attrs[a->attrib];
+    return CUDA_SUCCESS;
 }
 
 CUresult
 fk_FuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc)
 {
-    CUresult res = fk_enter(GH_CU_FuncGetAttribute, FK_AFTER_INIT);
-    fk_function *f;
+    fk_func_attr_args args = {attrib, 0, pi};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
+    return fk_call(GH_CU_FuncGetAttribute, 1, fk_on_function, hfunc, get_attribute, &args);
+}
+
+/* Whether `value` is one `attrib` of `f` may be set to (the read-only ones none). */
+static int
+settable(const fk_function *f, CUfunction_attribute attrib, int value)
+{
+    const fk_device *dev = fk_device_get(f->ctx->device);
+
+    switch (attrib) {
+        case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+            return value >= 0 &&
+                   value <= dev->attrs[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN] -
+                                f->attrs[CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES];
+        case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+            return value >= -1 && value <= 100;
+        case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+        case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+        case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+        case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+            return value >= 0;
+        case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+            return value == 0 || value == 1;
+        default:
+            return 0; /* read-only */
     }
-    fk_lock();
-    f = fk_function_find(hfunc);
-    if (f == NULL) {
-        res = unknown_handle();
+}
+
+static CUresult
+set_attribute(fk_target *target, void *args)
+{
+    fk_function *f = target->found;
+    fk_func_attr_args *a = args;
+
+    if (!settable(f, a->attrib, a->value)) {
+        return CUDA_ERROR_INVALID_VALUE;
     }
-    else if (pi == NULL || (int)attrib < 0 || attrib >= CU_FUNC_ATTRIBUTE_MAX) {
-        res = CUDA_ERROR_INVALID_VALUE;
-    }
-    else {
-        *pi = f->attrs[attrib];
-    }
-    fk_unlock();
-    return res;
+    f->attrs[a->attrib] = a->value;
+    return CUDA_SUCCESS;
 }
 
 CUresult
 fk_FuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value)
 {
-    CUresult res = fk_enter(GH_CU_FuncSetAttribute, FK_AFTER_INIT);
-    fk_function *f;
+    fk_func_attr_args args = {attrib, value, NULL};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
+    return fk_call(GH_CU_FuncSetAttribute, 1, fk_on_function, hfunc, set_attribute, &args);
+}
+
+typedef struct {
+    size_t index;
+    size_t *offset, *size;
+} fk_param_args;
+
+static CUresult
+get_param_info(fk_target *target, void *args)
+{
+    const fk_function *f = target->found;
+    fk_param_args *a = args;
+
+    if (a->index >= f->nparams) {
+        return CUDA_ERROR_INVALID_VALUE; /* past the last: how callers count them */
     }
-    fk_lock();
-    f = fk_function_find(hfunc);
-    if (f == NULL) {
-        res = unknown_handle();
+    if (a->offset != NULL) {
+        *a->offset = f->params[a->index].offset;
     }
-    else {
-        const fk_device *dev = fk_device_get(f->ctx->device);
-        int ok;
-        switch (attrib) {
-            case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
-                ok = value >= 0 &&
-                     value <= dev->attrs[CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN] -
-                                  f->attrs[CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES];
-                break;
-            case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
-                ok = value >= -1 && value <= 100;
-                break;
-            case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
-            case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
-            case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
-            case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
-                ok = value >= 0;
-                break;
-            case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
-                ok = value == 0 || value == 1;
-                break;
-            default:
-                ok = 0; /* read-only */
-                break;
-        }
-        if (ok) {
-            f->attrs[attrib] = value;
-        }
-        else {
-            res = CUDA_ERROR_INVALID_VALUE;
-        }
+    if (a->size != NULL) {
+        *a->size = f->params[a->index].size;
     }
-    fk_unlock();
-    return res;
+    return CUDA_SUCCESS;
 }
 
 CUresult
 fk_FuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset, size_t *paramSize)
 {
-    CUresult res = fk_enter(GH_CU_FuncGetParamInfo, FK_AFTER_INIT);
-    fk_function *f;
+    fk_param_args args = {paramIndex, paramOffset, paramSize};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    fk_lock();
-    f = fk_function_find(func);
-    if (f == NULL) {
-        res = unknown_handle();
-    }
-    else if (paramIndex >= f->nparams) {
-        res = CUDA_ERROR_INVALID_VALUE; /* past the last: how callers count them */
-    }
-    else {
-        if (paramOffset != NULL) {
-            *paramOffset = f->params[paramIndex].offset;
-        }
-        if (paramSize != NULL) {
-            *paramSize = f->params[paramIndex].size;
-        }
-    }
-    fk_unlock();
-    return res;
+    return fk_call(GH_CU_FuncGetParamInfo, 1, fk_on_function, func, get_param_info, &args);
 }
 
 CUresult
@@ -575,7 +582,8 @@ fk_OccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, in
                                              size_t dynamicSMemSize)
 {
     (void)numBlocks, (void)func, (void)blockSize, (void)dynamicSMemSize;
-    return unsupported(GH_CU_OccupancyMaxActiveBlocksPerMultiprocessor);
+    return fk_call(GH_CU_OccupancyMaxActiveBlocksPerMultiprocessor, 1, NULL, NULL, fk_not_supported,
+                   NULL);
 }
 
 CUresult
@@ -585,14 +593,14 @@ fk_OccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, CUfunction f
 {
     (void)minGridSize, (void)blockSize, (void)func, (void)blockSizeToDynamicSMemSize;
     (void)dynamicSMemSize, (void)blockSizeLimit;
-    return unsupported(GH_CU_OccupancyMaxPotentialBlockSize);
+    return fk_call(GH_CU_OccupancyMaxPotentialBlockSize, 1, NULL, NULL, fk_not_supported, NULL);
 }
 
 CUresult
 fk_OccupancyMaxActiveClusters(int *numClusters, CUfunction func, const CUlaunchConfig *config)
 {
     (void)numClusters, (void)func, (void)config;
-    return unsupported(GH_CU_OccupancyMaxActiveClusters);
+    return fk_call(GH_CU_OccupancyMaxActiveClusters, 1, NULL, NULL, fk_not_supported, NULL);
 }
 
 CUresult
@@ -603,7 +611,7 @@ fk_LinkCreate(unsigned int numOptions, CUjit_option *options, void **optionValue
     if (stateOut != NULL) {
         *stateOut = NULL;
     }
-    return unsupported(GH_CU_LinkCreate);
+    return fk_call(GH_CU_LinkCreate, 1, NULL, NULL, fk_not_supported, NULL);
 }
 
 CUresult
@@ -612,19 +620,19 @@ fk_LinkAddData(CUlinkState state, CUjitInputType type, void *data, size_t size, 
 {
     (void)state, (void)type, (void)data, (void)size, (void)name, (void)numOptions, (void)options;
     (void)optionValues;
-    return unsupported(GH_CU_LinkAddData);
+    return fk_call(GH_CU_LinkAddData, 1, NULL, NULL, fk_not_supported, NULL);
 }
 
 CUresult
 fk_LinkComplete(CUlinkState state, void **cubinOut, size_t *sizeOut)
 {
     (void)state, (void)cubinOut, (void)sizeOut;
-    return unsupported(GH_CU_LinkComplete);
+    return fk_call(GH_CU_LinkComplete, 1, NULL, NULL, fk_not_supported, NULL);
 }
 
 CUresult
 fk_LinkDestroy(CUlinkState state)
 {
     (void)state;
-    return unsupported(GH_CU_LinkDestroy);
+    return fk_call(GH_CU_LinkDestroy, 1, NULL, NULL, fk_not_supported, NULL);
 }

@@ -6,36 +6,41 @@
  */
 #include "fk_internal.h"
 
-CUresult
-fk_DeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev)
-{
-    CUresult res = fk_enter(GH_CU_DeviceCanAccessPeer, FK_AFTER_INIT);
+typedef struct {
+    int *can;
+    CUdevice peer;
+} fk_can_access_args;
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (canAccessPeer == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    if (fk_device_get(dev) == NULL || fk_device_get(peerDev) == NULL) {
+static CUresult
+can_access_peer(fk_target *target, void *args)
+{
+    fk_can_access_args *a = args;
+
+    if (fk_device_get(a->peer) == NULL) {
         return CUDA_ERROR_INVALID_DEVICE;
     }
-    *canAccessPeer = fk_peer_supported(dev, peerDev);
+    *a->can = fk_peer_supported(((fk_device *)target->found)->ordinal, a->peer);
     return CUDA_SUCCESS;
 }
 
-/* The current context and the live context `peer`, which must differ: CUDA_SUCCESS, or
-   CUDA_ERROR_INVALID_CONTEXT (no current context, `peer` is no context or is the current
-   one) or CUDA_ERROR_CONTEXT_IS_DESTROYED.  Lock held. */
-static CUresult
-peer_pair(CUcontext peer, fk_context **cur)
+CUresult
+fk_DeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev)
 {
-    CUresult res = fk_current_context(cur);
+    fk_can_access_args args = {canAccessPeer, peerDev};
 
-    if (res == CUDA_SUCCESS) {
-        res = fk_context_usable(peer);
-    }
-    if (res == CUDA_SUCCESS && peer == *cur) {
+    return fk_call(GH_CU_DeviceCanAccessPeer, canAccessPeer != NULL, fk_on_device, FK_ORDINAL(dev),
+                   can_access_peer, &args);
+}
+
+/* `peer` must be a live context other than the current one (target->ctx): CUDA_SUCCESS, or
+   CUDA_ERROR_INVALID_CONTEXT (`peer` is no context or is the current one) or
+   CUDA_ERROR_CONTEXT_IS_DESTROYED.  Lock held. */
+static CUresult
+peer_check(const fk_target *target, CUcontext peer)
+{
+    CUresult res = fk_context_usable(peer);
+
+    if (res == CUDA_SUCCESS && peer == target->ctx) {
         res = CUDA_ERROR_INVALID_CONTEXT;
     }
     return res;
@@ -48,50 +53,48 @@ peer_enabled(const fk_context *ctx, const fk_context *peer)
     return ctx->peers[peer->device] == peer;
 }
 
-CUresult
-fk_CtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
+static CUresult
+enable_peer(fk_target *target, void *peer_context)
 {
-    CUresult res = fk_enter(GH_CU_CtxEnablePeerAccess, FK_AFTER_INIT);
-    fk_context *cur = NULL;
+    fk_context *cur = target->ctx, *peer = peer_context;
+    CUresult res = peer_check(target, peer);
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (Flags != 0) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    res = peer_pair(peerContext, &cur);
-    if (res == CUDA_SUCCESS && !fk_peer_supported(cur->device, peerContext->device)) {
+    if (res == CUDA_SUCCESS && !fk_peer_supported(cur->device, peer->device)) {
         res = CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
     }
-    if (res == CUDA_SUCCESS && peer_enabled(cur, peerContext)) {
+    if (res == CUDA_SUCCESS && peer_enabled(cur, peer)) {
         res = CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
     }
     if (res == CUDA_SUCCESS) {
-        cur->peers[peerContext->device] = peerContext;
+        cur->peers[peer->device] = peer;
     }
-    fk_unlock();
+    return res;
+}
+
+CUresult
+fk_CtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
+{
+    return fk_call(GH_CU_CtxEnablePeerAccess, Flags == 0, fk_on_current, NULL, enable_peer,
+                   peerContext);
+}
+
+static CUresult
+disable_peer(fk_target *target, void *peer_context)
+{
+    fk_context *cur = target->ctx, *peer = peer_context;
+    CUresult res = peer_check(target, peer);
+
+    if (res == CUDA_SUCCESS && !peer_enabled(cur, peer)) {
+        res = CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+    }
+    if (res == CUDA_SUCCESS) {
+        cur->peers[peer->device] = NULL;
+    }
     return res;
 }
 
 CUresult
 fk_CtxDisablePeerAccess(CUcontext peerContext)
 {
-    CUresult res = fk_enter(GH_CU_CtxDisablePeerAccess, FK_AFTER_INIT);
-    fk_context *cur = NULL;
-
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    fk_lock();
-    res = peer_pair(peerContext, &cur);
-    if (res == CUDA_SUCCESS && !peer_enabled(cur, peerContext)) {
-        res = CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
-    }
-    if (res == CUDA_SUCCESS) {
-        cur->peers[peerContext->device] = NULL;
-    }
-    fk_unlock();
-    return res;
+    return fk_call(GH_CU_CtxDisablePeerAccess, 1, fk_on_current, NULL, disable_peer, peerContext);
 }

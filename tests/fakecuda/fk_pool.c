@@ -86,22 +86,25 @@ fk_mempool_release(CUdevice dev, size_t size)
     }
 }
 
+static CUresult
+default_pool(fk_target *target, void *pool_out)
+{
+    *(CUmemoryPool *)pool_out = (CUmemoryPool)&fk_pools[((fk_device *)target->found)->ordinal];
+    return CUDA_SUCCESS;
+}
+
 CUresult
 fk_DeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
 {
-    CUresult res = fk_enter(GH_CU_DeviceGetDefaultMemPool, FK_AFTER_INIT);
+    return fk_call(GH_CU_DeviceGetDefaultMemPool, pool_out != NULL, fk_on_device, FK_ORDINAL(dev),
+                   default_pool, pool_out);
+}
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (pool_out == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    if (fk_device_get(dev) == NULL) {
-        return CUDA_ERROR_INVALID_DEVICE;
-    }
-    *pool_out = (CUmemoryPool)&fk_pools[dev];
-    return CUDA_SUCCESS;
+/* The pool `handle` (target->found), else CUDA_ERROR_INVALID_VALUE. */
+static CUresult
+on_pool(const void *handle, fk_target *target)
+{
+    return fk_found(target, find_pool((CUmemoryPool)handle), CUDA_ERROR_INVALID_VALUE);
 }
 
 /* The index of a CU_MEMPOOL_ATTR_REUSE_* attribute, or -1. */
@@ -120,33 +123,28 @@ reuse_index(CUmemPool_attribute attr)
     }
 }
 
-CUresult
-fk_MemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
-{
-    CUresult res = fk_enter(GH_CU_MemPoolSetAttribute, FK_AFTER_INIT);
-    fk_mempool *p;
+typedef struct {
+    CUmemPool_attribute attr;
+    void *value;
+} fk_pool_attr_args;
 
-    if (res != CUDA_SUCCESS) {
-        return res;
+static CUresult
+set_attribute(fk_target *target, void *args)
+{
+    fk_mempool *p = target->found;
+    fk_pool_attr_args *a = args;
+
+    if (a->attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) {
+        p->threshold = *(cuuint64_t *)a->value;
     }
-    if (value == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
+    else if (reuse_index(a->attr) >= 0) {
+        p->reuse[reuse_index(a->attr)] = *(int *)a->value != 0;
     }
-    fk_lock();
-    p = find_pool(pool);
-    if (p == NULL) {
-        res = CUDA_ERROR_INVALID_VALUE;
-    }
-    else if (attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) {
-        p->threshold = *(cuuint64_t *)value;
-    }
-    else if (reuse_index(attr) >= 0) {
-        p->reuse[reuse_index(attr)] = *(int *)value != 0;
-    }
-    else if ((attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH || attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH) &&
-             *(cuuint64_t *)value == 0) {
+    else if ((a->attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH ||
+              a->attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH) &&
+             *(cuuint64_t *)a->value == 0) {
         /* the high watermarks can only be reset, to the current value */
-        if (attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH) {
+        if (a->attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH) {
             p->reserved_high = reserved(p);
         }
         else {
@@ -154,118 +152,105 @@ fk_MemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
         }
     }
     else {
-        res = CUDA_ERROR_INVALID_VALUE;
+        return CUDA_ERROR_INVALID_VALUE;
     }
-    fk_unlock();
-    return res;
+    return CUDA_SUCCESS;
+}
+
+CUresult
+fk_MemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    fk_pool_attr_args args = {attr, value};
+
+    return fk_call(GH_CU_MemPoolSetAttribute, value != NULL, on_pool, pool, set_attribute, &args);
+}
+
+static CUresult
+get_attribute(fk_target *target, void *args)
+{
+    const fk_mempool *p = target->found;
+    fk_pool_attr_args *a = args;
+
+    if (reuse_index(a->attr) >= 0) {
+        *(int *)a->value = p->reuse[reuse_index(a->attr)];
+        return CUDA_SUCCESS;
+    }
+    switch (a->attr) {
+        case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+            *(cuuint64_t *)a->value = p->threshold;
+            return CUDA_SUCCESS;
+        case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+            *(cuuint64_t *)a->value = reserved(p);
+            return CUDA_SUCCESS;
+        case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+            *(cuuint64_t *)a->value = p->reserved_high;
+            return CUDA_SUCCESS;
+        case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+            *(cuuint64_t *)a->value = p->used;
+            return CUDA_SUCCESS;
+        case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+            *(cuuint64_t *)a->value = p->used_high;
+            return CUDA_SUCCESS;
+        default:
+            return CUDA_ERROR_INVALID_VALUE; /* not implemented by the fake */
+    }
 }
 
 CUresult
 fk_MemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
-    CUresult res = fk_enter(GH_CU_MemPoolGetAttribute, FK_AFTER_INIT);
-    fk_mempool *p;
+    fk_pool_attr_args args = {attr, value};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (value == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    p = find_pool(pool);
-    if (p == NULL) {
-        res = CUDA_ERROR_INVALID_VALUE;
-    }
-    else if (reuse_index(attr) >= 0) {
-        *(int *)value = p->reuse[reuse_index(attr)];
-    }
-    else {
-        switch (attr) {
-            case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
-                *(cuuint64_t *)value = p->threshold;
-                break;
-            case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
-                *(cuuint64_t *)value = reserved(p);
-                break;
-            case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
-                *(cuuint64_t *)value = p->reserved_high;
-                break;
-            case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
-                *(cuuint64_t *)value = p->used;
-                break;
-            case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
-                *(cuuint64_t *)value = p->used_high;
-                break;
-            default:
-                res = CUDA_ERROR_INVALID_VALUE; /* not implemented by the fake */
-                break;
-        }
-    }
-    fk_unlock();
-    return res;
+    return fk_call(GH_CU_MemPoolGetAttribute, value != NULL, on_pool, pool, get_attribute, &args);
+}
+
+static CUresult
+trim_to(fk_target *target, void *min_bytes)
+{
+    fk_mempool *p = target->found;
+
+    trim(p, (CUdevice)(p - fk_pools), *(size_t *)min_bytes);
+    return CUDA_SUCCESS;
 }
 
 CUresult
 fk_MemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 {
-    CUresult res = fk_enter(GH_CU_MemPoolTrimTo, FK_AFTER_INIT);
-    fk_mempool *p;
+    return fk_call(GH_CU_MemPoolTrimTo, 1, on_pool, pool, trim_to, &minBytesToKeep);
+}
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    fk_lock();
-    p = find_pool(pool);
-    if (p == NULL) {
-        res = CUDA_ERROR_INVALID_VALUE;
-    }
-    else {
-        trim(p, (CUdevice)(p - fk_pools), minBytesToKeep);
-    }
-    fk_unlock();
-    return res;
+typedef struct {
+    CUdeviceptr *dptr;
+    size_t size;
+} fk_alloc_args;
+
+/* The allocation is usable at once: the single FIFO queue already orders any later work on
+   the stream after everything queued before it. */
+static CUresult
+alloc_async(fk_target *target, void *args)
+{
+    fk_alloc_args *a = args;
+
+    return fk_memory_alloc_pooled(target->ctx, a->size, a->dptr);
 }
 
 CUresult
 fk_MemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
-    CUresult res = fk_enter(GH_CU_MemAllocAsync, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-    fk_lane *lane = NULL;
+    fk_alloc_args args = {dptr, bytesize};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (dptr == NULL || bytesize == 0) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    res = fk_stream_lane(hStream, &ctx, &lane);
-    fk_unlock();
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    /* The allocation is usable at once: the single FIFO queue already orders any later
-       work on the stream after everything queued before it. */
-    return fk_memory_alloc_pooled(ctx, bytesize, dptr);
+    return fk_call(GH_CU_MemAllocAsync, dptr != NULL && bytesize != 0, fk_on_stream, hStream,
+                   alloc_async, &args);
+}
+
+static CUresult
+free_async(fk_target *target, void *dptr)
+{
+    return fk_memory_free_ordered(*(CUdeviceptr *)dptr, target->ctx, target->lane);
 }
 
 CUresult
 fk_MemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 {
-    CUresult res = fk_enter(GH_CU_MemFreeAsync, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-    fk_lane *lane = NULL;
-
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    fk_lock();
-    res = fk_stream_lane(hStream, &ctx, &lane);
-    if (res == CUDA_SUCCESS) {
-        res = fk_memory_free_ordered((uintptr_t)dptr, ctx, lane);
-    }
-    fk_unlock();
-    return res;
+    return fk_call(GH_CU_MemFreeAsync, 1, fk_on_stream, hStream, free_async, &dptr);
 }

@@ -5,35 +5,29 @@
 
 static long fk_profiling; /* under the lock */
 
-/* Set the profiler state if a context is current. */
+/* Set the profiler state to *state (a context is current). */
 static CUresult
-profiler_set(gh_cu_id id, long state)
+profiler_set(fk_target *target, void *state)
 {
-    CUresult res = fk_enter(id, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    fk_lock();
-    res = fk_current_context(&ctx);
-    if (res == CUDA_SUCCESS) {
-        fk_profiling = state;
-    }
-    fk_unlock();
-    return res;
+    (void)target;
+    fk_profiling = *(const long *)state;
+    return CUDA_SUCCESS;
 }
 
 CUresult
 fk_ProfilerStart(void)
 {
-    return profiler_set(GH_CU_ProfilerStart, 1);
+    static long on = 1;
+
+    return fk_call(GH_CU_ProfilerStart, 1, fk_on_current, NULL, profiler_set, &on);
 }
 
 CUresult
 fk_ProfilerStop(void)
 {
-    return profiler_set(GH_CU_ProfilerStop, 0);
+    static long off = 0;
+
+    return fk_call(GH_CU_ProfilerStop, 1, fk_on_current, NULL, profiler_set, &off);
 }
 
 long

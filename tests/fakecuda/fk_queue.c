@@ -154,6 +154,15 @@ start_worker(void)
     return 0;
 }
 
+void
+fk_op_drop(fk_op *op)
+{
+    if (op->cancel != NULL) {
+        op->cancel(op);
+    }
+    free(op);
+}
+
 CUresult
 fk_op_enqueue(fk_op *op, fk_context *ctx, fk_lane *lane)
 {
@@ -161,16 +170,13 @@ fk_op_enqueue(fk_op *op, fk_context *ctx, fk_lane *lane)
     if (lane->capture != NULL) {
         if (op->size == 0 || lane->capture_invalid) {
             lane->capture_invalid = 1; /* what cannot be captured invalidates the capture */
-            if (op->cancel != NULL) {
-                op->cancel(op);
-            }
-            free(op);
+            fk_op_drop(op);
             return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
         }
         return fk_graph_capture_op(lane->capture, op);
     }
     if (start_worker() != 0) {
-        free(op);
+        fk_op_drop(op);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     op->next = NULL;
@@ -206,10 +212,7 @@ fk_ops_drop_context(fk_context *ctx)
         if (op->ctx == ctx) {
             *link = op->next;
             fk_queued--;
-            if (op->cancel != NULL) {
-                op->cancel(op);
-            }
-            free(op);
+            fk_op_drop(op);
         }
         else {
             fk_tail = op;

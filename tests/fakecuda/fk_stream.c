@@ -21,12 +21,17 @@ typedef struct {
     int priority;
 } fk_stream;
 
+/* A host callback: a stream callback, or a host function (cuLaunchHostFunc, host nodes). */
 typedef struct {
-    fk_op op;
     CUstream handle; /* as the caller named the stream */
     CUstreamCallback callback;
-    CUhostFn host_fn; /* cuLaunchHostFunc's instead of the callback */
+    CUhostFn host_fn; /* instead of the callback */
     void *user_data;
+} fk_callback;
+
+typedef struct {
+    fk_op op;
+    fk_callback cb;
 } fk_callback_op;
 
 static int
@@ -35,18 +40,18 @@ is_default_stream(CUstream handle)
     return handle == NULL || handle == CU_STREAM_LEGACY || handle == CU_STREAM_PER_THREAD;
 }
 
-/* fk_stream_lane, and the stream itself in *stream (NULL for a default one).  Lock held. */
-static CUresult
-resolve(CUstream handle, fk_context **ctx, fk_lane **lane, fk_stream **stream)
+CUresult
+fk_on_stream(const void *handle, fk_target *target)
 {
     fk_stream *found;
     CUresult res;
 
-    *stream = NULL;
-    if (is_default_stream(handle)) {
-        res = fk_current_context(ctx);
+    target->found = NULL;
+    if (is_default_stream((CUstream)handle)) {
+        res = fk_current_context(&target->ctx);
         if (res == CUDA_SUCCESS) {
-            *lane = handle == CU_STREAM_PER_THREAD ? &(*ctx)->per_thread : &(*ctx)->legacy;
+            target->lane =
+                handle == CU_STREAM_PER_THREAD ? &target->ctx->per_thread : &target->ctx->legacy;
         }
         return res;
     }
@@ -54,145 +59,142 @@ resolve(CUstream handle, fk_context **ctx, fk_lane **lane, fk_stream **stream)
     if (found == NULL) {
         return CUDA_ERROR_INVALID_HANDLE;
     }
-    *ctx = found->res.ctx;
-    *lane = &found->lane;
-    *stream = found;
+    target->ctx = found->res.ctx;
+    target->lane = &found->lane;
+    target->found = found;
     return CUDA_SUCCESS;
 }
 
 CUresult
 fk_stream_lane(CUstream handle, fk_context **ctx, fk_lane **lane)
 {
-    fk_stream *stream;
+    fk_target target = {NULL, NULL, NULL};
+    CUresult res = fk_on_stream(handle, &target);
 
-    return resolve(handle, ctx, lane, &stream);
+    *ctx = target.ctx;
+    *lane = target.lane;
+    return res;
+}
+
+typedef struct {
+    int *least, *greatest;
+} fk_range_args;
+
+static CUresult
+priority_range(fk_target *target, void *args)
+{
+    fk_range_args *a = args;
+
+    (void)target;
+    if (a->least != NULL) {
+        *a->least = FK_LEAST_PRIORITY;
+    }
+    if (a->greatest != NULL) {
+        *a->greatest = FK_GREATEST_PRIORITY;
+    }
+    return CUDA_SUCCESS;
 }
 
 CUresult
 fk_CtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
 {
-    CUresult res = fk_enter(GH_CU_CtxGetStreamPriorityRange, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
+    fk_range_args args = {leastPriority, greatestPriority};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
+    return fk_call(GH_CU_CtxGetStreamPriorityRange, 1, fk_on_current, NULL, priority_range, &args);
+}
+
+typedef struct {
+    CUstream *phStream;
+    unsigned int flags;
+    int priority;
+} fk_create_args;
+
+static CUresult
+stream_create(fk_target *target, void *args)
+{
+    fk_create_args *a = args;
+    fk_stream *stream = calloc(1, sizeof(*stream));
+
+    if (stream == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    fk_lock();
-    res = fk_current_context(&ctx);
-    fk_unlock();
-    if (res == CUDA_SUCCESS && leastPriority != NULL) {
-        *leastPriority = FK_LEAST_PRIORITY;
-    }
-    if (res == CUDA_SUCCESS && greatestPriority != NULL) {
-        *greatestPriority = FK_GREATEST_PRIORITY;
-    }
-    return res;
+    stream->flags = a->flags;
+    stream->lane.non_blocking = (a->flags & CU_STREAM_NON_BLOCKING) != 0;
+    /* Clamped into the range, as the driver does; lower numbers are higher priorities. */
+    stream->priority = a->priority > FK_LEAST_PRIORITY      ? FK_LEAST_PRIORITY
+                       : a->priority < FK_GREATEST_PRIORITY ? FK_GREATEST_PRIORITY
+                                                            : a->priority;
+    fk_resource_add(&stream->res, FK_STREAMS, target->ctx, NULL); /* never freed: see above */
+    *a->phStream = (CUstream)stream;
+    return CUDA_SUCCESS;
 }
 
 CUresult
 fk_StreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
 {
-    CUresult res = fk_enter(GH_CU_StreamCreateWithPriority, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-    fk_stream *stream = NULL;
+    fk_create_args args = {phStream, flags, priority};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
+    return fk_call(GH_CU_StreamCreateWithPriority,
+                   phStream != NULL && (flags & ~(unsigned int)CU_STREAM_NON_BLOCKING) == 0,
+                   fk_on_current, NULL, stream_create, &args);
+}
+
+/* A created stream (a default one is not found either: it cannot be destroyed). */
+static CUresult
+on_created_stream(const void *handle, fk_target *target)
+{
+    return fk_found(target, fk_resource_find(handle, FK_STREAMS), CUDA_ERROR_INVALID_HANDLE);
+}
+
+static CUresult
+stream_destroy(fk_target *target, void *args)
+{
+    fk_stream *stream = target->found;
+
+    (void)args;
+    if (stream->lane.capture != NULL) {
+        fk_capture_abandon(stream->res.ctx, &stream->lane); /* its capture ends with it */
     }
-    if (phStream == NULL || (flags & ~(unsigned int)CU_STREAM_NON_BLOCKING) != 0) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    res = fk_current_context(&ctx);
-    if (res == CUDA_SUCCESS) {
-        stream = calloc(1, sizeof(*stream));
-        res = stream != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    if (res == CUDA_SUCCESS) {
-        stream->flags = flags;
-        stream->lane.non_blocking = (flags & CU_STREAM_NON_BLOCKING) != 0;
-        /* Clamped into the range, as the driver does; lower numbers are higher priorities. */
-        stream->priority = priority > FK_LEAST_PRIORITY      ? FK_LEAST_PRIORITY
-                           : priority < FK_GREATEST_PRIORITY ? FK_GREATEST_PRIORITY
-                                                             : priority;
-        fk_resource_add(&stream->res, FK_STREAMS, ctx, NULL); /* never freed: see above */
-        *phStream = (CUstream)stream;
-    }
-    fk_unlock();
-    return res;
+    fk_resource_remove(&stream->res); /* its queued ops still run, naming the dead handle */
+    return CUDA_SUCCESS;
 }
 
 CUresult
 fk_StreamDestroy(CUstream hStream)
 {
-    CUresult res = fk_enter(GH_CU_StreamDestroy, FK_AFTER_INIT);
-    fk_resource *stream;
+    return fk_call(GH_CU_StreamDestroy, 1, on_created_stream, hStream, stream_destroy, NULL);
+}
 
-    if (res != CUDA_SUCCESS) {
-        return res;
+/* cuStreamSynchronize (`wait`) and cuStreamQuery: whether what was queued on the stream
+   resolved finished, after waiting for it if asked. */
+static CUresult
+stream_done(fk_target *target, void *wait)
+{
+    unsigned long long seq = target->lane->last_seq;
+    CUresult res = fk_capture_check(target->ctx, target->lane);
+
+    if (res != CUDA_SUCCESS || !*(const int *)wait) {
+        return res == CUDA_SUCCESS && fk_ops_pending(seq) ? CUDA_ERROR_NOT_READY : res;
     }
-    fk_lock();
-    /* A default stream is not found either: it cannot be destroyed. */
-    stream = fk_resource_find(hStream, FK_STREAMS);
-    if (stream == NULL) {
-        res = CUDA_ERROR_INVALID_HANDLE;
-    }
-    else {
-        fk_lane *lane = &((fk_stream *)stream)->lane;
-        if (lane->capture != NULL) {
-            fk_capture_abandon(stream->ctx, lane); /* its capture ends with it */
-        }
-        fk_resource_remove(stream); /* its queued ops still run, naming the dead handle */
-    }
-    fk_unlock();
-    return res;
+    fk_ops_wait(seq); /* the lock is released while waiting */
+    /* reset meanwhile: its work was dropped */
+    return target->ctx->alive ? CUDA_SUCCESS : CUDA_ERROR_CONTEXT_IS_DESTROYED;
 }
 
 CUresult
 fk_StreamSynchronize(CUstream hStream)
 {
-    CUresult res = fk_enter(GH_CU_StreamSynchronize, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-    fk_lane *lane = NULL;
+    int wait = 1;
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    fk_lock();
-    res = fk_stream_lane(hStream, &ctx, &lane);
-    if (res == CUDA_SUCCESS) {
-        res = fk_capture_check(ctx, lane);
-    }
-    if (res == CUDA_SUCCESS) {
-        fk_ops_wait(lane->last_seq); /* the lock is released while waiting */
-        if (!ctx->alive) {
-            res = CUDA_ERROR_CONTEXT_IS_DESTROYED; /* reset meanwhile: its work was dropped */
-        }
-    }
-    fk_unlock();
-    return res;
+    return fk_call(GH_CU_StreamSynchronize, 1, fk_on_stream, hStream, stream_done, &wait);
 }
 
 CUresult
 fk_StreamQuery(CUstream hStream)
 {
-    CUresult res = fk_enter(GH_CU_StreamQuery, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-    fk_lane *lane = NULL;
+    int wait = 0;
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    fk_lock();
-    res = fk_stream_lane(hStream, &ctx, &lane);
-    if (res == CUDA_SUCCESS) {
-        res = fk_capture_check(ctx, lane);
-    }
-    if (res == CUDA_SUCCESS && fk_ops_pending(lane->last_seq)) {
-        res = CUDA_ERROR_NOT_READY;
-    }
-    fk_unlock();
-    return res;
+    return fk_call(GH_CU_StreamQuery, 1, fk_on_stream, hStream, stream_done, &wait);
 }
 
 static void
@@ -224,129 +226,89 @@ fk_event_wait_on(CUevent hEvent, fk_context *ctx, fk_lane *lane)
     return fk_op_enqueue(op, ctx, lane);
 }
 
+static CUresult
+wait_event(fk_target *target, void *event)
+{
+    return fk_event_wait_on((CUevent)event, target->ctx, target->lane);
+}
+
 CUresult
 fk_StreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
 {
-    CUresult res = fk_enter(GH_CU_StreamWaitEvent, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-    fk_lane *lane = NULL;
+    return fk_call(GH_CU_StreamWaitEvent, (Flags & ~(unsigned int)CU_EVENT_WAIT_EXTERNAL) == 0,
+                   fk_on_stream, hStream, wait_event, hEvent);
+}
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if ((Flags & ~(unsigned int)CU_EVENT_WAIT_EXTERNAL) != 0) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    res = fk_stream_lane(hStream, &ctx, &lane);
-    if (res == CUDA_SUCCESS) {
-        res = fk_event_wait_on(hEvent, ctx, lane);
-    }
-    fk_unlock();
-    return res;
+static CUresult
+get_priority(fk_target *target, void *priority)
+{
+    const fk_stream *stream = target->found;
+
+    *(int *)priority = stream != NULL ? stream->priority : 0;
+    return CUDA_SUCCESS;
 }
 
 CUresult
 fk_StreamGetPriority(CUstream hStream, int *priority)
 {
-    CUresult res = fk_enter(GH_CU_StreamGetPriority, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-    fk_lane *lane = NULL;
-    fk_stream *stream = NULL;
-
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (priority == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    res = resolve(hStream, &ctx, &lane, &stream);
-    if (res == CUDA_SUCCESS) {
-        *priority = stream != NULL ? stream->priority : 0;
-    }
-    fk_unlock();
-    return res;
+    return fk_call(GH_CU_StreamGetPriority, priority != NULL, fk_on_stream, hStream, get_priority,
+                   priority);
 }
 
-/* No graphs in the double: a valid stream is never capturing. */
+static CUresult
+is_capturing(fk_target *target, void *status)
+{
+    const fk_lane *lane = target->lane;
+
+    *(CUstreamCaptureStatus *)status = lane->capture == NULL ? CU_STREAM_CAPTURE_STATUS_NONE
+                                       : lane->capture_invalid
+                                           ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                                           : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    if (lane == &target->ctx->legacy && target->ctx->captures > 0) {
+        return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT; /* as the driver answers */
+    }
+    return CUDA_SUCCESS;
+}
+
 CUresult
 fk_StreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
 {
-    CUresult res = fk_enter(GH_CU_StreamIsCapturing, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-    fk_lane *lane = NULL;
-    fk_stream *stream = NULL;
+    return fk_call(GH_CU_StreamIsCapturing, captureStatus != NULL, fk_on_stream, hStream,
+                   is_capturing, captureStatus);
+}
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (captureStatus == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    res = resolve(hStream, &ctx, &lane, &stream);
-    if (res == CUDA_SUCCESS) {
-        *captureStatus = lane->capture == NULL   ? CU_STREAM_CAPTURE_STATUS_NONE
-                         : lane->capture_invalid ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
-                                                 : CU_STREAM_CAPTURE_STATUS_ACTIVE;
-        if (lane == &ctx->legacy && ctx->captures > 0) {
-            res = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT; /* as the driver answers */
-        }
-    }
-    fk_unlock();
-    return res;
+static CUresult
+get_flags(fk_target *target, void *flags)
+{
+    const fk_stream *stream = target->found;
+
+    *(unsigned int *)flags = stream != NULL ? stream->flags : 0;
+    return CUDA_SUCCESS;
 }
 
 CUresult
 fk_StreamGetFlags(CUstream hStream, unsigned int *flags)
 {
-    CUresult res = fk_enter(GH_CU_StreamGetFlags, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-    fk_lane *lane = NULL;
-    fk_stream *stream = NULL;
+    return fk_call(GH_CU_StreamGetFlags, flags != NULL, fk_on_stream, hStream, get_flags, flags);
+}
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (flags == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    res = resolve(hStream, &ctx, &lane, &stream);
-    if (res == CUDA_SUCCESS) {
-        *flags = stream != NULL ? stream->flags : 0;
-    }
-    fk_unlock();
-    return res;
+static CUresult
+get_ctx(fk_target *target, void *pctx)
+{
+    *(CUcontext *)pctx = target->ctx;
+    return CUDA_SUCCESS;
 }
 
 CUresult
 fk_StreamGetCtx(CUstream hStream, CUcontext *pctx)
 {
-    CUresult res = fk_enter(GH_CU_StreamGetCtx, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-    fk_lane *lane = NULL;
-
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (pctx == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    res = fk_stream_lane(hStream, &ctx, &lane);
-    if (res == CUDA_SUCCESS) {
-        *pctx = ctx;
-    }
-    fk_unlock();
-    return res;
+    return fk_call(GH_CU_StreamGetCtx, pctx != NULL, fk_on_stream, hStream, get_ctx, pctx);
 }
 
 static void
 run_callback(fk_op *op)
 {
-    fk_callback_op *cb = (fk_callback_op *)op;
+    const fk_callback *cb = &((fk_callback_op *)op)->cb;
 
     if (cb->host_fn != NULL) {
         cb->host_fn(cb->user_data);
@@ -356,77 +318,58 @@ run_callback(fk_op *op)
     }
 }
 
+/* Queue `cb` on `lane` of `ctx`.  A host function can be captured (a graph node); a stream
+   callback cannot.  Lock held. */
+static CUresult
+callback_on(const fk_callback *cb, fk_context *ctx, fk_lane *lane)
+{
+    fk_callback_op *op;
+
+    if (cb->host_fn == NULL && lane->capture != NULL) {
+        lane->capture_invalid = 1; /* the driver cannot capture stream callbacks */
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    op = calloc(1, sizeof(*op));
+    if (op == NULL) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    op->op.run = run_callback;
+    if (cb->host_fn != NULL) {
+        op->op.size = sizeof(*op);
+        op->op.node_type = CU_GRAPH_NODE_TYPE_HOST;
+    }
+    op->cb = *cb;
+    return fk_op_enqueue(&op->op, ctx, lane);
+}
+
+static CUresult
+queue_callback(fk_target *target, void *cb)
+{
+    return callback_on(cb, target->ctx, target->lane);
+}
+
 CUresult
 fk_StreamAddCallback(CUstream hStream, CUstreamCallback callback, void *userData,
                      unsigned int flags)
 {
-    CUresult res = fk_enter(GH_CU_StreamAddCallback, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-    fk_lane *lane = NULL;
-    fk_callback_op *op = NULL;
+    fk_callback cb = {hStream, callback, NULL, userData};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (callback == NULL || flags != 0) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    res = fk_stream_lane(hStream, &ctx, &lane);
-    if (res == CUDA_SUCCESS && lane->capture != NULL) {
-        lane->capture_invalid = 1; /* the driver cannot capture stream callbacks */
-        res = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    }
-    if (res == CUDA_SUCCESS) {
-        op = calloc(1, sizeof(*op));
-        res = op != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    if (res == CUDA_SUCCESS) {
-        op->op.run = run_callback;
-        op->handle = hStream;
-        op->callback = callback;
-        op->user_data = userData;
-        res = fk_op_enqueue(&op->op, ctx, lane);
-    }
-    fk_unlock();
-    return res;
+    return fk_call(GH_CU_StreamAddCallback, callback != NULL && flags == 0, fk_on_stream, hStream,
+                   queue_callback, &cb);
 }
 
 CUresult
 fk_host_func_on(CUhostFn fn, void *userData, CUstream handle, fk_context *ctx, fk_lane *lane)
 {
-    fk_callback_op *op = calloc(1, sizeof(*op));
+    fk_callback cb = {handle, NULL, fn, userData};
 
-    if (op == NULL) {
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    op->op.run = run_callback;
-    op->op.size = sizeof(*op);
-    op->op.node_type = CU_GRAPH_NODE_TYPE_HOST;
-    op->handle = handle;
-    op->host_fn = fn;
-    op->user_data = userData;
-    return fk_op_enqueue(&op->op, ctx, lane);
+    return callback_on(&cb, ctx, lane);
 }
 
 CUresult
 fk_LaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
 {
-    CUresult res = fk_enter(GH_CU_LaunchHostFunc, FK_AFTER_INIT);
-    fk_context *ctx = NULL;
-    fk_lane *lane = NULL;
+    fk_callback cb = {hStream, NULL, fn, userData};
 
-    if (res != CUDA_SUCCESS) {
-        return res;
-    }
-    if (fn == NULL) {
-        return CUDA_ERROR_INVALID_VALUE;
-    }
-    fk_lock();
-    res = fk_stream_lane(hStream, &ctx, &lane);
-    if (res == CUDA_SUCCESS) {
-        res = fk_host_func_on(fn, userData, hStream, ctx, lane);
-    }
-    fk_unlock();
-    return res;
+    return fk_call(GH_CU_LaunchHostFunc, fn != NULL, fk_on_stream, hStream, queue_callback, &cb);
 }

@@ -340,28 +340,20 @@ with_ctx(CUcontext ctx, int push)
     return push ? (int)cu.CtxPushCurrent(ctx) : (int)cu.CtxPopCurrent(&popped);
 }
 
-static int
-read_dev(CUcontext ctx, void *host, const void *dptr, size_t n)
-{
-    int rc;
-    if (n == 0) {
-        return 0;
-    }
-    with_ctx(ctx, 1);
-    rc = (int)cu.MemcpyDtoH(host, (CUdeviceptr)dptr, n);
-    with_ctx(ctx, 0);
-    return rc;
-}
+enum { TO_HOST, TO_DEVICE };
 
+/* Copy `n` bytes between host memory and device memory of `ctx` (made current meanwhile),
+   in `direction`.  0, or the driver's error. */
 static int
-write_dev(CUcontext ctx, void *dptr, const void *host, size_t n)
+move_dev(CUcontext ctx, void *dst, const void *src, size_t n, int direction)
 {
     int rc;
     if (n == 0) {
         return 0;
     }
     with_ctx(ctx, 1);
-    rc = (int)cu.MemcpyHtoD((CUdeviceptr)dptr, host, n);
+    rc = direction == TO_DEVICE ? (int)cu.MemcpyHtoD((CUdeviceptr)dst, src, n)
+                                : (int)cu.MemcpyDtoH(dst, (CUdeviceptr)src, n);
     with_ctx(ctx, 0);
     return rc;
 }
@@ -395,7 +387,7 @@ run_collective(clique *cl, fk_op *o)
         case GH_NCCL_Reduce:
         case GH_NCCL_ReduceScatter:
             for (int r = 0; r < n && rc == 0; r++) {
-                rc = read_dev(o->ctx[r], r == 0 ? acc : tmp, o->send[r], in_bytes);
+                rc = move_dev(o->ctx[r], r == 0 ? acc : tmp, o->send[r], in_bytes, TO_HOST);
                 if (r > 0) {
                     combine(acc, tmp, in_bytes / size, o->dtype, o->op);
                 }
@@ -405,25 +397,25 @@ run_collective(clique *cl, fk_op *o)
             }
             for (int r = 0; r < n && rc == 0; r++) {
                 if (o->kind == GH_NCCL_AllReduce || (o->kind == GH_NCCL_Reduce && r == o->root)) {
-                    rc = write_dev(o->ctx[r], o->recv[r], acc, bytes);
+                    rc = move_dev(o->ctx[r], o->recv[r], acc, bytes, TO_DEVICE);
                 }
                 else if (o->kind == GH_NCCL_ReduceScatter) {
-                    rc = write_dev(o->ctx[r], o->recv[r], acc + (size_t)r * bytes, bytes);
+                    rc = move_dev(o->ctx[r], o->recv[r], acc + (size_t)r * bytes, bytes, TO_DEVICE);
                 }
             }
             break;
         case GH_NCCL_Broadcast:
-            rc = read_dev(o->ctx[o->root], acc, o->send[o->root], bytes);
+            rc = move_dev(o->ctx[o->root], acc, o->send[o->root], bytes, TO_HOST);
             for (int r = 0; r < n && rc == 0; r++) {
-                rc = write_dev(o->ctx[r], o->recv[r], acc, bytes);
+                rc = move_dev(o->ctx[r], o->recv[r], acc, bytes, TO_DEVICE);
             }
             break;
         case GH_NCCL_AllGather:
             for (int r = 0; r < n && rc == 0; r++) {
-                rc = read_dev(o->ctx[r], acc + (size_t)r * bytes, o->send[r], bytes);
+                rc = move_dev(o->ctx[r], acc + (size_t)r * bytes, o->send[r], bytes, TO_HOST);
             }
             for (int r = 0; r < n && rc == 0; r++) {
-                rc = write_dev(o->ctx[r], o->recv[r], acc, bytes * (size_t)n);
+                rc = move_dev(o->ctx[r], o->recv[r], acc, bytes * (size_t)n, TO_DEVICE);
             }
             break;
         default:
@@ -457,8 +449,8 @@ match_p2p(clique *cl, struct gh_ncclComm *comm)
                 pair.ctx[1] = v->ctx[0];
                 sync_rank(&pair, 0);
                 sync_rank(&pair, 1);
-                if (buf == NULL || read_dev(s->ctx[0], buf, s->send[0], bytes) != 0 ||
-                    write_dev(v->ctx[0], v->recv[0], buf, bytes) != 0) {
+                if (buf == NULL || move_dev(s->ctx[0], buf, s->send[0], bytes, TO_HOST) != 0 ||
+                    move_dev(v->ctx[0], v->recv[0], buf, bytes, TO_DEVICE) != 0) {
                     free(buf);
                     return fail(comm, GH_ncclUnhandledCudaError, "fakenccl: a copy failed");
                 }
