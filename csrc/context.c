@@ -4,9 +4,16 @@
  * object per Device, holding one retain while in use.  The current context is the
  * driver's, per thread; the functions here push, pop and switch it.
  */
-#include "module.h"
+#include "context.h"
 
-static PyObject *plugin_call(gh_context *ctx, const char *name);
+#include "cuda_api.h"
+#include "device.h"
+#include "errors.h"
+#include "services.h"
+#include "state.h"
+#include "context_docs.h"
+
+static PyObject *plugin_call(gh_context *ctx, gh_helper h);
 
 gh_context *
 gh_context_of(gh_state *st, gh_device *dev)
@@ -277,6 +284,7 @@ gh_context_leave(gh_context *Py_UNUSED(ctx), int pushed)
 int
 gh_context_reset(gh_context *ctx)
 {
+    gh_state *st = gh_state_of_type(Py_TYPE(ctx));
     PyObject *res_obj;
     CUcontext cur = NULL;
     CUresult res;
@@ -288,12 +296,12 @@ gh_context_reset(gh_context *ctx)
     /* A handle gpuhost gave up may still be current here (a reset or close that failed
        half-way, another thread's reset): the device's new context takes its place too. */
     was_current = cur != NULL && (cur == ctx->handle || cur == ctx->stale);
-    res_obj = plugin_call(ctx, "_context_reset"); /* a memory manager's reset(), as numba's */
+    res_obj = plugin_call(ctx, GH_HELPER_PLUGIN_CONTEXT_RESET); /* an EMM plugin's reset() */
     if (res_obj == NULL) {
         return -1;
     }
     Py_DECREF(res_obj);
-    gh_pool_context_ending(gh_state_of_type(Py_TYPE(ctx)), ctx); /* before its memory goes */
+    st->pool_hooks.context_ending(st, ctx); /* the pools' blocks, before its memory goes */
     context_release(ctx, "a reset() of the device");
     Py_BEGIN_ALLOW_THREADS
     res = gh_cu.DevicePrimaryCtxReset(ctx->device->handle);
@@ -370,7 +378,7 @@ gh_context_close_all(gh_state *st, int release_all)
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(st->devices); i++) {
             PyObject *dev = PyList_GET_ITEM(st->devices, i); /* borrowed */
             if (dev != Py_None && ((gh_device *)dev)->context != NULL) {
-                gh_pool_context_ending(st, (gh_context *)((gh_device *)dev)->context);
+                st->pool_hooks.context_ending(st, (gh_context *)((gh_device *)dev)->context);
                 context_release((gh_context *)((gh_device *)dev)->context, "gpuhost.close()");
             }
         }
@@ -378,87 +386,22 @@ gh_context_close_all(gh_state *st, int release_all)
     return 0;
 }
 
-/* ---- Python methods ---- */
+/* ---- what an EMM plugin answers ---- */
 
-/* ---- numba's Context methods, written in Python (gpuhost/_context_api.py) ---- */
-
+/* An EMM plugin's answer for `ctx` (gpuhost/memory_manager.py's helper `h`, registered
+   when that module is imported): a new reference, Py_None (no plugin manages `ctx`, or the
+   module was never imported), or NULL with an exception. */
 static PyObject *
-forward(const char *name, PyObject *self, PyObject *args, PyObject *kwargs)
+plugin_call(gh_context *ctx, gh_helper h)
 {
-    return gh_call_python_method("gpuhost._context_api", name, self, args, kwargs);
-}
-
-#define GH_FORWARD(pyname)                                                                         \
-    static PyObject *context_##pyname(PyObject *self, PyObject *args, PyObject *kwargs)            \
-    {                                                                                              \
-        return forward(#pyname, self, args, kwargs);                                               \
-    }
-GH_FORWARD(memalloc)
-GH_FORWARD(memallocmanaged)
-GH_FORWARD(memhostalloc)
-GH_FORWARD(mempin)
-GH_FORWARD(get_ipc_handle)
-GH_FORWARD(open_ipc_handle)
-GH_FORWARD(create_stream)
-GH_FORWARD(create_external_stream)
-GH_FORWARD(create_event)
-GH_FORWARD(get_default_stream)
-GH_FORWARD(get_legacy_default_stream)
-GH_FORWARD(get_per_thread_default_stream)
-GH_FORWARD(prepare_for_use)
-GH_FORWARD(defer_cleanup)
-GH_FORWARD(create_module_ptx)
-GH_FORWARD(unload_module)
-GH_FORWARD(get_active_blocks_per_multiprocessor)
-GH_FORWARD(get_max_potential_block_size)
-#undef GH_FORWARD
-
-static PyObject *
-context_get_memory_manager(PyObject *self, void *Py_UNUSED(c))
-{
-    return forward("get_memory_manager", self, NULL, NULL);
-}
-
-static int
-context_set_memory_manager(PyObject *self, PyObject *value, void *Py_UNUSED(c))
-{
-    PyObject *args, *res;
-    if (value == NULL) {
-        PyErr_SetString(PyExc_AttributeError, "memory_manager cannot be deleted");
-        return -1;
-    }
-    args = PyTuple_Pack(1, value);
-    res = args ? forward("set_memory_manager", self, args, NULL) : NULL;
-    Py_XDECREF(args);
-    Py_XDECREF(res);
-    return res != NULL ? 0 : -1;
-}
-
-static PyObject *
-context_get_deallocations(PyObject *self, void *Py_UNUSED(c))
-{
-    return forward("get_deallocations", self, NULL, NULL);
-}
-
-/* An EMM plugin's answer for `ctx`, when gpuhost.memory_manager is in use and a plugin
-   manages `ctx`: a new reference, Py_None (none does), or NULL with an exception. */
-static PyObject *
-plugin_call(gh_context *ctx, const char *name)
-{
-    PyObject *modname = PyUnicode_FromString("gpuhost.memory_manager"), *mod, *res;
-    if (modname == NULL) {
-        return NULL;
-    }
-    mod = PyImport_GetModule(modname);
-    Py_DECREF(modname);
-    if (mod == NULL) {
-        if (PyErr_Occurred()) {
-            return NULL;
-        }
+    gh_state *st = gh_state_of_type(Py_TYPE(ctx));
+    PyObject *args;
+    if (st->helpers[h] == NULL) {
         Py_RETURN_NONE; /* never imported: no plugin can be in use */
     }
-    res = PyObject_CallMethod(mod, name, "O", (PyObject *)ctx);
-    Py_DECREF(mod);
+    args = PyTuple_Pack(1, (PyObject *)ctx);
+    PyObject *res = args != NULL ? gh_helper_call(st, h, args) : NULL;
+    Py_XDECREF(args);
     return res;
 }
 
@@ -484,7 +427,7 @@ context_get_memory_info(gh_context *self, PyObject *Py_UNUSED(ignored))
     size_t free_bytes = 0, total_bytes = 0;
     int pushed;
     CUresult res;
-    PyObject *info = plugin_call(self, "_plugin_memory_info");
+    PyObject *info = plugin_call(self, GH_HELPER_PLUGIN_MEMORY_INFO);
 
     if (info != Py_None) {
         return info; /* the plugin's MemoryInfo, or its error */
@@ -683,496 +626,22 @@ context_dealloc(gh_context *self)
 
 static PyMethodDef context_methods[] = {
     {"get_memory_info", (PyCFunction)context_get_memory_info, METH_NOARGS,
-     "get_memory_info($self, /)\n--\n\n"
-     "The device's free and total memory in bytes (cuMemGetInfo).\n\n"
-     "Returns\n"
-     "-------\n"
-     "MemoryInfo\n"
-     "    A named tuple (free, total). Free memory is the device's, over all processes.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> free, total = gpuhost.current_context().get_memory_info()\n"
-     ">>> 0 <= free <= total\n"
-     "True"},
-    {"synchronize", (PyCFunction)context_synchronize, METH_NOARGS,
-     "synchronize($self, /)\n--\n\n"
-     "Wait until all work queued in this context, on every stream, has finished.\n\n"
-     "The GIL is released while waiting.\n\n"
-     "Raises\n"
-     "------\n"
-     "CudaAPIError\n"
-     "    For an error an earlier asynchronous operation left (such as a kernel's illegal\n"
-     "    address).\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> gpuhost.current_context().synchronize()"},
-    {"push", (PyCFunction)context_push, METH_NOARGS,
-     "push($self, /)\n--\n\n"
-     "Make this context current: push it on the calling thread's context stack.\n\n"
-     "Pair it with pop(), or use the context's device as a context manager\n"
-     "(`with gpuhost.gpus[1]:`).\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> ctx = gpuhost.gpus[0].get_primary_context()\n"
-     ">>> ctx.push()\n"
-     ">>> gpuhost.current_context() is ctx\n"
-     "True\n"
-     ">>> ctx.pop()"},
-    {"pop", (PyCFunction)context_pop, METH_NOARGS,
-     "pop($self, /)\n--\n\n"
-     "Pop this context off the calling thread's context stack (undo push()).\n\n"
-     "Raises\n"
-     "------\n"
-     "CudaDriverError\n"
-     "    If this context is not on top of the stack."},
-    {"reset", (PyCFunction)context_reset, METH_NOARGS,
-     "reset($self, /)\n--\n\n"
-     "Destroy everything made in this context, as Device.reset() does.\n\n"
-     "The memory manager's reset() runs first. Arrays, streams, events and modules made\n"
-     "before cannot be used again (they say so); the device works for new objects.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> ctx = gpuhost.current_context()\n"
-     ">>> d = gpuhost.to_device(np.arange(3))\n"
-     ">>> ctx.reset()\n"
-     ">>> gpuhost.to_device(np.arange(3)).copy_to_host()  # new objects work\n"
-     "array([0, 1, 2])"},
-    {"memalloc", (PyCFunction)(void (*)(void))context_memalloc, METH_VARARGS | METH_KEYWORDS,
-     "memalloc($self, bytesize, /)\n--\n\n"
-     "Allocate device memory from the context's memory manager, as numba's.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "bytesize : int\n"
-     "    Bytes to allocate.\n\n"
-     "Returns\n"
-     "-------\n"
-     "MemoryPointer\n"
-     "    device_pointer, device_ctypes_pointer, view(), memset(), free(); the memory is\n"
-     "    freed when the last reference dies.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> m = gpuhost.current_context().memalloc(1024)\n"
-     ">>> m.size\n"
-     "1024"},
-    {"memallocmanaged", (PyCFunction)(void (*)(void))context_memallocmanaged,
-     METH_VARARGS | METH_KEYWORDS,
-     "memallocmanaged($self, bytesize, attach_global=True)\n--\n\n"
-     "Allocate managed (unified) memory from the context's memory manager, as numba's.\n\n"
-     "cuMemAllocManaged: one address valid on the host and the devices; the driver migrates\n"
-     "the pages where they are used.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "bytesize : int\n"
-     "    Bytes to allocate.\n"
-     "attach_global : bool, optional\n"
-     "    True (the default): any stream on any device may access it\n"
-     "    (CU_MEM_ATTACH_GLOBAL); False: only the host, until attached to a stream.\n\n"
-     "Returns\n"
-     "-------\n"
-     "gpuhost.memory_manager.OwnedPointer\n"
-     "    A MemoryPointer (device_pointer, size, view(), ...); the memory is freed when the\n"
-     "    last reference dies.\n\n"
-     "Raises\n"
-     "------\n"
-     "gpuhost.CudaAPIError\n"
-     "    If the device has no managed memory or not that much free.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> m = gpuhost.current_context().memallocmanaged(1024)\n"
-     ">>> m.size\n"
-     "1024"},
-    {"memhostalloc", (PyCFunction)(void (*)(void))context_memhostalloc,
-     METH_VARARGS | METH_KEYWORDS,
-     "memhostalloc($self, bytesize, mapped=False, portable=False, wc=False)\n--\n\n"
-     "Allocate page-locked host memory from the context's memory manager, as numba's.\n\n"
-     "cuMemHostAlloc. Copies from and to page-locked memory are faster than from pageable\n"
-     "memory and can overlap other work.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "bytesize : int\n"
-     "    Bytes to allocate.\n"
-     "mapped : bool, optional\n"
-     "    Also map it into the device's address space (CU_MEMHOSTALLOC_DEVICEMAP), so kernels\n"
-     "    can read and write it directly.\n"
-     "portable : bool, optional\n"
-     "    Page-locked for every context, not only this one (CU_MEMHOSTALLOC_PORTABLE).\n"
-     "wc : bool, optional\n"
-     "    Write-combined: faster for the device to read, slow for the host to read.\n\n"
-     "Returns\n"
-     "-------\n"
-     "gpuhost.memory_manager.PinnedMemory or gpuhost.memory_manager.MappedOwnedPointer\n"
-     "    A MappedOwnedPointer (with a device address) if `mapped`, else a PinnedMemory;\n"
-     "    both have host_pointer and size, as numba's (numba's pinned_array wraps them).\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> ctx = gpuhost.current_context()\n"
-     ">>> h = ctx.memhostalloc(64)\n"
-     ">>> h.size, h.host_pointer != 0\n"
-     "(64, True)\n"
-     ">>> ctx.memhostalloc(64, mapped=True).device_pointer.value != 0\n"
-     "True"},
-    {"mempin", (PyCFunction)(void (*)(void))context_mempin, METH_VARARGS | METH_KEYWORDS,
-     "mempin($self, owner, pointer, size, mapped=False)\n--\n\n"
-     "Page-lock existing host memory, as numba's (cuMemHostRegister).\n\n"
-     "The memory stays page-locked until the returned object dies; `owner` is kept alive until\n"
-     "then.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "owner : object\n"
-     "    What owns the memory (a NumPy array, say).\n"
-     "pointer : int\n"
-     "    Its host address.\n"
-     "size : int\n"
-     "    Bytes.\n"
-     "mapped : bool, optional\n"
-     "    Also map it into the device's address space.\n\n"
-     "Returns\n"
-     "-------\n"
-     "gpuhost.memory_manager.PinnedMemory\n"
-     "    Or a mapped pointer with a device address, if `mapped`.\n\n"
-     "Raises\n"
-     "------\n"
-     "gpuhost.CudaDriverError\n"
-     "    If `mapped` and the device cannot map host memory.\n"
-     "gpuhost.CudaAPIError\n"
-     "    If the driver refuses (such as memory registered already).\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> a = np.zeros(16)\n"
-     ">>> p = gpuhost.current_context().mempin(a, a.ctypes.data, a.nbytes)\n"
-     ">>> p.size\n"
-     "128"},
-    {"get_ipc_handle", (PyCFunction)(void (*)(void))context_get_ipc_handle,
-     METH_VARARGS | METH_KEYWORDS,
-     "get_ipc_handle($self, memory, /)\n--\n\n"
-     "An IPC handle of device memory, for another process to open (cuIpcGetMemHandle).\n\n"
-     "Parameters\n"
-     "----------\n"
-     "memory : gpuhost.memory_manager.MemoryPointer\n"
-     "    Memory allocated in this context (memalloc(), or a device array's gpu_data).\n\n"
-     "Returns\n"
-     "-------\n"
-     "gpuhost.memory_manager.IpcHandle\n"
-     "    Picklable; the other process opens it with its open() or with open_ipc_handle().\n\n"
-     "Raises\n"
-     "------\n"
-     "OSError\n"
-     "    Where the OS has no CUDA IPC (only Linux has).\n"
-     "gpuhost.CudaAPIError\n"
-     "    If the driver refuses (such as memory from a pool without IPC).\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> import pickle\n"
-     ">>> ctx = gpuhost.current_context()\n"
-     ">>> h = ctx.get_ipc_handle(ctx.memalloc(256))\n"
-     ">>> h.size\n"
-     "256\n"
-     ">>> data = pickle.dumps(h)  # send to another process"},
-    {"open_ipc_handle", (PyCFunction)(void (*)(void))context_open_ipc_handle,
-     METH_VARARGS | METH_KEYWORDS,
-     "open_ipc_handle($self, handle, size, /)\n--\n\n"
-     "Open another process's IPC memory handle (cuIpcOpenMemHandle), as numba's.\n\n"
-     "The memory is mapped into this context until the returned pointer dies. A process cannot\n"
-     "open its own handles.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "handle : bytes\n"
-     "    The 64-byte cudaIpcMemHandle_t (an IpcHandle's ``handle``).\n"
-     "size : int\n"
-     "    Bytes of the memory.\n\n"
-     "Returns\n"
-     "-------\n"
-     "gpuhost.memory_manager.MemoryPointer\n\n"
-     "Raises\n"
-     "------\n"
-     "gpuhost.CudaAPIError\n"
-     "    If the driver refuses the handle.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> ipc = pickle.loads(data)  # from get_ipc_handle() in another process  # doctest: +SKIP\n"
-     ">>> ctx = gpuhost.current_context()\n"
-     ">>> ptr = ctx.open_ipc_handle(ipc.handle, ipc.size)  # doctest: +SKIP"},
-    {"create_stream", (PyCFunction)(void (*)(void))context_create_stream,
-     METH_VARARGS | METH_KEYWORDS,
-     "create_stream($self, /)\n--\n\n"
-     "A new stream in this context, as numba's.\n\n"
-     "As gpuhost.stream(): blocking (it synchronizes with the legacy default stream), default\n"
-     "priority.\n\n"
-     "Returns\n"
-     "-------\n"
-     "gpuhost.Stream\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> s = gpuhost.current_context().create_stream()\n"
-     ">>> s.query()\n"
-     "True"},
-    {"create_external_stream", (PyCFunction)(void (*)(void))context_create_external_stream,
-     METH_VARARGS | METH_KEYWORDS,
-     "create_external_stream($self, ptr, /)\n--\n\n"
-     "A Stream over a CUstream made elsewhere (by CuPy, PyTorch, ...), as numba's.\n\n"
-     "gpuhost does not own it: the caller keeps it alive while the Stream is used.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "ptr : int\n"
-     "    The CUstream handle.\n\n"
-     "Returns\n"
-     "-------\n"
-     "gpuhost.Stream\n\n"
-     "Raises\n"
-     "------\n"
-     "TypeError\n"
-     "    If `ptr` is not an int.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> ctx = gpuhost.current_context()\n"
-     ">>> owned = ctx.create_stream()\n"
-     ">>> ext = ctx.create_external_stream(owned.handle)\n"
-     ">>> ext.handle == owned.handle\n"
-     "True"},
-    {"create_event", (PyCFunction)(void (*)(void))context_create_event,
-     METH_VARARGS | METH_KEYWORDS,
-     "create_event($self, timing=True)\n--\n\n"
-     "A new event in this context, as numba's.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "timing : bool, optional\n"
-     "    True (the default): it records timestamps for elapsed_time(); False is cheaper.\n\n"
-     "Returns\n"
-     "-------\n"
-     "gpuhost.Event\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> ctx = gpuhost.current_context()\n"
-     ">>> e = ctx.create_event()\n"
-     ">>> e.record(ctx.create_stream())\n"
-     ">>> e.synchronize()\n"
-     ">>> e.query()\n"
-     "True"},
-    {"get_default_stream", (PyCFunction)(void (*)(void))context_get_default_stream,
-     METH_VARARGS | METH_KEYWORDS,
-     "get_default_stream($self, /)\n--\n\n"
-     "The default stream, as numba's: what stream=0 means.\n\n"
-     "The legacy default stream, or the per-thread one where numba's\n"
-     "CUDA_PER_THREAD_DEFAULT_STREAM setting is on (as gpuhost.default_stream()).\n\n"
-     "Returns\n"
-     "-------\n"
-     "gpuhost.Stream\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> gpuhost.current_context().get_default_stream()\n"
-     "<Default CUDA stream on device 0>"},
-    {"get_legacy_default_stream", (PyCFunction)(void (*)(void))context_get_legacy_default_stream,
-     METH_VARARGS | METH_KEYWORDS,
-     "get_legacy_default_stream($self, /)\n--\n\n"
-     "The legacy default stream (CU_STREAM_LEGACY), as numba's.\n\n"
-     "It synchronizes with every blocking stream of the context.\n\n"
-     "Returns\n"
-     "-------\n"
-     "gpuhost.Stream\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> gpuhost.current_context().get_legacy_default_stream()\n"
-     "<Legacy default CUDA stream on device 0>"},
-    {"get_per_thread_default_stream",
-     (PyCFunction)(void (*)(void))context_get_per_thread_default_stream,
-     METH_VARARGS | METH_KEYWORDS,
-     "get_per_thread_default_stream($self, /)\n--\n\n"
-     "The calling thread's per-thread default stream (CU_STREAM_PER_THREAD), as numba's.\n\n"
-     "Returns\n"
-     "-------\n"
-     "gpuhost.Stream\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> gpuhost.current_context().get_per_thread_default_stream()\n"
-     "<Per-thread default CUDA stream on device 0>"},
-    {"prepare_for_use", (PyCFunction)(void (*)(void))context_prepare_for_use,
-     METH_VARARGS | METH_KEYWORDS,
-     "prepare_for_use($self, /)\n--\n\n"
-     "Initialize the context's memory manager, as numba does on every push.\n\n"
-     "Calls the manager's initialize(); a manager set with set_memory_manager() is\n"
-     "initialized here before its first allocation. Calling it again is harmless.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> gpuhost.current_context().prepare_for_use()"},
-    {"defer_cleanup", (PyCFunction)(void (*)(void))context_defer_cleanup,
-     METH_VARARGS | METH_KEYWORDS,
-     "defer_cleanup($self, /)\n--\n\n"
-     "A context manager that holds releases of memory until it ends, as numba's.\n\n"
-     "Memory whose last reference dies inside the block is freed when the block ends (the\n"
-     "memory manager's defer_cleanup()): for code that must not synchronize, as freeing can.\n\n"
-     "Returns\n"
-     "-------\n"
-     "context manager\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> ctx = gpuhost.current_context()\n"
-     ">>> with ctx.defer_cleanup():\n"
-     "...     m = ctx.memalloc(1024)\n"
-     "...     del m  # freed when the block ends"},
-    {"create_module_ptx", (PyCFunction)(void (*)(void))context_create_module_ptx,
-     METH_VARARGS | METH_KEYWORDS,
-     "create_module_ptx($self, ptx, /)\n--\n\n"
-     "Load PTX into this context, as numba's.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "ptx : str or bytes\n"
-     "    PTX text. gpuhost.Module() loads cubins and fatbins.\n\n"
-     "Returns\n"
-     "-------\n"
-     "Module\n"
-     "    Its get_function(name) gives a Kernel.\n\n"
-     "Raises\n"
-     "------\n"
-     "TypeError\n"
-     "    If `ptx` is neither str nor bytes.\n"
-     "ValueError\n"
-     "    For a cubin or fatbin.\n"
-     "CudaAPIError\n"
-     "    If the driver refuses the PTX.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> src = 'extern \"C\" __global__ void k(float *x) { x[threadIdx.x] = 1; }'\n"
-     ">>> ptx = gpuhost.compile_ptx_for_current_device(src)  # doctest: +SKIP\n"
-     ">>> k = gpuhost.current_context().create_module_ptx(ptx).get_function('k')"
-     "  # doctest: +SKIP"},
-    {"unload_module", (PyCFunction)(void (*)(void))context_unload_module,
-     METH_VARARGS | METH_KEYWORDS,
-     "unload_module($self, module, /)\n--\n\n"
-     "Unload a module loaded in this context (Module.unload()), as numba's.\n\n"
-     "Its kernels cannot be launched afterwards.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "module : gpuhost.Module\n"
-     "    From create_module_ptx() (or gpuhost.Module()) in this context.\n\n"
-     "Raises\n"
-     "------\n"
-     "TypeError\n"
-     "    If `module` is not a Module.\n"
-     "ValueError\n"
-     "    If it was loaded in another context.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> ctx = gpuhost.current_context()\n"
-     ">>> ctx.unload_module(ctx.create_module_ptx(ptx))  # doctest: +SKIP\n"
-     ">>> ctx.unload_module(\"not a module\")\n"
-     "Traceback (most recent call last):\n"
-     "    ...\n"
-     "TypeError: unload_module() takes a Module (create_module_ptx()), not str"},
-    {"get_active_blocks_per_multiprocessor",
-     (PyCFunction)(void (*)(void))context_get_active_blocks_per_multiprocessor,
-     METH_VARARGS | METH_KEYWORDS,
-     "get_active_blocks_per_multiprocessor($self, func, blocksize, memsize, flags=None)\n--\n\n"
-     "numba's occupancy query: how many blocks fit on one multiprocessor.\n\n"
-     "Kernel.max_active_blocks_per_multiprocessor() asks the same of a kernel.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "func : Kernel\n"
-     "    A kernel loaded in this context.\n"
-     "blocksize : int\n"
-     "    Threads per block.\n"
-     "memsize : int\n"
-     "    Bytes of dynamic shared memory per block.\n"
-     "flags : None or 0, optional\n"
-     "    CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE is not supported.\n\n"
-     "Returns\n"
-     "-------\n"
-     "int\n\n"
-     "Raises\n"
-     "------\n"
-     "TypeError\n"
-     "    If `func` is not a Kernel.\n"
-     "ValueError\n"
-     "    If `func` belongs to another context, or for unknown `flags`.\n"
-     "NotImplementedError\n"
-     "    For CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE."},
-    {"get_max_potential_block_size",
-     (PyCFunction)(void (*)(void))context_get_max_potential_block_size,
-     METH_VARARGS | METH_KEYWORDS,
-     "get_max_potential_block_size($self, func, b2d_func, memsize, blocksizelimit, "
-     "flags=None)\n--\n\n"
-     "numba's launch configurator: the block size that keeps most threads resident.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "func : Kernel\n"
-     "    A kernel loaded in this context.\n"
-     "b2d_func : callable, int or None\n"
-     "    The dynamic shared memory of a block size: a callable, or the address of a C\n"
-     "    function size_t (*)(int). 0 or None: `memsize` bytes at every size.\n"
-     "memsize : int\n"
-     "    Bytes of dynamic shared memory per block, when `b2d_func` is None.\n"
-     "blocksizelimit : int\n"
-     "    The largest block size to consider; 0: no limit.\n"
-     "flags : None or 0, optional\n"
-     "    As for get_active_blocks_per_multiprocessor().\n\n"
-     "Returns\n"
-     "-------\n"
-     "tuple of int\n"
-     "    (min_grid_size, block_size): the block size, and the smallest grid that fills\n"
-     "    the device with it.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> ctx = gpuhost.current_context()\n"
-     ">>> grid, block = ctx.get_max_potential_block_size(k, None, 0, 0)  # doctest: +SKIP"},
-    {"can_access_peer", (PyCFunction)context_can_access_peer, METH_O,
-     "can_access_peer($self, peer_device, /)\n--\n\n"
-     "numba's name: whether this context's device can access `peer_device`'s memory "
-     "directly (a device id, Device or Context); see Device.can_access_peer."},
+     context_get_memory_info_doc},
+    {"synchronize", (PyCFunction)context_synchronize, METH_NOARGS, context_synchronize_doc},
+    {"push", (PyCFunction)context_push, METH_NOARGS, context_push_doc},
+    {"pop", (PyCFunction)context_pop, METH_NOARGS, context_pop_doc},
+    {"reset", (PyCFunction)context_reset, METH_NOARGS, context_reset_doc},
+    {"can_access_peer", (PyCFunction)context_can_access_peer, METH_O, context_can_access_peer_doc},
     {"enable_peer_access", (PyCFunction)context_enable_peer_access, METH_O,
-     "enable_peer_access($self, peer, /)\n--\n\n"
-     "Let this context use the memory of `peer`'s device directly "
-     "(cuCtxEnablePeerAccess).\n\n"
-     "Kernels and copies in this context then read and write the peer's memory.\n"
-     "One direction only: call it on both contexts for both. Enabling twice is not an\n"
-     "error.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "peer : Device, Context or int\n"
-     "    The other device, or its id.\n\n"
-     "Raises\n"
-     "------\n"
-     "ValueError\n"
-     "    For this context's own device.\n"
-     "CudaAPIError\n"
-     "    CUDA_ERROR_PEER_ACCESS_UNSUPPORTED where Device.can_access_peer() is False.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> if gpuhost.gpus[0].can_access_peer(gpuhost.gpus[1]):  # doctest: +SKIP\n"
-     "...     gpuhost.gpus[0].get_primary_context().enable_peer_access(1)"},
+     context_enable_peer_access_doc},
     {"disable_peer_access", (PyCFunction)context_disable_peer_access, METH_O,
-     "disable_peer_access($self, peer, /)\n--\n\n"
-     "Stop this context using `peer`'s device's memory directly (cuCtxDisablePeerAccess).\n\n"
-     "Undoes enable_peer_access(peer), in this direction only. Disabling access that is not\n"
-     "enabled is not an error.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "peer : gpuhost.Device, gpuhost.Context or int\n"
-     "    The other device, or its id.\n\n"
-     "Raises\n"
-     "------\n"
-     "ValueError\n"
-     "    For this context's own device.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> ctx = gpuhost.gpus[0].get_primary_context()\n"
-     ">>> if gpuhost.gpus[0].can_access_peer(gpuhost.gpus[1]):  # doctest: +SKIP\n"
-     "...     ctx.enable_peer_access(1)\n"
-     "...     ctx.disable_peer_access(1)"},
+     context_disable_peer_access_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef context_getset[] = {
-    {"device", (getter)context_get_device, NULL, "The Device this context belongs to.", NULL},
-    {"handle", (getter)context_get_handle, NULL,
-     "The CUcontext as an int, or None while gpuhost holds no retain on it.", NULL},
-    {"memory_manager", (getter)context_get_memory_manager, (setter)context_set_memory_manager,
-     "The context's memory manager (numba's EMM interface): an EMM plugin's instance, or "
-     "gpuhost's DefaultMemoryManager. Assigning a plugin instance makes this context's device "
-     "arrays allocate through it.",
-     NULL},
-    {"deallocations", (getter)context_get_deallocations, NULL,
-     "numba's pending-deallocation queue: the freed blocks the default pool holds (len(), "
-     "clear()).",
-     NULL},
+    {"device", (getter)context_get_device, NULL, context_device_doc, NULL},
+    {"handle", (getter)context_get_handle, NULL, context_handle_doc, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -1184,17 +653,7 @@ static PyMemberDef context_members[] = {
 
 static PyType_Slot context_slots[] = {
     {Py_tp_members, context_members},
-    {Py_tp_doc, "A device's primary context, as gpuhost holds it, numba.cuda's Context.\n\n"
-                "Get one from current_context() or Device.get_primary_context(); it is not\n"
-                "made directly. Everything that owns device resources (arrays, streams,\n"
-                "events, modules) belongs to the context it was made in.\n\n"
-                "Examples\n"
-                "--------\n"
-                ">>> ctx = gpuhost.current_context()\n"
-                ">>> ctx.device is gpuhost.get_current_device()\n"
-                "True\n"
-                ">>> ctx.get_memory_info().total == ctx.device.total_memory\n"
-                "True"},
+    {Py_tp_doc, (void *)context_doc},
     {Py_tp_methods, context_methods},
     {Py_tp_getset, context_getset},
     {Py_tp_repr, context_repr},
@@ -1215,6 +674,17 @@ static PyType_Spec context_spec = {
 /* MemoryInfo is a collections.namedtuple, as numba's is: an EMM plugin's get_memory_info()
    builds it by keyword (MemoryInfo(free=..., total=...)), which a struct sequence does not
    take.  Made once per module instance, at import; new reference or NULL. */
+/* Give field `name` of the named tuple `tp` the docstring `doc`; 0 or -1. */
+static int
+set_field_doc(PyObject *tp, const char *name, const char *doc)
+{
+    PyObject *field = PyObject_GetAttrString(tp, name), *text = PyUnicode_FromString(doc);
+    int res = field != NULL && text != NULL ? PyObject_SetAttrString(field, "__doc__", text) : -1;
+    Py_XDECREF(text);
+    Py_XDECREF(field);
+    return res;
+}
+
 static PyTypeObject *
 memory_info_type_new(void)
 {
@@ -1228,14 +698,14 @@ memory_info_type_new(void)
     namedtuple = PyObject_GetAttrString(collections, "namedtuple");
     args = Py_BuildValue("(ss)", "MemoryInfo", "free total");
     kwargs = Py_BuildValue("{ss}", "module", "gpuhost");
-    doc = PyUnicode_FromString(
-        "MemoryInfo(free, total): a device's free and total memory in bytes, as "
-        "Context.get_memory_info() returns it (numba's named tuple).");
+    doc = PyUnicode_FromString(memory_info_doc);
     if (namedtuple == NULL || args == NULL || kwargs == NULL || doc == NULL) {
         goto done;
     }
     tp = PyObject_Call(namedtuple, args, kwargs);
-    if (tp != NULL && PyObject_SetAttrString(tp, "__doc__", doc) < 0) {
+    if (tp != NULL && (PyObject_SetAttrString(tp, "__doc__", doc) < 0 ||
+                       set_field_doc(tp, "free", memory_info_free_doc) < 0 ||
+                       set_field_doc(tp, "total", memory_info_total_doc) < 0)) {
         Py_CLEAR(tp);
     }
 done:

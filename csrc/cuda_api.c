@@ -6,7 +6,8 @@
  * cuGetProcAddress at its ABI version, then cuInit(0) runs; the outcome is kept for the
  * life of the process.  Loading runs with the GIL released, under a lock.
  */
-#include "module.h"
+#include "errors.h" /* first: Python.h */
+#include "cuda_api.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -271,3 +272,56 @@ gh_driver_usable(void)
     PyErr_Clear();
     return 0;
 }
+static PyObject *
+mod_is_available(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(gh_driver_usable());
+}
+
+static PyObject *
+mod_driver_version(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+    int v;
+    if (gh_driver_ensure() < 0) {
+        return NULL;
+    }
+    v = gh_driver_version();
+    return Py_BuildValue("(ii)", v / 1000, v % 1000 / 10);
+}
+
+static PyObject *
+mod_driver_library(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+    if (gh_driver_ensure() < 0) {
+        return NULL;
+    }
+    return PyUnicode_FromString(gh_driver_path());
+}
+
+PyMethodDef gh_driver_methods[] = {
+    {"is_available", mod_is_available, METH_NOARGS,
+     "is_available()\n--\n\n"
+     "Whether a CUDA driver loads and reports at least one device.\n\n"
+     "It never raises: use it to choose between a GPU and a CPU path.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> if gpuhost.is_available():\n"
+     "...     print(gpuhost.get_current_device().name)  # doctest: +SKIP"},
+    {"driver_version", mod_driver_version, METH_NOARGS,
+     "driver_version()\n--\n\n"
+     "The CUDA version the driver supports (cuDriverGetVersion).\n\n"
+     "Returns\n"
+     "-------\n"
+     "tuple of int\n"
+     "    (major, minor), such as (12, 4).\n\n"
+     "Raises\n"
+     "------\n"
+     "CudaSupportError\n"
+     "    When no usable driver is found.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> major, minor = gpuhost.driver_version()"},
+    {"driver_library", mod_driver_library, METH_NOARGS,
+     "driver_library()\n--\n\nThe path of the libcuda that was loaded."},
+    {NULL, NULL, 0, NULL},
+};

@@ -171,4 +171,27 @@ typedef enum {
         GH_CU__COUNT
 } gh_cu_id;
 
+/* ---- cuda_api.c: the driver loader ---- */
+
+/* The driver's function table, filled once by gh_driver_ensure(). */
+extern gh_cuda_api gh_cu;
+/* Load libcuda and cuInit it the first time; 0, or -1 with CudaSupportError set. */
+int gh_driver_ensure(void);
+/* 1 if the driver loaded and has a device, else 0; never raises. */
+int gh_driver_usable(void);
+/* The name of entry point `id`, e.g. "cuMemAlloc". */
+const char *gh_cu_name(gh_cu_id id);
+/* The library path that was loaded, or NULL. */
+const char *gh_driver_path(void);
+/* The driver's CUDA version as an int (13000), after gh_driver_ensure() succeeded. */
+int gh_driver_version(void);
+/* 1 in a child made by fork() after the driver was loaded: CUDA is unusable there, and
+   gh_driver_ensure() raises CudaDriverError with gh_fork_message. */
+int gh_driver_forked(void);
+extern const char gh_fork_message[];
+/* is_available, driver_version, driver_library: module functions. */
+#ifdef Py_PYTHON_H
+extern PyMethodDef gh_driver_methods[];
+#endif
+
 #endif /* GPUHOST_CUDA_API_H */

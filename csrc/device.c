@@ -5,8 +5,15 @@
  * every CU_DEVICE_ATTRIBUTE_* is read on demand, by name or number, and as attributes
  * spelled as numba spells them (dev.MAX_THREADS_PER_BLOCK).
  */
-#include "module.h"
+#include "device.h"
+
+#include "context.h"
+#include "cuda_api.h"
 #include "cuda_attrs.h"
+#include "display.h"
+#include "errors.h"
+#include "state.h"
+#include "device_docs.h"
 
 #include <string.h>
 
@@ -470,144 +477,47 @@ device_dealloc(gh_device *self)
 }
 
 static PyMethodDef device_methods[] = {
-    {"get_attribute", (PyCFunction)device_get_attribute, METH_O,
-     "get_attribute($self, attr, /)\n--\n\n"
-     "Read one device attribute (cuDeviceGetAttribute).\n\n"
-     "The same value reads as an attribute of the device: dev.MAX_THREADS_PER_BLOCK.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "attr : str or int\n"
-     "    A CU_DEVICE_ATTRIBUTE_* name, with or without the prefix\n"
-     "    ('MAX_THREADS_PER_BLOCK'), or its number.\n\n"
-     "Returns\n"
-     "-------\n"
-     "int\n\n"
-     "Raises\n"
-     "------\n"
-     "ValueError\n"
-     "    For an unknown attribute.\n"
-     "CudaAPIError\n"
-     "    If the driver refuses it.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> dev = gpuhost.gpus[0]\n"
-     ">>> dev.get_attribute('WARP_SIZE'), dev.WARP_SIZE\n"
-     "(32, 32)"},
-    {"can_access_peer", (PyCFunction)device_can_access_peer, METH_O,
-     "can_access_peer($self, other, /)\n--\n\n"
-     "Whether kernels on this device can use `other`'s memory directly "
-     "(cuDeviceCanAccessPeer).\n\n"
-     "Access needs Context.enable_peer_access(other) first. Copies between the two\n"
-     "devices work either way; without peer access the driver stages them through the\n"
-     "host.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "other : Device, Context or int\n"
-     "    The other device, or its id.\n\n"
-     "Returns\n"
-     "-------\n"
-     "bool\n"
-     "    True for the device itself.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> gpuhost.gpus[0].can_access_peer(0)\n"
-     "True"},
+    {"get_attribute", (PyCFunction)device_get_attribute, METH_O, device_get_attribute_doc},
+    {"can_access_peer", (PyCFunction)device_can_access_peer, METH_O, device_can_access_peer_doc},
     {"get_primary_context", (PyCFunction)device_get_primary_context, METH_NOARGS,
-     "get_primary_context($self, /)\n--\n\n"
-     "The device's primary Context, retained if gpuhost does not hold it yet.\n\n"
-     "It is not made current: use `with dev:`, select_device() or Context.push().\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> ctx = gpuhost.gpus[0].get_primary_context()\n"
-     ">>> ctx.device is gpuhost.gpus[0]\n"
-     "True"},
-    {"reset", (PyCFunction)device_reset, METH_NOARGS,
-     "reset($self, /)\n--\n\n"
-     "Destroy the device's primary context and everything in it, in this process.\n\n"
-     "As cuDevicePrimaryCtxReset does.\n"
-     "Memory, streams, events and modules made before raise an error that says so when\n"
-     "used. If the context was current in this thread, a fresh one is; the device works\n"
-     "for new objects.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> dev = gpuhost.get_current_device()\n"
-     ">>> dev.reset()\n"
-     ">>> gpuhost.to_device(np.arange(2)).copy_to_host()\n"
-     "array([0, 1])"},
-    {"__enter__", (PyCFunction)device_enter, METH_NOARGS,
-     "__enter__($self, /)\n--\n\nPush the device's primary context on this thread's stack."},
-    {"__exit__", (PyCFunction)(void (*)(void))device_exit, METH_FASTCALL,
-     "__exit__($self, *exc_info)\n--\n\nPop the context pushed by __enter__."},
-    {"__dir__", (PyCFunction)device_dir, METH_NOARGS,
-     "__dir__($self, /)\n--\n\nThe usual names plus every device attribute name."},
-    {"_repr_html_", (PyCFunction)device_repr_html, METH_NOARGS,
-     "_repr_html_($self, /)\n--\n\n"
-     "An HTML table of the device's facts, for Jupyter."},
-    {"_repr_pretty_", (PyCFunction)device_repr_pretty, METH_VARARGS,
-     "_repr_pretty_($self, p, cycle, /)\n--\n\n"
-     "IPython's pretty printer: the repr, then the device's facts one per line."},
+     device_get_primary_context_doc},
+    {"reset", (PyCFunction)device_reset, METH_NOARGS, device_reset_doc},
+    {"__enter__", (PyCFunction)device_enter, METH_NOARGS, device___enter___doc},
+    {"__exit__", (PyCFunction)(void (*)(void))device_exit, METH_FASTCALL, device___exit___doc},
+    {"__dir__", (PyCFunction)device_dir, METH_NOARGS, device___dir___doc},
+    {"_repr_html_", (PyCFunction)device_repr_html, METH_NOARGS, device__repr_html__doc},
+    {"_repr_pretty_", (PyCFunction)device_repr_pretty, METH_VARARGS, device__repr_pretty__doc},
     {NULL, NULL, 0, NULL},
 };
 
 static PyMemberDef device_members[] = {
-    {"id", T_INT, offsetof(gh_device, id), READONLY, "The device's ordinal."},
-    {"name", T_OBJECT, offsetof(gh_device, name), READONLY, "The device's name (str)."},
-    {"uuid", T_OBJECT, offsetof(gh_device, uuid), READONLY,
-     "The device's UUID as nvidia-smi shows it: 'GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx'."},
-    {"pci_bus_id", T_OBJECT, offsetof(gh_device, pci_bus_id), READONLY,
-     "The PCI bus id, 'domain:bus:device.function' in hex."},
+    {"id", T_INT, offsetof(gh_device, id), READONLY, device_id_doc},
+    {"name", T_OBJECT, offsetof(gh_device, name), READONLY, device_name_doc},
+    {"uuid", T_OBJECT, offsetof(gh_device, uuid), READONLY, device_uuid_doc},
+    {"pci_bus_id", T_OBJECT, offsetof(gh_device, pci_bus_id), READONLY, device_pci_bus_id_doc},
     /* weak references, as numba hands out weakref.proxy(device) */
     {"__weaklistoffset__", T_PYSSIZET, offsetof(gh_device, weakreflist), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
 };
 
 static PyGetSetDef device_getset[] = {
-    {"compute_capability", (getter)device_compute_capability, NULL,
-     "The compute capability as a (major, minor) tuple.", NULL},
-    {"total_memory", (getter)device_total_memory, NULL, "The device's memory in bytes.", NULL},
-    {"attributes", (getter)device_attributes, NULL,
-     "Every device attribute this driver knows, as a dict.\n\n"
-     "The keys are the names without the `CU_DEVICE_ATTRIBUTE_` prefix.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> attrs = gpuhost.gpus[0].attributes\n"
-     ">>> attrs['WARP_SIZE']\n"
-     "32",
+    {"compute_capability", (getter)device_compute_capability, NULL, device_compute_capability_doc,
      NULL},
-    {"supports_float16", (getter)device_supports_float16, NULL,
-     "Whether the device has native half precision (compute capability 5.3 or newer).", NULL},
-    {"supports_bfloat16", (getter)device_supports_bfloat16, NULL,
-     "Whether the device has native bfloat16 (compute capability 8.0 or newer).", NULL},
+    {"total_memory", (getter)device_total_memory, NULL, device_total_memory_doc, NULL},
+    {"attributes", (getter)device_attributes, NULL, device_attributes_doc, NULL},
+    {"supports_float16", (getter)device_supports_float16, NULL, device_supports_float16_doc, NULL},
+    {"supports_bfloat16", (getter)device_supports_bfloat16, NULL, device_supports_bfloat16_doc,
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyType_Slot device_slots[] = {
-    {Py_tp_doc, "A CUDA device, numba.cuda's Device.\n\n"
-                "Get one from gpuhost.gpus[i] or get_current_device(); it is not made "
-                "directly.\nEvery CU_DEVICE_ATTRIBUTE_* reads as an attribute: "
-                "dev.MAX_THREADS_PER_BLOCK.\n`with dev:` makes the device's primary context "
-                "current for the block.\n\n"
-                "Examples\n"
-                "--------\n"
-                ">>> dev = gpuhost.gpus[0]\n"
-                ">>> major, minor = dev.compute_capability\n"
-                ">>> dev.MAX_THREADS_PER_BLOCK\n"
-                "1024\n"
-                ">>> with dev:\n"
-                "...     d = gpuhost.to_device(np.arange(3))  # on device 0\n"
-                ">>> d.device is dev\n"
-                "True"},
-    {Py_tp_methods, device_methods},
-    {Py_tp_members, device_members},
-    {Py_tp_getset, device_getset},
-    {Py_tp_getattro, device_getattro},
-    {Py_tp_repr, device_repr},
-    {Py_tp_hash, device_hash},
-    {Py_tp_richcompare, device_richcompare},
-    {Py_tp_traverse, device_traverse},
-    {Py_tp_clear, device_clear},
-    {Py_tp_dealloc, device_dealloc},
-    {0, NULL},
+    {Py_tp_doc, (void *)device_doc},   {Py_tp_methods, device_methods},
+    {Py_tp_members, device_members},   {Py_tp_getset, device_getset},
+    {Py_tp_getattro, device_getattro}, {Py_tp_repr, device_repr},
+    {Py_tp_hash, device_hash},         {Py_tp_richcompare, device_richcompare},
+    {Py_tp_traverse, device_traverse}, {Py_tp_clear, device_clear},
+    {Py_tp_dealloc, device_dealloc},   {0, NULL},
 };
 
 static PyType_Spec device_spec = {

@@ -5,8 +5,16 @@
  * (on any thread: the GIL is taken there).  An imported tensor is kept alive by a small
  * owner object that calls the producer's deleter when the last view of it dies.
  */
-#include "module.h"
 #include "dlpack.h"
+
+#include "context.h"
+#include "cuda_api.h"
+#include "device.h"
+#include "devicearray.h"
+#include "errors.h"
+#include "state.h"
+#include "stream.h"
+#include "dlpack_docs.h"
 
 #define NO_IMPORT_ARRAY
 #define PY_ARRAY_UNIQUE_SYMBOL gh_ARRAY_API
@@ -316,7 +324,7 @@ dl_owner_dealloc(dl_owner *self)
 }
 
 static PyType_Slot dl_owner_slots[] = {
-    {Py_tp_doc, "Keeps a tensor imported through DLPack alive (gpuhost internal)."},
+    {Py_tp_doc, (void *)dl_owner_doc},
     {Py_tp_dealloc, dl_owner_dealloc},
     {0, NULL},
 };
@@ -400,37 +408,7 @@ mod_dlpack_import(PyObject *module, PyObject *capsule)
 }
 
 static PyMethodDef dlpack_module_methods[] = {
-    {"dlpack_import", mod_dlpack_import, METH_O,
-     "dlpack_import(capsule, /)\n"
-     "--\n"
-     "\n"
-     "A DeviceArray over the CUDA tensor in an unconsumed DLPack capsule (no copy).\n"
-     "\n"
-     "The capsule is consumed: the array owns the tensor and calls its deleter when it goes.\n"
-     "Private: use gpuhost.from_dlpack(), which also takes objects with __dlpack__.\n"
-     "\n"
-     "Parameters\n"
-     "----------\n"
-     "capsule : PyCapsule\n"
-     "    A \"dltensor\" or \"dltensor_versioned\" capsule of CUDA (or managed) memory.\n"
-     "\n"
-     "Returns\n"
-     "-------\n"
-     "DeviceArray\n"
-     "\n"
-     "Raises\n"
-     "------\n"
-     "BufferError\n"
-     "    The capsule was consumed already, or its tensor is not CUDA memory.\n"
-     "TypeError\n"
-     "    Not a DLPack capsule.\n"
-     "\n"
-     "Examples\n"
-     "--------\n"
-     ">>> src = gpuhost.to_device(np.arange(3.0))\n"
-     ">>> d = gpuhost._core.dlpack_import(src.__dlpack__(stream=None))\n"
-     ">>> d.copy_to_host()\n"
-     "array([0., 1., 2.])"},
+    {"dlpack_import", mod_dlpack_import, METH_O, dlpack_module_dlpack_import_doc},
     {NULL, NULL, 0, NULL},
 };
 

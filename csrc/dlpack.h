@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include "devicearray.h"
+
 enum { GH_DL_CPU = 1, GH_DL_CUDA = 2, GH_DL_CUDA_HOST = 3, GH_DL_CUDA_MANAGED = 13 };
 enum {
     GH_DL_INT = 0,
@@ -56,5 +58,9 @@ typedef struct gh_dl_managed_versioned {
     uint64_t flags;
     gh_dl_tensor dl_tensor;
 } gh_dl_managed_versioned;
+
+int gh_dlpack_init(PyObject *module, gh_state *st);
+/* DeviceArray.__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None). */
+PyObject *gh_dlpack_export(gh_devicearray *a, PyObject *args, PyObject *kwargs);
 
 #endif /* GPUHOST_DLPACK_H */

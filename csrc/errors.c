@@ -4,7 +4,9 @@
  * a cold path) and instantiates them.  Names come from cuda.h's enum, so errors read
  * well even when the driver cannot describe them (the toolkit's stub library).
  */
-#include "module.h"
+#include "errors.h"
+
+#include "cuda_api.h"
 #include "cuda_errors.h"
 
 #include <stdarg.h>
@@ -23,9 +25,8 @@ gh_cu_result_name(CUresult res)
     }
 }
 
-/* New reference to gpuhost.errors.<name>, or NULL with an exception set. */
-static PyObject *
-error_class(const char *name)
+PyObject *
+gh_error_class(const char *name)
 {
     PyObject *mod = PyImport_ImportModule("gpuhost.errors");
     PyObject *cls = NULL;
@@ -106,11 +107,11 @@ gh_raise_cuda_detail(CUresult res, gh_cu_id id, const char *detail)
     if (msg == NULL) {
         goto done;
     }
-    cls = error_class(res == CUDA_ERROR_OUT_OF_MEMORY ? "CudaOutOfMemoryError"
-                      : (res >= CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED &&
-                         res <= CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD)
-                          ? "StreamCaptureError"
-                          : "CudaAPIError");
+    cls = gh_error_class(res == CUDA_ERROR_OUT_OF_MEMORY ? "CudaOutOfMemoryError"
+                         : (res >= CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED &&
+                            res <= CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD)
+                             ? "StreamCaptureError"
+                             : "CudaAPIError");
     if (cls == NULL) {
         goto done;
     }
@@ -138,7 +139,7 @@ gh_raise(const char *clsname, const char *fmt, ...)
     if (msg == NULL) {
         return -1;
     }
-    cls = error_class(clsname);
+    cls = gh_error_class(clsname);
     if (cls != NULL) {
         PyErr_SetObject(cls, msg);
         Py_DECREF(cls);
@@ -170,7 +171,7 @@ gh_warn_cleanup(CUresult res, gh_cu_id id)
 int
 gh_raise_nvrtc(int code, const char *name, const char *call, const char *log)
 {
-    PyObject *cls = error_class("NvrtcError");
+    PyObject *cls = gh_error_class("NvrtcError");
     PyObject *args = NULL, *kwargs = NULL, *exc = NULL;
 
     if (cls == NULL) {

@@ -4,7 +4,18 @@
  * context's streams.  gpuhost remembers whether an event was ever recorded and whether it
  * times, so elapsed_time() can say what is wrong before the driver's terse error.
  */
-#include "module.h"
+#include "event.h"
+
+#include "context.h"
+#include "cuda_api.h"
+#include "device.h"
+#include "display.h"
+#include "errors.h"
+#include "release.h"
+#include "services.h"
+#include "state.h"
+#include "stream.h"
+#include "event_docs.h"
 
 #include <string.h>
 
@@ -339,7 +350,8 @@ event_ipc_handle(gh_event *self, PyObject *Py_UNUSED(ignored))
     }
     args = Py_BuildValue("(Oy#O)", (PyObject *)self, handle.reserved,
                          (Py_ssize_t)sizeof(handle.reserved), self->context->device->uuid);
-    res = args ? gh_call_python("gpuhost._streamtools", "_export_event", args, NULL) : NULL;
+    res =
+        args ? gh_helper_call(gh_state_of_type(Py_TYPE(self)), GH_HELPER_EXPORT_EVENT, args) : NULL;
     Py_XDECREF(args);
     return res;
 }
@@ -427,118 +439,27 @@ event_dealloc(gh_event *self)
 
 static PyMethodDef event_methods[] = {
     {"record", (PyCFunction)(void (*)(void))event_record, METH_FASTCALL | METH_KEYWORDS,
-     "record($self, /, stream=0)\n--\n\n"
-     "Record the event on a stream: it completes when the work queued before it has.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "stream : Stream, optional\n"
-     "    A stream of the event's context; 0 or None: the default stream.\n\n"
-     "Raises\n"
-     "------\n"
-     "CudaDriverError\n"
-     "    If the stream belongs to another context.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> s = gpuhost.stream()\n"
-     ">>> e = gpuhost.event()\n"
-     ">>> e.record(s)\n"
-     ">>> e.synchronize()\n"
-     ">>> e.query()\n"
-     "True"},
+     event_record_doc},
     {"wait", (PyCFunction)(void (*)(void))event_wait, METH_FASTCALL | METH_KEYWORDS,
-     "wait($self, /, stream=0)\n--\n\n"
-     "Make later work on a stream wait until this event has completed.\n\n"
-     "The host does not wait. The stream may be another device's: the wait then orders\n"
-     "work across the two devices (for an event opened from another process's IPC handle,\n"
-     "the host waits for it).\n\n"
-     "Parameters\n"
-     "----------\n"
-     "stream : Stream, optional\n"
-     "    The stream to hold back; 0 or None: the default stream.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> producer, consumer = gpuhost.stream(), gpuhost.stream()\n"
-     ">>> d = gpuhost.to_device(np.arange(3), stream=producer)\n"
-     ">>> ready = gpuhost.event(timing=False)\n"
-     ">>> ready.record(producer)\n"
-     ">>> ready.wait(consumer)  # consumer's later work sees d's data\n"
-     ">>> h = d.copy_to_host(stream=consumer)"},
-    {"query", (PyCFunction)event_query, METH_NOARGS,
-     "query($self, /)\n--\n\n"
-     "Whether the work before the last record() has finished, without waiting.\n\n"
-     "True also for an event never recorded."},
-    {"synchronize", (PyCFunction)event_synchronize, METH_NOARGS,
-     "synchronize($self, /)\n--\n\n"
-     "Wait until the event has completed: the work queued before its record() is done.\n\n"
-     "The GIL is released while waiting. It returns at once for an event never recorded.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> s = gpuhost.stream()\n"
-     ">>> h = gpuhost.to_device(np.arange(3), stream=s).copy_to_host(stream=s)\n"
-     ">>> s.record().synchronize()  # h is complete now\n"
-     ">>> h\n"
-     "array([0, 1, 2])"},
-    {"elapsed_time", (PyCFunction)event_elapsed_time, METH_O,
-     "elapsed_time($self, end, /)\n--\n\n"
-     "The time from this event to `end`, in milliseconds.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "end : Event\n"
-     "    A later event, recorded and complete (synchronize() it first).\n\n"
-     "Returns\n"
-     "-------\n"
-     "float\n"
-     "    Milliseconds, with a resolution of about half a microsecond.\n\n"
-     "Raises\n"
-     "------\n"
-     "CudaDriverError\n"
-     "    If either event was made with timing=False or was never recorded.\n"
-     "CudaAPIError\n"
-     "    CUDA_ERROR_NOT_READY if either has not completed.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> s = gpuhost.stream()\n"
-     ">>> start, end = gpuhost.event(), gpuhost.event()\n"
-     ">>> start.record(s)\n"
-     ">>> d = gpuhost.to_device(np.zeros(1 << 20), stream=s)\n"
-     ">>> end.record(s)\n"
-     ">>> end.synchronize()\n"
-     ">>> ms = start.elapsed_time(end)\n"
-     ">>> ms >= 0\n"
-     "True"},
-    {"ipc_handle", (PyCFunction)event_ipc_handle, METH_NOARGS,
-     "ipc_handle($self, /)\n--\n\n"
-     "Export the event to another process.\n\n"
-     "Returns\n"
-     "-------\n"
-     "IpcEventHandle\n"
-     "    A picklable handle; the other process calls its open() and waits on the event.\n\n"
-     "Raises\n"
-     "------\n"
-     "ValueError\n"
-     "    Unless the event was made with event(interprocess=True, timing=False).\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> e = gpuhost.event(timing=False, interprocess=True)\n"
-     ">>> queue.put(e.ipc_handle())  # doctest: +SKIP"},
-    {"_repr_html_", (PyCFunction)event_repr_html, METH_NOARGS,
-     "_repr_html_($self, /)\n--\n\n"
-     "An HTML table of the event's device and flags, for Jupyter (no driver call)."},
-    {"_repr_pretty_", (PyCFunction)event_repr_pretty, METH_VARARGS,
-     "_repr_pretty_($self, p, cycle, /)\n--\n\n"
-     "IPython's pretty printer: the repr, then the event's device and flags one per line."},
+     event_wait_doc},
+    {"query", (PyCFunction)event_query, METH_NOARGS, event_query_doc},
+    {"synchronize", (PyCFunction)event_synchronize, METH_NOARGS, event_synchronize_doc},
+    {"elapsed_time", (PyCFunction)event_elapsed_time, METH_O, event_elapsed_time_doc},
+    {"ipc_handle", (PyCFunction)event_ipc_handle, METH_NOARGS, event_ipc_handle_doc},
+    {"_repr_html_", (PyCFunction)event_repr_html, METH_NOARGS, event__repr_html__doc},
+    {"_repr_pretty_", (PyCFunction)event_repr_pretty, METH_VARARGS, event__repr_pretty__doc},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef event_getset[] = {
-    {"handle", (getter)event_get_handle, NULL, "The CUevent as an int.", NULL},
-    {"timing", (getter)event_get_timing, NULL, "Whether the event records time.", NULL},
-    {"recorded", (getter)event_get_recorded, NULL, "Whether record() was ever called.", NULL},
-    {"device", (getter)event_get_device, NULL, "The Device the event belongs to.", NULL},
+    {"handle", (getter)event_get_handle, NULL, event_handle_doc, NULL},
+    {"timing", (getter)event_get_timing, NULL, event_timing_doc, NULL},
+    {"recorded", (getter)event_get_recorded, NULL, event_recorded_doc, NULL},
+    {"device", (getter)event_get_device, NULL, event_device_doc, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-/* Weak references: IPC handles remember the event they came from (gpuhost._streamtools). */
+/* Weak references: IPC handles remember the event they came from (gpuhost/_ipc.py). */
 static PyMemberDef event_members[] = {
     {"__weaklistoffset__", T_PYSSIZET, offsetof(gh_event, weakreflist), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
@@ -546,16 +467,7 @@ static PyMemberDef event_members[] = {
 
 static PyType_Slot event_slots[] = {
     {Py_tp_members, event_members},
-    {Py_tp_doc, "A CUDA event: a marker recorded on a stream, to wait on or to time.\n\n"
-                "Make one with gpuhost.event() or Stream.record(); it is not made directly.\n\n"
-                "Examples\n"
-                "--------\n"
-                ">>> s = gpuhost.stream()\n"
-                ">>> start = s.record()\n"
-                ">>> d = gpuhost.to_device(np.zeros(1 << 20), stream=s)\n"
-                ">>> end = s.record()\n"
-                ">>> end.synchronize()\n"
-                ">>> ms = start.elapsed_time(end)"},
+    {Py_tp_doc, (void *)event_doc},
     {Py_tp_methods, event_methods},
     {Py_tp_getset, event_getset},
     {Py_tp_repr, event_repr},
@@ -701,60 +613,14 @@ mod_profile_stop(PyObject *module, PyObject *Py_UNUSED(ignored))
 
 static PyMethodDef event_module_methods[] = {
     {"release_cached_events", (PyCFunction)mod_release_cached_events, METH_NOARGS,
-     "release_cached_events()\n--\n\n"
-     "Destroy the CUevent handles gpuhost keeps from dropped events for reuse (up to 64)."},
+     event_module_release_cached_events_doc},
     {"event", (PyCFunction)(void (*)(void))mod_event, METH_VARARGS | METH_KEYWORDS,
-     "event(timing=True, *, blocking_sync=False, interprocess=False)\n--\n\n"
-     "Create an event in the current context.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "timing : bool, optional\n"
-     "    Whether the event records time, for elapsed_time(). An event without timing\n"
-     "    is cheaper to record and wait on.\n"
-     "blocking_sync : bool, optional\n"
-     "    If True, synchronize() sleeps instead of spinning.\n"
-     "interprocess : bool, optional\n"
-     "    If True, the event can be shared with another process (ipc_handle()); it needs\n"
-     "    timing=False.\n\n"
-     "Returns\n"
-     "-------\n"
-     "Event\n\n"
-     "Raises\n"
-     "------\n"
-     "ValueError\n"
-     "    For interprocess=True with timing=True.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> start, end = gpuhost.event(), gpuhost.event()\n"
-     ">>> start.record()\n"
-     ">>> d = gpuhost.to_device(np.zeros(1 << 20))\n"
-     ">>> end.record()\n"
-     ">>> end.synchronize()\n"
-     ">>> ms = gpuhost.event_elapsed_time(start, end)"},
+     event_module_event_doc},
     {"event_elapsed_time", (PyCFunction)(void (*)(void))mod_event_elapsed_time, METH_FASTCALL,
-     "event_elapsed_time(evtstart, evtend, /)\n--\n\n"
-     "Milliseconds between two recorded, completed timing events.\n\n"
-     "The same as evtstart.elapsed_time(evtend), numba's name.\n\n"
-     "Raises\n"
-     "------\n"
-     "CudaDriverError\n"
-     "    If either event was made with timing=False or was never recorded."},
-    {"open_ipc_event", mod_open_ipc_event, METH_O,
-     "open_ipc_event(handle, /)\n--\n\n"
-     "Open an event another process exported (its 64 handle bytes) in the current context."},
-    {"profile_start", mod_profile_start, METH_NOARGS,
-     "profile_start()\n--\n\n"
-     "Start the profiler's collection (cuProfilerStart).\n\n"
-     "With Nsight Systems' --capture-range=cudaProfilerApi, only the work between\n"
-     "profile_start() and profile_stop() is profiled; gpuhost.profiling() is the context\n"
-     "manager around the two.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> gpuhost.profile_start()\n"
-     ">>> d = gpuhost.to_device(np.arange(3))\n"
-     ">>> gpuhost.profile_stop()"},
-    {"profile_stop", mod_profile_stop, METH_NOARGS,
-     "profile_stop()\n--\n\nStop the profiler's collection (cuProfilerStop)."},
+     event_module_event_elapsed_time_doc},
+    {"open_ipc_event", mod_open_ipc_event, METH_O, event_module_open_ipc_event_doc},
+    {"profile_start", mod_profile_start, METH_NOARGS, event_module_profile_start_doc},
+    {"profile_stop", mod_profile_stop, METH_NOARGS, event_module_profile_stop_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -10,6 +10,17 @@
  */
 #include "graph.h"
 
+#include "context.h"
+#include "cuda_api.h"
+#include "code_image.h"
+#include "errors.h"
+#include "event.h"
+#include "kernel.h"
+#include "release.h"
+#include "state.h"
+#include "stream.h"
+#include "graph_docs.h"
+
 #include <limits.h>
 #include <string.h>
 
@@ -33,32 +44,6 @@ gh_graph_leave_check(gh_graph *g, int pushed, CUresult res, gh_cu_id id)
         return -1;
     }
     return gh_check(res, id);
-}
-
-int
-gh_graph_add_kernel(PyObject *list, PyObject *kernel)
-{
-    Py_ssize_t n = PyList_GET_SIZE(list);
-    if (n > 0 && PyList_GET_ITEM(list, n - 1) == kernel) {
-        return 0; /* the common loop: the same kernel again */
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (PyList_GET_ITEM(list, i) == kernel) {
-            return 0;
-        }
-    }
-    return PyList_Append(list, kernel);
-}
-
-int
-gh_graph_add_kernels(PyObject *to, PyObject *from)
-{
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(from); i++) {
-        if (gh_graph_add_kernel(to, PyList_GET_ITEM(from, i)) < 0) {
-            return -1;
-        }
-    }
-    return 0;
 }
 
 /* Each kernel of `kernels` can still be launched (its module loaded, its context alive). */
@@ -398,7 +383,7 @@ node_added(gh_graph *self, CUresult res, gh_cu_id id, int pushed, CUgraphNode *d
     if (obj != NULL && PyList_Append(self->keep, obj) < 0) {
         return NULL;
     }
-    if (kernel != NULL && gh_graph_add_kernel(self->kernels, kernel) < 0) {
+    if (kernel != NULL && gh_kernel_list_add(self->kernels, kernel) < 0) {
         return NULL;
     }
     return gh_graphnode_new(self, handle, kernel);
@@ -520,18 +505,6 @@ graph_add_memcpy(gh_graph *self, PyObject *args, PyObject *kwargs)
     }
     res = gh_cu.GraphAddMemcpyNode(&handle, self->handle, deps, n, &p, self->context->handle);
     return node_added(self, res, GH_CU_GraphAddMemcpyNode, pushed, deps, handle, NULL, NULL);
-}
-
-static PyObject *
-graph_add_memcpy_py(gh_graph *self, PyObject *args, PyObject *kwargs)
-{
-    return gh_call_python_method("gpuhost.graphs", "_add_memcpy", (PyObject *)self, args, kwargs);
-}
-
-static PyObject *
-graph_add_memset_py(gh_graph *self, PyObject *args, PyObject *kwargs)
-{
-    return gh_call_python_method("gpuhost.graphs", "_add_memset", (PyObject *)self, args, kwargs);
 }
 
 static PyObject *
@@ -683,7 +656,7 @@ graph_add_child(gh_graph *self, PyObject *args, PyObject *kwargs)
     res = gh_cu.GraphAddChildGraphNode(&handle, self->handle, deps, n, ((gh_graph *)child)->handle);
     node = node_added(self, res, GH_CU_GraphAddChildGraphNode, pushed, deps, handle,
                       ((gh_graph *)child)->keep, NULL);
-    if (node != NULL && gh_graph_add_kernels(self->kernels, ((gh_graph *)child)->kernels) < 0) {
+    if (node != NULL && gh_kernel_list_merge(self->kernels, ((gh_graph *)child)->kernels) < 0) {
         Py_CLEAR(node);
     }
     return node;
@@ -872,92 +845,48 @@ graph_repr(gh_graph *self)
 
 static PyMethodDef graph_methods[] = {
     {"instantiate", (PyCFunction)(void (*)(void))graph_instantiate, METH_VARARGS | METH_KEYWORDS,
-     "instantiate($self, flags=0)\n--\n\nA new executable graph of this graph as it is now "
-     "(cuGraphInstantiateWithFlags)."},
+     graph_instantiate_doc},
     {"launch", (PyCFunction)(void (*)(void))graph_launch, METH_FASTCALL | METH_KEYWORDS,
-     "launch($self, stream=None)\n--\n\nLaunch the graph on `stream`, through an executable graph "
-     "made "
-     "at the first launch (and again after nodes were added)."},
+     graph_launch_doc},
     {"upload", (PyCFunction)(void (*)(void))graph_upload, METH_VARARGS | METH_KEYWORDS,
-     "upload($self, stream=None)\n--\n\nUpload the executable graph launch() uses, ahead of its "
-     "first "
-     "launch."},
+     graph_upload_doc},
     {"debug_dot_print", (PyCFunction)(void (*)(void))graph_debug_dot_print,
-     METH_VARARGS | METH_KEYWORDS,
-     "debug_dot_print($self, path, flags=0)\n--\n\nWrite the graph as Graphviz DOT to `path` "
-     "(cuGraphDebugDotPrint)."},
-    {"clone", (PyCFunction)graph_clone, METH_NOARGS,
-     "clone($self)\n--\n\nA copy of the graph (cuGraphClone)."},
+     METH_VARARGS | METH_KEYWORDS, graph_debug_dot_print_doc},
+    {"clone", (PyCFunction)graph_clone, METH_NOARGS, graph_clone_doc},
     {"add_kernel", (PyCFunction)(void (*)(void))graph_add_kernel, METH_FASTCALL | METH_KEYWORDS,
-     "add_kernel($self, config, /, *args, depends_on=())\n--\n\nA kernel node (a GraphNode): "
-     "`config` is "
-     "kernel[grid, block] (or kernel[grid, block, stream, shared]; the stream is not used), "
-     "`args` checked and packed as a launch's."},
-    {"add_memcpy", (PyCFunction)(void (*)(void))graph_add_memcpy_py, METH_VARARGS | METH_KEYWORDS,
-     "add_memcpy($self, dst, src, nbytes=None, depends_on=())\n--\n\nA copy node (a GraphNode): "
-     "dst "
-     "and src are device arrays, pinned or mapped host arrays, or addresses; nbytes "
-     "defaults to the arrays' size."},
-    {"add_memset", (PyCFunction)(void (*)(void))graph_add_memset_py, METH_VARARGS | METH_KEYWORDS,
-     "add_memset($self, dst, value, count=None, element_size=None, depends_on=())\n--\n\n"
-     "A memset node: `count` elements of `element_size` bytes (1, 2 or 4; default the "
-     "array's itemsize) at dst set to `value`."},
+     graph_add_kernel_doc},
     {"_add_memcpy", (PyCFunction)(void (*)(void))graph_add_memcpy, METH_VARARGS | METH_KEYWORDS,
-     "_add_memcpy($self, dst, src, nbytes, depends_on=())\n--\n\nA copy node between addresses."},
+     graph__add_memcpy_doc},
     {"_add_memset", (PyCFunction)(void (*)(void))graph_add_memset, METH_VARARGS | METH_KEYWORDS,
-     "_add_memset($self, dst, value, element_size, count, depends_on=())\n--\n\nA memset node at "
-     "an address."},
+     graph__add_memset_doc},
     {"add_host", (PyCFunction)(void (*)(void))graph_add_host, METH_VARARGS | METH_KEYWORDS,
-     "add_host($self, fn, arg=None, depends_on=())\n--\n\nA host-function node (a GraphNode): "
-     "fn(arg) "
-     "(fn() when arg is not given) on a driver thread at each launch."},
+     graph_add_host_doc},
     {"add_event_record", (PyCFunction)(void (*)(void))graph_add_event_record,
-     METH_VARARGS | METH_KEYWORDS,
-     "add_event_record($self, event, depends_on=())\n--\n\nAn event-record node (a GraphNode)."},
+     METH_VARARGS | METH_KEYWORDS, graph_add_event_record_doc},
     {"add_event_wait", (PyCFunction)(void (*)(void))graph_add_event_wait,
-     METH_VARARGS | METH_KEYWORDS,
-     "add_event_wait($self, event, depends_on=())\n--\n\nAn event-wait node (a GraphNode)."},
+     METH_VARARGS | METH_KEYWORDS, graph_add_event_wait_doc},
     {"add_child_graph", (PyCFunction)(void (*)(void))graph_add_child, METH_VARARGS | METH_KEYWORDS,
-     "add_child_graph($self, graph, depends_on=())\n--\n\nA node (a GraphNode) running a copy of "
-     "`graph`."},
+     graph_add_child_graph_doc},
     {"conditional_handle", (PyCFunction)(void (*)(void))graph_conditional_handle,
-     METH_VARARGS | METH_KEYWORDS,
-     "conditional_handle($self, default=None)\n--\n\nA new conditional handle of this graph "
-     "(an int, the kernel parameter type cudaGraphConditionalHandle), set to `default` at each "
-     "launch unless None; kernels set it with cudaGraphSetConditional(handle, value), "
-     "declared in their source as extern \"C\" __device__ void "
-     "cudaGraphSetConditional(unsigned long long, unsigned int). CUDA 12.4."},
+     METH_VARARGS | METH_KEYWORDS, graph_conditional_handle_doc},
     {"add_conditional", (PyCFunction)(void (*)(void))graph_add_conditional,
-     METH_VARARGS | METH_KEYWORDS,
-     "add_conditional($self, handle, kind='if', size=1, depends_on=())\n--\n\nA conditional "
-     "node on `handle`: 'if' runs body 0 when the handle is non-zero (body 1, if size is 2, "
-     "when it is zero), 'while' runs body 0 while it is non-zero, 'switch' runs body n when "
-     "it is n. Returns (node, bodies): build each body Graph with the add_* methods. CUDA "
-     "12.4."},
+     METH_VARARGS | METH_KEYWORDS, graph_add_conditional_doc},
     {"add_empty", (PyCFunction)(void (*)(void))graph_add_empty, METH_VARARGS | METH_KEYWORDS,
-     "add_empty($self, depends_on=())\n--\n\nA node (a GraphNode) that does nothing: a join "
-     "point."},
+     graph_add_empty_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef graph_getset[] = {
-    {"nodes", (getter)graph_get_nodes, NULL, "The graph's nodes (list of GraphNode).", NULL},
-    {"handle", (getter)graph_get_handle, NULL, "The CUgraph as an int.", NULL},
-    {"context", (getter)graph_get_context, NULL, "The Context the graph belongs to.", NULL},
+    {"nodes", (getter)graph_get_nodes, NULL, graph_nodes_doc, NULL},
+    {"handle", (getter)graph_get_handle, NULL, graph_handle_doc, NULL},
+    {"context", (getter)graph_get_context, NULL, graph_context_doc, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyType_Slot graph_slots[] = {
-    {Py_tp_doc, "Graph()\n--\n\nA CUDA graph on the current device: from Stream.end_capture() "
-                "or gpuhost.graph_capture(), or empty, to build node by node."},
-    {Py_tp_new, graph_tp_new},
-    {Py_tp_dealloc, graph_dealloc},
-    {Py_tp_traverse, graph_traverse},
-    {Py_tp_clear, graph_clear},
-    {Py_tp_methods, graph_methods},
-    {Py_tp_getset, graph_getset},
-    {Py_tp_repr, graph_repr},
-    {0, NULL},
+    {Py_tp_doc, (void *)graph_doc},   {Py_tp_new, graph_tp_new},  {Py_tp_dealloc, graph_dealloc},
+    {Py_tp_traverse, graph_traverse}, {Py_tp_clear, graph_clear}, {Py_tp_methods, graph_methods},
+    {Py_tp_getset, graph_getset},     {Py_tp_repr, graph_repr},   {0, NULL},
 };
 
 static PyType_Spec graph_spec = {

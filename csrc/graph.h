@@ -52,4 +52,11 @@ PyObject *gh_graphexec_upload(gh_graphexec *self, PyObject *args, PyObject *kwar
 /* The GraphExec and GraphNode types (graph_exec.c), made by gh_graph_init_type. */
 int gh_graphexec_init_types(PyObject *module, gh_state *st);
 
+int gh_graph_init_type(PyObject *module, gh_state *st);
+/* A new Graph owning `handle` (a graph of ctx), keeping alive the objects of list `keep` and
+   checking the Kernels of list `kernels` before each launch (either NULL: empty).  On
+   failure the handle is destroyed. */
+PyObject *gh_graph_wrap(gh_state *st, gh_context *ctx, CUgraph handle, PyObject *keep,
+                        PyObject *kernels);
+
 #endif /* GPUHOST_GRAPH_H */

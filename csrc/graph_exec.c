@@ -1,7 +1,16 @@
 /* GraphExec (an instantiated graph: launch, upload, update, kernel-argument updates) and
  * GraphNode (a node of a Graph).  See graph.c for Graph and what a graph keeps alive.
  */
+
+#include "context.h"
+#include "cuda_api.h"
+#include "errors.h"
 #include "graph.h"
+#include "kernel.h"
+#include "release.h"
+#include "state.h"
+#include "stream.h"
+#include "graph_exec_docs.h"
 
 #include <string.h>
 
@@ -227,7 +236,7 @@ exec_update(gh_graphexec *self, PyObject *arg)
         return NULL;
     }
     if (PyList_Append(self->keep, other->keep) < 0 ||
-        gh_graph_add_kernels(self->kernels, other->kernels) < 0) {
+        gh_kernel_list_merge(self->kernels, other->kernels) < 0) {
         return NULL;
     }
     Py_RETURN_NONE;
@@ -307,27 +316,23 @@ exec_repr(gh_graphexec *self)
 
 static PyMethodDef exec_methods[] = {
     {"launch", (PyCFunction)(void (*)(void))gh_graphexec_launch, METH_FASTCALL | METH_KEYWORDS,
-     "launch($self, stream=None)\n--\n\nLaunch the executable graph on `stream` (cuGraphLaunch)."},
+     exec_launch_doc},
     {"upload", (PyCFunction)(void (*)(void))gh_graphexec_upload, METH_VARARGS | METH_KEYWORDS,
-     "upload($self, stream=None)\n--\n\nUpload it to the device ahead of its first launch."},
-    {"update", (PyCFunction)exec_update, METH_O,
-     "update($self, graph)\n--\n\nTake the parameters of `graph`, which must have this graph's "
-     "topology "
-     "(cuGraphExecUpdate); GraphUpdateError with the driver's reason when refused."},
+     exec_upload_doc},
+    {"update", (PyCFunction)exec_update, METH_O, exec_update_doc},
     {"set_kernel_args", (PyCFunction)(void (*)(void))exec_set_kernel_args, METH_FASTCALL,
-     "set_kernel_args($self, node, /, *args)\n--\n\nNew arguments for kernel node `node` (from "
-     "Graph.add_kernel), checked and packed as a launch's."},
+     exec_set_kernel_args_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef exec_getset[] = {
-    {"graph", (getter)exec_get_graph, NULL, "The Graph it was made from.", NULL},
-    {"handle", (getter)exec_get_handle, NULL, "The CUgraphExec as an int.", NULL},
+    {"graph", (getter)exec_get_graph, NULL, exec_graph_doc, NULL},
+    {"handle", (getter)exec_get_handle, NULL, exec_handle_doc, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyType_Slot exec_slots[] = {
-    {Py_tp_doc, "An executable graph: Graph.instantiate()."},
+    {Py_tp_doc, (void *)exec_doc},
     {Py_tp_dealloc, exec_dealloc},
     {Py_tp_traverse, exec_traverse},
     {Py_tp_methods, exec_methods},
@@ -459,17 +464,14 @@ node_richcompare(PyObject *a, PyObject *b, int op)
 }
 
 static PyGetSetDef node_getset[] = {
-    {"type", (getter)node_get_type, NULL,
-     "The node's kind: 'kernel', 'memcpy', 'memset', 'host', 'graph', 'empty', 'event_wait', "
-     "'event_record', 'mem_alloc', 'mem_free', 'conditional' or 'other'.",
-     NULL},
-    {"graph", (getter)node_get_graph, NULL, "The Graph it belongs to.", NULL},
-    {"handle", (getter)node_get_handle, NULL, "The CUgraphNode as an int.", NULL},
+    {"type", (getter)node_get_type, NULL, node_type_doc, NULL},
+    {"graph", (getter)node_get_graph, NULL, node_graph_doc, NULL},
+    {"handle", (getter)node_get_handle, NULL, node_handle_doc, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyType_Slot node_slots[] = {
-    {Py_tp_doc, "A node of a Graph (Graph.nodes, Graph.add_*)."},
+    {Py_tp_doc, (void *)node_doc},
     {Py_tp_dealloc, node_dealloc},
     {Py_tp_traverse, node_traverse},
     {Py_tp_getset, node_getset},

@@ -43,4 +43,8 @@ int gh_jit_pack_planned(gh_kernel *k, jit_packer *pk, const unsigned char *plan,
 int gh_jit_plan_sizes(const unsigned char *plan, Py_ssize_t planlen, Py_ssize_t *pos,
                       PyObject *sizes);
 
+int gh_jit_init_type(PyObject *module, gh_state *st);
+/* _jit_layout(array) and _jit_usable(kernel), module functions for gpuhost/_numba.py */
+extern PyMethodDef gh_jit_methods[];
+
 #endif /* GPUHOST_JIT_H */

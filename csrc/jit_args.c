@@ -6,17 +6,17 @@
  * signed, 'f' size (2: float16), 'c' size, 'b' (boolean), 'p' (pointer), 't' n (a tuple,
  * its n items' plans follow).
  */
+
+#include "devicearray.h"
 #include "jit.h"
+#include "kernel.h"
+#include "state.h"
 
 #define NO_IMPORT_ARRAY
 #define PY_ARRAY_UNIQUE_SYMBOL gh_ARRAY_API
 #include <numpy/arrayobject.h>
 
 #include <string.h>
-
-#if PY_VERSION_HEX < 0x030B0000
-#define PyFloat_Pack2(x, p, le) _PyFloat_Pack2((x), (unsigned char *)(p), (le))
-#endif
 
 /* ---- keys: what selects an overload ---- */
 
@@ -240,36 +240,33 @@ int_value(PyObject *arg, unsigned long long *out)
 }
 
 /* An array: meminfo, parent, nitems, itemsize, data, shape..., strides..., each 8 bytes
-   (the sizes were checked against the kernel when the plan was added). */
+   (the sizes were checked against the kernel when the plan was added: not again here). */
 static int
 pack_array(gh_kernel *k, jit_packer *pk, PyObject *arg, int ndim)
 {
     gh_devicearray *a = (gh_devicearray *)arg;
-    long long v[5 + 2 * GH_MAXDIMS];
     int n = 5 + 2 * ndim;
     if (Py_TYPE(arg) != pk->array_type || a->ndim != ndim || a->context != k->module->context ||
         a->generation != a->context->generation || pk->n + n > pk->nparams) {
         return 0; /* the slow path reports it */
     }
-    v[0] = v[1] = 0;
-    v[2] = 1;
-    v[3] = PyDataType_ELSIZE((PyArray_Descr *)a->dtype);
-    v[4] = (long long)a->ptr;
-    for (int i = 0; i < ndim; i++) {
-        v[2] *= a->shape[i];
-        v[5 + i] = a->shape[i];
-        v[5 + ndim + i] = a->strides[i];
-    }
-    /* locals, not pk's fields: the stores through `dst` could alias them */
+    /* locals, not pk's fields: the stores through the buffer could alias them */
     const gh_param *p = pk->params + pk->n;
     char *buf = pk->buf;
     void **ptrs = pk->ptrs + pk->n;
-    for (int j = 0; j < n; j++) {
+    long long head[5] = {0, 0, 1, PyDataType_ELSIZE((PyArray_Descr *)a->dtype), (long long)a->ptr};
+    for (int i = 0; i < ndim; i++) {
+        long long extent = a->shape[i], stride = a->strides[i];
+        char *d_extent = buf + p[5 + i].offset, *d_stride = buf + p[5 + ndim + i].offset;
+        head[2] *= extent;
+        memcpy(d_extent, &extent, 8);
+        memcpy(d_stride, &stride, 8);
+        ptrs[5 + i] = d_extent;
+        ptrs[5 + ndim + i] = d_stride;
+    }
+    for (int j = 0; j < 5; j++) {
         char *dst = buf + p[j].offset;
-        if (p[j].size != 8) {
-            return 0;
-        }
-        memcpy(dst, &v[j], 8);
+        memcpy(dst, &head[j], 8);
         ptrs[j] = dst;
     }
     pk->n += n;

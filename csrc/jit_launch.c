@@ -8,7 +8,16 @@
  * to the dispatcher's _slow_launch (gpuhost/dispatcher.py), which registers what it
  * learns with _jit_add so that the next such launch stays here.
  */
+
+#include "context.h"
+#include "code_image.h"
+#include "devicearray.h"
 #include "jit.h"
+#include "kernel.h"
+#include "services.h"
+#include "state.h"
+#include "stream.h"
+#include "jit_launch_docs.h"
 
 #define NO_IMPORT_ARRAY
 #define PY_ARRAY_UNIQUE_SYMBOL gh_ARRAY_API
@@ -205,24 +214,6 @@ jitlaunch_vectorcall(gh_jitlaunch *self, PyObject *const *args, size_t nargsf, P
 }
 
 static PyObject *
-jitlaunch_get_griddim(gh_jitlaunch *self, void *Py_UNUSED(closure))
-{
-    return gh_dims_tuple(self->dims.grid);
-}
-
-static PyObject *
-jitlaunch_get_blockdim(gh_jitlaunch *self, void *Py_UNUSED(closure))
-{
-    return gh_dims_tuple(self->dims.block);
-}
-
-static PyObject *
-jitlaunch_get_sharedmem(gh_jitlaunch *self, void *Py_UNUSED(closure))
-{
-    return PyLong_FromUnsignedLong(self->dims.shared);
-}
-
-static PyObject *
 jitlaunch_get_callbacks(gh_jitlaunch *self, void *Py_UNUSED(closure))
 {
     if (self->callbacks == NULL && (self->callbacks = PyList_New(0)) == NULL) {
@@ -273,20 +264,21 @@ jitlaunch_dealloc(gh_jitlaunch *self)
 }
 
 static PyGetSetDef jitlaunch_getset[] = {
-    {"griddim", (getter)jitlaunch_get_griddim, NULL, "The grid, as (x, y, z).", NULL},
-    {"blockdim", (getter)jitlaunch_get_blockdim, NULL, "The block, as (x, y, z).", NULL},
-    {"sharedmem", (getter)jitlaunch_get_sharedmem, NULL, "Bytes of dynamic shared memory.", NULL},
+    {"griddim", gh_get_dims_field, NULL, jitlaunch_griddim_doc,
+     (void *)offsetof(gh_jitlaunch, dims.grid)},
+    {"blockdim", gh_get_dims_field, NULL, jitlaunch_blockdim_doc,
+     (void *)offsetof(gh_jitlaunch, dims.block)},
+    {"sharedmem", gh_get_shared_field, NULL, jitlaunch_sharedmem_doc,
+     (void *)offsetof(gh_jitlaunch, dims.shared)},
     {"pre_launch_callbacks", (getter)jitlaunch_get_callbacks, NULL,
-     "Callables run as callback(kernel, launch) just before each launch (numba-cuda's "
-     "pre-launch callbacks); they must not call CUDA.",
-     NULL},
+     jitlaunch_pre_launch_callbacks_doc, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyMemberDef jitlaunch_members[] = {
     {"dispatcher", T_OBJECT, offsetof(gh_jitlaunch, dispatcher), READONLY,
-     "The Dispatcher this launches."},
-    {"stream", T_OBJECT, offsetof(gh_jitlaunch, stream), READONLY, "The stream, as given."},
+     jitlaunch_dispatcher_doc},
+    {"stream", T_OBJECT, offsetof(gh_jitlaunch, stream), READONLY, jitlaunch_stream_doc},
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(gh_jitlaunch, vectorcall), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
 };
@@ -299,17 +291,11 @@ static PyMethodDef jitlaunch_methods[] = {
 };
 
 static PyType_Slot jitlaunch_slots[] = {
-    {Py_tp_methods, jitlaunch_methods},
-    {Py_tp_doc, "A configured launch of a gpuhost.jit kernel: dispatcher[grid, block, stream, "
-                "shared]. Call it with the kernel's arguments."},
-    {Py_tp_getset, jitlaunch_getset},
-    {Py_tp_members, jitlaunch_members},
-    {Py_tp_call, PyVectorcall_Call},
-    {Py_tp_repr, jitlaunch_repr},
-    {Py_tp_traverse, jitlaunch_traverse},
-    {Py_tp_clear, jitlaunch_clear},
-    {Py_tp_dealloc, jitlaunch_dealloc},
-    {0, NULL},
+    {Py_tp_methods, jitlaunch_methods},   {Py_tp_doc, (void *)jitlaunch_doc},
+    {Py_tp_getset, jitlaunch_getset},     {Py_tp_members, jitlaunch_members},
+    {Py_tp_call, PyVectorcall_Call},      {Py_tp_repr, jitlaunch_repr},
+    {Py_tp_traverse, jitlaunch_traverse}, {Py_tp_clear, jitlaunch_clear},
+    {Py_tp_dealloc, jitlaunch_dealloc},   {0, NULL},
 };
 
 static PyType_Spec jitlaunch_spec = {
@@ -374,7 +360,8 @@ numba_dims_check(PyObject *dim, const char *name)
 static PyObject *
 jitlaunch_reduce(gh_jitlaunch *self, PyObject *Py_UNUSED(ignored))
 {
-    PyObject *mod, *fn, *res;
+    gh_state *st = gh_state_of_type(Py_TYPE(self));
+    PyObject *fn, *res;
     if (self->callbacks != NULL && PyList_GET_SIZE(self->callbacks) > 0) {
         PyObject *pickle = PyImport_ImportModule("pickle");
         PyObject *err = pickle ? PyObject_GetAttrString(pickle, "PicklingError") : NULL;
@@ -385,13 +372,11 @@ jitlaunch_reduce(gh_jitlaunch *self, PyObject *Py_UNUSED(ignored))
         Py_XDECREF(pickle);
         return NULL;
     }
-    /* cold (pickling only): the rebuilding function is gpuhost.dispatcher's */
-    mod = PyImport_ImportModule("gpuhost.dispatcher");
-    fn = mod ? PyObject_GetAttrString(mod, "_launch_of") : NULL;
-    Py_XDECREF(mod);
-    if (fn == NULL) {
-        return NULL;
+    /* the rebuilding function: gpuhost/dispatcher.py's, registered once */
+    if ((fn = st->helpers[GH_HELPER_JIT_LAUNCH_OF]) == NULL) {
+        return gh_helper_call(st, GH_HELPER_JIT_LAUNCH_OF, NULL); /* its RuntimeError */
     }
+    Py_INCREF(fn);
     res = Py_BuildValue("(N(O(III)(III)OI))", fn, (PyObject *)self->dispatcher, self->dims.grid[0],
                         self->dims.grid[1], self->dims.grid[2], self->dims.block[0],
                         self->dims.block[1], self->dims.block[2], self->stream, self->dims.shared);
@@ -764,22 +749,13 @@ jitdispatcher_dealloc(gh_jitdispatcher *self)
 }
 
 static PyMethodDef jitdispatcher_methods[] = {
-    {"_jit_key", (PyCFunction)jitdispatcher_key, METH_O,
-     "_jit_key($self, args, /)\n--\n\n"
-     "(key, keep) for a launch with `args` (a tuple), or None when launches with such "
-     "arguments are not keyed in C."},
-    {"_jit_add", (PyCFunction)jitdispatcher_add, METH_VARARGS,
-     "_jit_add($self, key, keep, plan, nargs, overload, kernel, cooperative, lcs_launch, /)"
-     "\n--\n\n"
-     "Launch arguments of `key` as `kernel` (in its context) packed by `plan`. False when "
-     "the table is full."},
+    {"_jit_key", (PyCFunction)jitdispatcher_key, METH_O, jitdispatcher__jit_key_doc},
+    {"_jit_add", (PyCFunction)jitdispatcher_add, METH_VARARGS, jitdispatcher__jit_add_doc},
     {"_jit_clear", (PyCFunction)jitdispatcher_clear_entries, METH_NOARGS,
-     "_jit_clear($self, /)\n--\n\nForget every overload kept for C launches."},
+     jitdispatcher__jit_clear_doc},
     {"_jit_entries", (PyCFunction)jitdispatcher_entries, METH_NOARGS,
-     "_jit_entries($self, /)\n--\n\n[(key, plan, overload, n_kernels), ...]."},
-    {"_jit_pack", (PyCFunction)jitdispatcher_pack, METH_VARARGS,
-     "_jit_pack($self, plan, args, kernel, /)\n--\n\n"
-     "The parameter bytes a launch of `kernel` passes for `args` by `plan`, or None."},
+     jitdispatcher__jit_entries_doc},
+    {"_jit_pack", (PyCFunction)jitdispatcher_pack, METH_VARARGS, jitdispatcher__jit_pack_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -789,9 +765,7 @@ static PyMemberDef jitdispatcher_members[] = {
 };
 
 static PyType_Slot jitdispatcher_slots[] = {
-    {Py_tp_doc, "The C side of gpuhost.jit's Dispatcher: dispatcher[grid, block, stream, "
-                "shared] makes a JitLaunch, whose call picks the compiled overload and "
-                "packs numba's parameters in C."},
+    {Py_tp_doc, (void *)jitdispatcher_doc},
     {Py_tp_methods, jitdispatcher_methods},
     {Py_tp_members, jitdispatcher_members},
     {Py_mp_subscript, jitdispatcher_getitem},
@@ -810,12 +784,8 @@ static PyType_Spec jitdispatcher_spec = {
 };
 
 PyMethodDef gh_jit_methods[] = {
-    {"_jit_layout", (PyCFunction)jit_layout, METH_O,
-     "_jit_layout(module, array, /)\n--\n\n(layout, readonly): numba's layout of a DeviceArray, "
-     "'C', 'F' or 'A', and whether its memory is read-only."},
-    {"_jit_usable", (PyCFunction)jit_usable, METH_O,
-     "_jit_usable(module, kernel, /)\n--\n\nWhether a Kernel's module is still loaded in a live "
-     "context."},
+    {"_jit_layout", (PyCFunction)jit_layout, METH_O, jit__jit_layout_doc},
+    {"_jit_usable", (PyCFunction)jit_usable, METH_O, jit__jit_usable_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -8,6 +8,15 @@
  */
 #include "kernel.h"
 
+#include "context.h"
+#include "cuda_api.h"
+#include "code_image.h"
+#include "device.h"
+#include "errors.h"
+#include "state.h"
+#include "stream.h"
+#include "kernel_docs.h"
+
 #define NO_IMPORT_ARRAY
 #define PY_ARRAY_UNIQUE_SYMBOL gh_ARRAY_API
 #include <numpy/arrayobject.h>
@@ -110,7 +119,7 @@ launch_packed(gh_state *st, gh_kernel *k, const launch_dims *d, const gh_stream_
         s->launched = 1;
         /* launched into a capture: its graph will check k's module before each launch */
         if (s->capture_kernels != NULL &&
-            gh_graph_add_kernel(s->capture_kernels, (PyObject *)k) < 0) {
+            gh_kernel_list_add(s->capture_kernels, (PyObject *)k) < 0) {
             return -1;
         }
     }
@@ -176,16 +185,16 @@ gh_dims_tuple(const unsigned int *d)
     return Py_BuildValue("(III)", d[0], d[1], d[2]);
 }
 
-static PyObject *
-config_get_griddim(gh_launchconfig *self, void *Py_UNUSED(closure))
+PyObject *
+gh_get_dims_field(PyObject *self, void *offset)
 {
-    return gh_dims_tuple(self->dims.grid);
+    return gh_dims_tuple((const unsigned int *)((char *)self + (size_t)offset));
 }
 
-static PyObject *
-config_get_blockdim(gh_launchconfig *self, void *Py_UNUSED(closure))
+PyObject *
+gh_get_shared_field(PyObject *self, void *offset)
 {
-    return gh_dims_tuple(self->dims.block);
+    return PyLong_FromUnsignedLong(*(const unsigned int *)((char *)self + (size_t)offset));
 }
 
 static PyObject *
@@ -198,12 +207,6 @@ static PyObject *
 config_get_stream(gh_launchconfig *self, void *Py_UNUSED(closure))
 {
     return Py_NewRef(self->dims.stream ? self->dims.stream : Py_None);
-}
-
-static PyObject *
-config_get_sharedmem(gh_launchconfig *self, void *Py_UNUSED(closure))
-{
-    return PyLong_FromUnsignedLong(self->dims.shared);
 }
 
 static PyObject *
@@ -257,14 +260,16 @@ config_dealloc(gh_launchconfig *self)
 }
 
 static PyGetSetDef config_getset[] = {
-    {"griddim", (getter)config_get_griddim, NULL, "The grid, (x, y, z).", NULL},
-    {"blockdim", (getter)config_get_blockdim, NULL, "The block, (x, y, z).", NULL},
-    {"cluster", (getter)config_get_cluster, NULL, "The cluster, (x, y, z), or None.", NULL},
-    {"stream", (getter)config_get_stream, NULL, "The stream (None: the default stream).", NULL},
-    {"sharedmem", (getter)config_get_sharedmem, NULL, "Bytes of dynamic shared memory.", NULL},
-    {"cooperative", (getter)config_get_cooperative, NULL, "Whether it is a cooperative launch.",
-     NULL},
-    {"kernel", (getter)config_get_kernel, NULL, "The Kernel it launches.", NULL},
+    {"griddim", gh_get_dims_field, NULL, config_griddim_doc,
+     (void *)offsetof(gh_launchconfig, dims.grid)},
+    {"blockdim", gh_get_dims_field, NULL, config_blockdim_doc,
+     (void *)offsetof(gh_launchconfig, dims.block)},
+    {"cluster", (getter)config_get_cluster, NULL, config_cluster_doc, NULL},
+    {"stream", (getter)config_get_stream, NULL, config_stream_doc, NULL},
+    {"sharedmem", gh_get_shared_field, NULL, config_sharedmem_doc,
+     (void *)offsetof(gh_launchconfig, dims.shared)},
+    {"cooperative", (getter)config_get_cooperative, NULL, config_cooperative_doc, NULL},
+    {"kernel", (getter)config_get_kernel, NULL, config_kernel_doc, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -274,17 +279,7 @@ static PyMemberDef config_members[] = {
 };
 
 static PyType_Slot config_slots[] = {
-    {Py_tp_doc, "A kernel with its launch configuration: call it with the kernel's "
-                "arguments to launch.\n\n"
-                "Made by kernel[grid, block, stream, shared] or kernel.configure(); keep one "
-                "to launch the\nsame configuration again without parsing it.\n\n"
-                "Examples\n"
-                "--------\n"
-                ">>> launch = scale[4, 256]  # doctest: +SKIP\n"
-                ">>> launch.griddim, launch.blockdim  # doctest: +SKIP\n"
-                "((4, 1, 1), (256, 1, 1))\n"
-                ">>> for _ in range(10):  # doctest: +SKIP\n"
-                "...     launch(d, np.float32(2), d.size)"},
+    {Py_tp_doc, (void *)config_doc},
     {Py_tp_getset, config_getset},
     {Py_tp_members, config_members},
     {Py_tp_call, PyVectorcall_Call},
@@ -834,164 +829,50 @@ gh_kernel_new(gh_state *st, gh_module *m, CUfunction f, PyObject *name, PyObject
     }
 
 static PyGetSetDef kernel_getset[] = {
-    ATTR_GETTER("num_regs", CU_FUNC_ATTRIBUTE_NUM_REGS, "Registers per thread."),
+    ATTR_GETTER("num_regs", CU_FUNC_ATTRIBUTE_NUM_REGS, kernel_num_regs_doc),
     ATTR_GETTER("shared_size_bytes", CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
-                "Bytes of static shared memory per block."),
+                kernel_shared_size_bytes_doc),
     ATTR_GETTER("const_size_bytes", CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES,
-                "Bytes of user constant memory."),
+                kernel_const_size_bytes_doc),
     ATTR_GETTER("local_size_bytes", CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
-                "Bytes of local memory per thread."),
+                kernel_local_size_bytes_doc),
     ATTR_GETTER("max_threads_per_block", CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-                "The most threads a block of this kernel can have."),
-    ATTR_GETTER("ptx_version", CU_FUNC_ATTRIBUTE_PTX_VERSION,
-                "The PTX virtual architecture it was compiled for, e.g. 90."),
-    ATTR_GETTER("binary_version", CU_FUNC_ATTRIBUTE_BINARY_VERSION,
-                "The binary architecture it was compiled for, e.g. 90."),
+                kernel_max_threads_per_block_doc),
+    ATTR_GETTER("ptx_version", CU_FUNC_ATTRIBUTE_PTX_VERSION, kernel_ptx_version_doc),
+    ATTR_GETTER("binary_version", CU_FUNC_ATTRIBUTE_BINARY_VERSION, kernel_binary_version_doc),
     ATTR_GETSET("max_dynamic_shared_size_bytes", CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                "The most dynamic shared memory a launch may ask for (settable, up to the "
-                "device's opt-in limit less the static shared memory)."),
+                kernel_max_dynamic_shared_size_bytes_doc),
     ATTR_GETSET("preferred_shared_memory_carveout",
                 CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
-                "The preferred shared memory share of L1, in percent (settable; -1: none)."),
-    {"num_params", (getter)kernel_get_num_params, NULL, "The number of parameters.", NULL},
-    {"param_info", (getter)kernel_get_param_info, NULL,
-     "((offset, size, kind), ...) per parameter; kind is 'i' (integer or pointer), 'f' "
-     "(floating point), 's' (struct) or '?' (not known: the module was not PTX).",
-     NULL},
-    {"handle", (getter)kernel_get_handle, NULL, "The CUfunction as an int.", NULL},
+                kernel_preferred_shared_memory_carveout_doc),
+    {"num_params", (getter)kernel_get_num_params, NULL, kernel_num_params_doc, NULL},
+    {"param_info", (getter)kernel_get_param_info, NULL, kernel_param_info_doc, NULL},
+    {"handle", (getter)kernel_get_handle, NULL, kernel_handle_doc, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyMemberDef kernel_members[] = {
-    {"name", T_OBJECT, offsetof(gh_kernel, name), READONLY, "The name it was asked for by."},
-    {"symbol", T_OBJECT, offsetof(gh_kernel, symbol), READONLY,
-     "Its symbol in the module (the lowered name of a name expression)."},
-    {"module", T_OBJECT, offsetof(gh_kernel, module), READONLY, "The Module it belongs to."},
+    {"name", T_OBJECT, offsetof(gh_kernel, name), READONLY, kernel_name_doc},
+    {"symbol", T_OBJECT, offsetof(gh_kernel, symbol), READONLY, kernel_symbol_doc},
+    {"module", T_OBJECT, offsetof(gh_kernel, module), READONLY, kernel_module_doc},
     {"__vectorcalloffset__", T_PYSSIZET, offsetof(gh_kernel, vectorcall), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
 };
 
 static PyMethodDef kernel_methods[] = {
     {"configure", (PyCFunction)(void (*)(void))kernel_configure, METH_VARARGS | METH_KEYWORDS,
-     "configure($self, /, grid, block, stream=None, shared=0, *, cooperative=False, "
-     "cluster=None)\n--\n\n"
-     "The kernel with a launch configuration: call it with the kernel's arguments.\n\n"
-     "kernel[grid, block, stream, shared] is the same without the keywords.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "grid, block : int or tuple of int\n"
-     "    Blocks in the grid and threads in a block, (x, y, z) or fewer.\n"
-     "stream : Stream, optional\n"
-     "    The stream to launch on; None: the default stream.\n"
-     "shared : int, optional\n"
-     "    Bytes of dynamic shared memory per block.\n"
-     "cooperative : bool, optional\n"
-     "    A cooperative launch: the grid may synchronize as a whole.\n"
-     "cluster : tuple of int, optional\n"
-     "    (x, y, z) blocks per thread-block cluster (compute capability 9.0+).\n\n"
-     "Returns\n"
-     "-------\n"
-     "LaunchConfig\n\n"
-     "Raises\n"
-     "------\n"
-     "ValueError\n"
-     "    For dimensions past the device's limits, quoting them.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> s = gpuhost.stream()\n"
-     ">>> launch = scale.configure(4, 256, stream=s)  # doctest: +SKIP\n"
-     ">>> launch(d, np.float32(2), d.size)  # doctest: +SKIP\n"
-     ">>> s.synchronize()"},
+     kernel_configure_doc},
     {"max_active_blocks_per_multiprocessor", (PyCFunction)(void (*)(void))kernel_max_active_blocks,
-     METH_VARARGS | METH_KEYWORDS,
-     "max_active_blocks_per_multiprocessor($self, /, block_size, "
-     "dynamic_shared_memory_size=0)\n--\n\n"
-     "How many blocks can be resident on one multiprocessor at once (occupancy).\n\n"
-     "Parameters\n"
-     "----------\n"
-     "block_size : int\n"
-     "    Threads per block.\n"
-     "dynamic_shared_memory_size : int, optional\n"
-     "    Bytes of dynamic shared memory per block.\n\n"
-     "Returns\n"
-     "-------\n"
-     "int\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> blocks = scale.max_active_blocks_per_multiprocessor(256)  # doctest: +SKIP\n"
-     ">>> per_sm = gpuhost.gpus[0].MAX_THREADS_PER_MULTIPROCESSOR\n"
-     ">>> occupancy = blocks * 256 / per_sm  # doctest: +SKIP"},
+     METH_VARARGS | METH_KEYWORDS, kernel_max_active_blocks_per_multiprocessor_doc},
     {"max_potential_block_size", (PyCFunction)(void (*)(void))kernel_max_potential_block_size,
-     METH_VARARGS | METH_KEYWORDS,
-     "max_potential_block_size($self, /, dynamic_shared_memory_size=0, "
-     "block_size_limit=0)\n--\n\n"
-     "The block size that maximizes occupancy (cuOccupancyMaxPotentialBlockSize).\n\n"
-     "Parameters\n"
-     "----------\n"
-     "dynamic_shared_memory_size : int, optional\n"
-     "    Bytes of dynamic shared memory per block.\n"
-     "block_size_limit : int, optional\n"
-     "    The largest block size to consider; 0: no limit.\n\n"
-     "Returns\n"
-     "-------\n"
-     "tuple of int\n"
-     "    (min_grid_size, block_size): the block size, and the smallest grid that reaches\n"
-     "    full occupancy with it.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> _, block = scale.max_potential_block_size()  # doctest: +SKIP\n"
-     ">>> scale[(d.size + block - 1) // block, block](d, np.float32(2), d.size)"
-     "  # doctest: +SKIP"},
+     METH_VARARGS | METH_KEYWORDS, kernel_max_potential_block_size_doc},
     {"max_active_clusters", (PyCFunction)(void (*)(void))kernel_max_active_clusters,
-     METH_VARARGS | METH_KEYWORDS,
-     "max_active_clusters($self, /, grid, block, cluster, shared=0)\n--\n\n"
-     "How many thread-block clusters of a launch shape can be resident at once.\n\n"
-     "cuOccupancyMaxActiveClusters: the occupancy query for launches with clusters (compute\n"
-     "capability 9.0 and later), to size a grid that keeps every cluster resident.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "grid : int or tuple of int\n"
-     "    The grid, as for configure(); each dimension a multiple of the cluster's.\n"
-     "block : int or tuple of int\n"
-     "    Threads per block.\n"
-     "cluster : int or tuple of int\n"
-     "    Blocks per cluster, (x, y, z).\n"
-     "shared : int, optional\n"
-     "    Bytes of dynamic shared memory per block.\n\n"
-     "Returns\n"
-     "-------\n"
-     "int\n"
-     "    0 when such a cluster cannot be resident at all.\n\n"
-     "Raises\n"
-     "------\n"
-     "gpuhost.CudaAPIError\n"
-     "    If the device or the kernel does not support clusters of that size.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> k = module.get_function('reduce')  # doctest: +SKIP\n"
-     ">>> k.max_active_clusters((16, 1, 1), (128, 1, 1), (2, 1, 1))  # doctest: +SKIP\n"
-     "66"},
+     METH_VARARGS | METH_KEYWORDS, kernel_max_active_clusters_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static PyType_Slot kernel_slots[] = {
-    {Py_tp_doc, "A kernel of a loaded Module; get one from Module.get_function().\n\n"
-                "Launch it with `kernel[grid, block, stream, shared](*args)`,\n"
-                "`kernel(*args, grid=..., block=..., stream=..., shared=...)` or\n"
-                "`kernel.configure(...)(*args)`; launches are asynchronous.\n"
-                "Arguments are checked against the kernel's parameters: device arrays and "
-                "objects\nexporting the CUDA array interface or DLPack go as pointers, NumPy "
-                "scalars and bytes\nby their bytes (exact size), Python numbers converted to "
-                "the parameter's width.\nThe function attributes (num_regs, "
-                "max_threads_per_block, ...) read as properties.\n\n"
-                "Examples\n"
-                "--------\n"
-                ">>> scale = gpuhost.Module(code).get_function('scale')  # doctest: +SKIP\n"
-                ">>> d = gpuhost.to_device(np.ones(1000, np.float32))\n"
-                ">>> scale[4, 256](d, np.float32(2), d.size)  # doctest: +SKIP\n"
-                ">>> scale(d, 2.0, d.size, grid=4, block=256)  # doctest: +SKIP\n"
-                ">>> d.copy_to_host()[:3]  # doctest: +SKIP\n"
-                "array([4., 4., 4.], dtype=float32)"},
+    {Py_tp_doc, (void *)kernel_doc},
     {Py_tp_getset, kernel_getset},
     {Py_tp_members, kernel_members},
     {Py_tp_methods, kernel_methods},
@@ -1011,6 +892,32 @@ static PyType_Spec kernel_spec = {
              Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
     .slots = kernel_slots,
 };
+
+int
+gh_kernel_list_add(PyObject *list, PyObject *kernel)
+{
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    if (n > 0 && PyList_GET_ITEM(list, n - 1) == kernel) {
+        return 0; /* the common loop: the same kernel again */
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (PyList_GET_ITEM(list, i) == kernel) {
+            return 0;
+        }
+    }
+    return PyList_Append(list, kernel);
+}
+
+int
+gh_kernel_list_merge(PyObject *to, PyObject *from)
+{
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(from); i++) {
+        if (gh_kernel_list_add(to, PyList_GET_ITEM(from, i)) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
 
 int
 gh_kernel_init_type(PyObject *module, gh_state *st)

@@ -5,7 +5,12 @@
 #ifndef GPUHOST_KERNEL_H
 #define GPUHOST_KERNEL_H
 
-#include "module.h"
+#include "code_image.h"
+
+/* float16 arguments are packed with PyFloat_Pack2, public from Python 3.11. */
+#if PY_VERSION_HEX < 0x030B0000
+#define PyFloat_Pack2(x, p, le) _PyFloat_Pack2((x), (unsigned char *)(p), (le))
+#endif
 
 /* A parameter: where it goes in the argument buffer, and what it holds. */
 typedef struct {
@@ -77,6 +82,10 @@ int gh_kernel_launch_params(gh_kernel *k, const launch_dims *d, void **params);
 
 /* (x, y, z) of launch dimensions; new reference or NULL. */
 PyObject *gh_dims_tuple(const unsigned int *d);
+/* Getters of a type's launch_dims fields: `offset` (the getset closure) is the field's
+   offset in the object, grid/block (a tuple) or shared (an int). */
+PyObject *gh_get_dims_field(PyObject *self, void *offset);
+PyObject *gh_get_shared_field(PyObject *self, void *offset);
 /* Whether two launch keys (kernel[...]'s) are the same object or tuples of the same
    objects: a repeated configuration recognized without calling any comparison. */
 int gh_same_items(PyObject *a, PyObject *b);
@@ -94,5 +103,16 @@ void gh_argbuf_free(gh_argbuf *ab);
 
 /* CudaSupportError: kernel k's parameters cannot be known.  Returns -1. */
 int gh_kernel_raise_unknown_params(gh_kernel *k);
+
+int gh_kernel_init_type(PyObject *module, gh_state *st);
+/* Add `kernel` to list `list` (a graph's or a capture's Kernels) unless it is there, and
+   the items of list `from` missing from list `to`; 0 or -1. */
+int gh_kernel_list_add(PyObject *list, PyObject *kernel);
+int gh_kernel_list_merge(PyObject *to, PyObject *from);
+/* A new Kernel for function `f` of module `m`, asked for as `name`, with symbol `symbol`;
+   `types` is the PTX's ((kind, size, align), ...) for it, or NULL/None when unknown.
+   New reference or NULL. */
+PyObject *gh_kernel_new(gh_state *st, gh_module *m, CUfunction f, PyObject *name, PyObject *symbol,
+                        PyObject *types);
 
 #endif /* GPUHOST_KERNEL_H */

@@ -4,7 +4,16 @@
  * naming the kernel and the parameter.  Used by launches (kernel.c) and graph kernel nodes
  * (graph.c).
  */
+
+#include "context.h"
+#include "cuda_api.h"
+#include "code_image.h"
+#include "device.h"
+#include "devicearray.h"
+#include "errors.h"
 #include "kernel.h"
+#include "services.h"
+#include "state.h"
 
 #define NO_IMPORT_ARRAY
 #define PY_ARRAY_UNIQUE_SYMBOL gh_ARRAY_API
@@ -13,10 +22,6 @@
 #include <limits.h>
 #include <math.h>
 #include <string.h>
-
-#if PY_VERSION_HEX < 0x030B0000
-#define PyFloat_Pack2(x, p, le) _PyFloat_Pack2((x), (unsigned char *)(p), (le))
-#endif
 
 /* ---- launch configuration ---- */
 
@@ -382,14 +387,14 @@ reach_arg(gh_state *st, gh_kernel *k, Py_ssize_t i, CUdeviceptr ptr, int ordinal
 }
 
 /* An object exporting the CUDA array interface or DLPack: its device pointer, with the
-   launch stream made to wait for the exporter's stream (gpuhost/_kernels.py). */
+   launch stream made to wait for the exporter's stream (the foreign_pointer helper). */
 static int
 pack_foreign(gh_state *st, gh_kernel *k, Py_ssize_t i, PyObject *arg, PyObject *stream, char *dst)
 {
     PyObject *argt = PyTuple_Pack(2, arg, stream ? stream : Py_None), *res;
     unsigned long long ptr;
     int ordinal;
-    res = argt ? gh_call_python("gpuhost._modules", "foreign_pointer", argt, NULL) : NULL;
+    res = argt ? gh_helper_call(st, GH_HELPER_FOREIGN_POINTER, argt) : NULL;
     Py_XDECREF(argt);
     if (res == NULL) {
         return -1;

@@ -6,7 +6,14 @@
  * export the buffer protocol, so numpy arrays view them directly.  The memory is
  * released when the last view dies, unless its context was reset or closed first.
  */
-#include "module.h"
+#include "memory.h"
+
+#include "context.h"
+#include "cuda_api.h"
+#include "errors.h"
+#include "release.h"
+#include "state.h"
+#include "memory_docs.h"
 
 #include <string.h>
 
@@ -46,7 +53,7 @@ gh_allocate(gh_state *st, gh_context *ctx, gh_alloc_kind kind, size_t size, unsi
     int pushed;
 
     if (kind == GH_ALLOC_DEVICE && size > 0) {
-        return gh_pool_device_alloc(st, ctx, size, NULL);
+        return st->pool_hooks.device_alloc(st, ctx, size, NULL);
     }
     if (gh_context_enter(ctx, &pushed) < 0) {
         return NULL;
@@ -314,7 +321,7 @@ allocation_release(gh_allocation *self)
 {
     gh_context *ctx = self->context;
     if (self->pool != NULL) {
-        gh_pool_release(self); /* back to its pool, which decides when to free it */
+        gh_state_of_type(Py_TYPE(self))->pool_hooks.give_back(self); /* back to its pool */
     }
     else if (self->kind == GH_ALLOC_DEVICE || self->kind == GH_ALLOC_MANAGED ||
              self->kind == GH_ALLOC_IPC) {
@@ -365,39 +372,20 @@ allocation_dealloc(gh_allocation *self)
 }
 
 static PyMethodDef allocation_methods[] = {
-    {"close", (PyCFunction)allocation_close, METH_NOARGS,
-     "close($self, /)\n--\n\n"
-     "Free (or unregister) the memory now, instead of when the last reference dies.\n\n"
-     "Pooled memory goes back to its pool. Device arrays made over it must not be used\n"
-     "afterwards. Closing twice is not an error.\n\n"
-     "Raises\n"
-     "------\n"
-     "BufferError\n"
-     "    For host memory that numpy arrays still view (it is not released).\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> d = gpuhost.device_array(1 << 20, np.uint8)\n"
-     ">>> alloc = d.owner\n"
-     ">>> del d\n"
-     ">>> alloc.close()  # back to the pool now"},
-    {"free", (PyCFunction)allocation_close, METH_NOARGS,
-     "free($self, /)\n--\n\nThe same as close() (pycuda's name)."},
+    {"close", (PyCFunction)allocation_close, METH_NOARGS, allocation_close_doc},
+    {"free", (PyCFunction)allocation_close, METH_NOARGS, allocation_free_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef allocation_getset[] = {
-    {"ptr", (getter)allocation_get_ptr, NULL,
-     "The device address as an int (0 for pinned memory that is not mapped).", NULL},
-    {"host_ptr", (getter)allocation_get_host_ptr, NULL,
-     "The host address as an int, or None for device memory.", NULL},
-    {"size", (getter)allocation_get_size, NULL, "The size in bytes.", NULL},
-    {"kind", (getter)allocation_get_kind, NULL,
-     "'device', 'managed', 'pinned', 'mapped' or 'registered'.", NULL},
-    {"device", (getter)allocation_get_device, NULL, "The Device it belongs to.", NULL},
-    {"context", (getter)allocation_get_context, NULL, "The Context it belongs to.", NULL},
-    {"device_id", (getter)allocation_get_device_id, NULL, "The Device's id (CuPy's name).", NULL},
-    {"pool", (getter)allocation_get_pool, NULL,
-     "The Pool the memory goes back to, or None for memory of its own.", NULL},
+    {"ptr", (getter)allocation_get_ptr, NULL, allocation_ptr_doc, NULL},
+    {"host_ptr", (getter)allocation_get_host_ptr, NULL, allocation_host_ptr_doc, NULL},
+    {"size", (getter)allocation_get_size, NULL, allocation_size_doc, NULL},
+    {"kind", (getter)allocation_get_kind, NULL, allocation_kind_doc, NULL},
+    {"device", (getter)allocation_get_device, NULL, allocation_device_doc, NULL},
+    {"context", (getter)allocation_get_context, NULL, allocation_context_doc, NULL},
+    {"device_id", (getter)allocation_get_device_id, NULL, allocation_device_id_doc, NULL},
+    {"pool", (getter)allocation_get_pool, NULL, allocation_pool_doc, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -409,18 +397,7 @@ static PyMemberDef allocation_members[] = {
 
 static PyType_Slot allocation_slots[] = {
     {Py_tp_members, allocation_members},
-    {Py_tp_doc, "One allocation or registration of memory, which arrays keep alive.\n\n"
-                "A device array's is its `owner`; a pinned numpy array's is its `base`. "
-                "The host kinds\n(pinned, mapped, registered) export the buffer protocol. "
-                "int(alloc) is the device\naddress and len(alloc) the size in bytes.\n\n"
-                "Examples\n"
-                "--------\n"
-                ">>> alloc = gpuhost.device_array(256, np.float32).owner\n"
-                ">>> alloc.kind, alloc.size\n"
-                "('device', 1024)\n"
-                ">>> h = gpuhost.pinned_array(4, np.float32)\n"
-                ">>> h.base.kind\n"
-                "'pinned'"},
+    {Py_tp_doc, (void *)allocation_doc},
     {Py_tp_getset, allocation_getset},
     {Py_tp_methods, allocation_methods},
     {Py_tp_repr, allocation_repr},
@@ -517,50 +494,6 @@ mod_mem_register(PyObject *module, PyObject *args, PyObject *kwargs)
     return res;
 }
 
-/* _core.ipc_get_handle(array) -> (64 handle bytes, byte offset of the array in its
-   allocation, allocation size), in the array's context. */
-static PyObject *
-mod_ipc_get_handle(PyObject *module, PyObject *arg)
-{
-    gh_state *st = gh_state_of_module(module);
-    gh_devicearray *a;
-    CUipcMemHandle handle;
-    CUdeviceptr base = 0;
-    size_t size = 0;
-    CUresult res;
-    gh_cu_id id = GH_CU_MemGetAddressRange;
-    int pushed;
-
-    if (!Py_IS_TYPE(arg, st->DeviceArrayType)) {
-        PyErr_Format(PyExc_TypeError, "ipc_get_handle() takes a DeviceArray, not %s",
-                     Py_TYPE(arg)->tp_name);
-        return NULL;
-    }
-    a = (gh_devicearray *)arg;
-    if (gh_context_check_alive(a->context, a->generation, GH_CU_IpcGetMemHandle) < 0 ||
-        gh_context_enter(a->context, &pushed) < 0) {
-        return NULL;
-    }
-    res = gh_cu.MemGetAddressRange(&base, &size, a->ptr);
-    if (res == CUDA_SUCCESS) {
-        id = GH_CU_IpcGetMemHandle;
-        res = gh_cu.IpcGetMemHandle(&handle, base);
-    }
-    if (gh_context_leave(a->context, pushed) < 0) {
-        return NULL;
-    }
-    if (res == CUDA_ERROR_NOT_FOUND || res == CUDA_ERROR_INVALID_VALUE) {
-        PyErr_SetString(PyExc_ValueError, "only arrays in device memory that gpuhost or another "
-                                          "CUDA library allocated can be shared between processes");
-        return NULL;
-    }
-    if (gh_check(res, id) < 0) {
-        return NULL;
-    }
-    return Py_BuildValue("(y#KK)", handle.reserved, (Py_ssize_t)sizeof(handle.reserved),
-                         (unsigned long long)(a->ptr - base), (unsigned long long)size);
-}
-
 /* _core.ipc_open(handle_bytes, size) -> Allocation of kind 'ipc' in the current context. */
 static PyObject *
 mod_ipc_open(PyObject *module, PyObject *args)
@@ -601,34 +534,11 @@ mod_ipc_open(PyObject *module, PyObject *args)
 }
 
 static PyMethodDef memory_module_methods[] = {
-    {"ipc_get_handle", mod_ipc_get_handle, METH_O,
-     "ipc_get_handle(array, /)\n--\n\n"
-     "(handle bytes, offset, allocation size) to share `array`'s allocation with another "
-     "process (gpuhost internal; see DeviceArray.get_ipc_handle)."},
-    {"ipc_open", mod_ipc_open, METH_VARARGS,
-     "ipc_open(handle, size, /)\n--\n\n"
-     "Open another process's allocation in the current context; closed when the returned "
-     "Allocation dies or close() is called."},
+    {"ipc_open", mod_ipc_open, METH_VARARGS, memory_module_ipc_open_doc},
     {"mem_alloc", (PyCFunction)(void (*)(void))mod_mem_alloc, METH_VARARGS | METH_KEYWORDS,
-     "mem_alloc(size, kind='device', *, portable=False, wc=False, attach_global=True)\n--\n\n"
-     "Allocate memory in the current context (gpuhost internal; see device_array()).\n\n"
-     "Parameters\n"
-     "----------\n"
-     "size : int\n"
-     "    Bytes.\n"
-     "kind : {'device', 'managed', 'pinned', 'mapped'}, optional\n"
-     "    The memory's kind.\n\n"
-     "Returns\n"
-     "-------\n"
-     "Allocation\n\n"
-     "Raises\n"
-     "------\n"
-     "CudaOutOfMemoryError\n"
-     "    A MemoryError stating the size."},
+     memory_module_mem_alloc_doc},
     {"mem_register", (PyCFunction)(void (*)(void))mod_mem_register, METH_VARARGS | METH_KEYWORDS,
-     "mem_register(obj, *, mapped=False, portable=False)\n--\n\n"
-     "Page-lock the contiguous buffer of `obj` (cuMemHostRegister) until the returned "
-     "Allocation dies."},
+     memory_module_mem_register_doc},
     {NULL, NULL, 0, NULL},
 };
 

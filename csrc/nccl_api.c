@@ -5,10 +5,12 @@
  * from gpuhost._libpaths.nccl_candidates() (GPUHOST_NCCL, the nvidia-nccl-cu13/cu12 wheels
  * on sys.path, CUDA_HOME, the loader's default).
  */
-#include "module.h"
-#include "nccl_comm.h"
+#include "nccl_api.h"
 
+#include "errors.h"
 #include "libload.h"
+#include "nccl_comm.h"
+#include "state.h"
 
 gh_nccl_api gh_nccl;
 
@@ -59,7 +61,9 @@ gh_raise_nccl(gh_ncclResult_t res, gh_nccl_id id, gh_ncclComm_t comm)
     if (args == NULL) {
         return -1;
     }
-    exc = gh_call_python("gpuhost.errors", "_nccl_error", args, NULL);
+    PyObject *cls = gh_error_class("NcclError");
+    exc = cls != NULL ? PyObject_Call(cls, args, NULL) : NULL;
+    Py_XDECREF(cls);
     Py_DECREF(args);
     if (exc != NULL) {
         PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);

@@ -6,8 +6,14 @@
  * the exporter's).  Every check (device, layout, dtype, counts, ranks, stream) is made
  * before NCCL is called; NCCL's own errors become NcclError with ncclGetLastError's text.
  */
-#include "module.h"
+
+#include "context.h"
+#include "devicearray.h"
+#include "nccl_api.h"
 #include "nccl_comm.h"
+#include "services.h"
+#include "state.h"
+#include "stream.h"
 
 #define NO_IMPORT_ARRAY
 #define PY_ARRAY_UNIQUE_SYMBOL gh_ARRAY_API
@@ -90,7 +96,7 @@ get_buffer(gh_state *st, gh_nccl_comm *self, PyObject *obj, PyObject *stream, co
     }
     else {
         PyObject *args = Py_BuildValue("(OOss)", obj, stream ? stream : Py_None, call, what);
-        PyObject *res = args ? gh_call_python("gpuhost.nccl", "_foreign_array", args, NULL) : NULL;
+        PyObject *res = args ? gh_helper_call(st, GH_HELPER_NCCL_FOREIGN_ARRAY, args) : NULL;
         Py_XDECREF(args);
         if (res == NULL) {
             return -1;
@@ -299,14 +305,14 @@ get_stream(gh_state *st, gh_nccl_comm *self, const char *call, PyObject *obj, CU
     return 0;
 }
 
-/* A new array for a result: gpuhost.nccl._empty(shape, like, device, stream). */
+/* A new array for a result: gpuhost.nccl's nccl_empty helper (shape, like, device, stream). */
 static int
 new_result(gh_state *st, gh_nccl_comm *self, PyObject *shape, nbuf *like, PyObject *stream,
            const char *call, nbuf *out)
 {
     PyObject *args = Py_BuildValue("(NOiO)", shape, (PyObject *)like->a, self->device,
                                    stream ? stream : Py_None);
-    PyObject *arr = args ? gh_call_python("gpuhost.nccl", "_empty", args, NULL) : NULL;
+    PyObject *arr = args ? gh_helper_call(st, GH_HELPER_NCCL_EMPTY, args) : NULL;
     int rc;
     Py_XDECREF(args);
     if (arr == NULL) {

@@ -2,8 +2,13 @@
  * one (a rank of many processes, init_all, split), its attributes, its end.  The collectives
  * are in nccl_collectives.c.  Calls that can wait (init, destroy) run without the GIL.
  */
-#include "module.h"
 #include "nccl_comm.h"
+
+#include "context.h"
+#include "device.h"
+#include "nccl_api.h"
+#include "state.h"
+#include "nccl_comm_docs.h"
 
 #include <string.h>
 
@@ -442,409 +447,45 @@ comm_repr(gh_nccl_comm *self)
 }
 
 static PyMemberDef comm_members[] = {
-    {"rank", T_INT, offsetof(gh_nccl_comm, rank), READONLY, "This process's rank (0 to size-1)."},
-    {"size", T_INT, offsetof(gh_nccl_comm, size), READONLY, "The number of ranks."},
+    {"rank", T_INT, offsetof(gh_nccl_comm, rank), READONLY, comm_rank_doc},
+    {"size", T_INT, offsetof(gh_nccl_comm, size), READONLY, comm_size_doc},
     {NULL, 0, 0, 0, NULL},
 };
 
 static PyGetSetDef comm_getset[] = {
-    {"device", (getter)comm_get_device, NULL, "The rank's Device.", NULL},
-    {"handle", (getter)comm_get_handle, NULL, "The ncclComm_t as an int (0 once ended).", NULL},
-    {"closed", (getter)comm_get_closed, NULL, "Whether destroy() or abort() was called.", NULL},
+    {"device", (getter)comm_get_device, NULL, comm_device_doc, NULL},
+    {"handle", (getter)comm_get_handle, NULL, comm_handle_doc, NULL},
+    {"closed", (getter)comm_get_closed, NULL, comm_closed_doc, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 #define KW   (METH_VARARGS | METH_KEYWORDS)
 #define FAST (METH_FASTCALL | METH_KEYWORDS)
 static PyMethodDef comm_methods[] = {
-    {"all_reduce", (PyCFunction)(void (*)(void))gh_nccl_all_reduce, FAST,
-     "all_reduce($self, /, send, recv=None, op='sum', stream=None)\n--\n\n"
-     "Reduce every rank's array elementwise; every rank gets the result (ncclAllReduce).\n\n"
-     "Every rank calls it with arrays of the same dtype and size.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "send : gpuhost.DeviceArray or array-like\n"
-     "    This rank's data, on its device (a DeviceArray, or a CUDA array interface or DLPack\n"
-     "    exporter).\n"
-     "recv : gpuhost.DeviceArray or array-like, optional\n"
-     "    Where the result goes: send's dtype and size (may be `send`: in place); None: a new\n"
-     "    array like `send`.\n"
-     "op : {'sum', 'prod', 'max', 'min', 'avg'} or int, optional\n"
-     "    The reduction (or NCCL's code, 0 to 4).\n"
-     "stream : gpuhost.Stream, optional\n"
-     "    The stream to queue on (None: the legacy default stream). Asynchronous: the arrays\n"
-     "    must stay alive until the stream has run the call.\n\n"
-     "Returns\n"
-     "-------\n"
-     "gpuhost.DeviceArray or array-like\n"
-     "    `recv` (the new array when it was None).\n\n"
-     "Raises\n"
-     "------\n"
-     "ValueError\n"
-     "    For arrays that do not fit the collective (dtype, element count, device, layout),\n"
-     "    a bad `op` or rank, or a destroyed communicator.\n"
-     "gpuhost.errors.NcclError\n"
-     "    NCCL reported an error.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> from gpuhost import nccl\n"
-     ">>> [comm] = nccl.Communicator.init_all(1)\n"
-     ">>> x = gpuhost.to_device(np.arange(4, dtype=np.float32))\n"
-     ">>> comm.all_reduce(x).copy_to_host()  # one rank: the sum is its own data\n"
-     "array([0., 1., 2., 3.], dtype=float32)\n"
-     ">>> comm.all_reduce(x, x, op=\"max\")  # in place\n"
-     "<...>\n"
-     ">>> comm.all_reduce(x, op=\"median\")\n"
-     "Traceback (most recent call last):\n"
-     "    ...\n"
-     "ValueError: all_reduce(): op must be 'sum', 'prod', 'max', 'min' or 'avg' (or NCCL's code "
-     "0-4), not 'median'"},
-    {"reduce", (PyCFunction)(void (*)(void))gh_nccl_reduce, FAST,
-     "reduce($self, /, send, recv=None, root=0, op='sum', stream=None)\n--\n\n"
-     "Reduce every rank's array elementwise into the root's (ncclReduce).\n\n"
-     "Parameters\n"
-     "----------\n"
-     "send : gpuhost.DeviceArray or array-like\n"
-     "    This rank's data.\n"
-     "recv : gpuhost.DeviceArray or array-like, optional\n"
-     "    Where the result goes on rank `root` (ignored elsewhere); None: a new array on the\n"
-     "    root.\n"
-     "root : int, optional\n"
-     "    The rank that receives the result (default 0).\n"
-     "op : {'sum', 'prod', 'max', 'min', 'avg'} or int, optional\n"
-     "    The reduction (or NCCL's code, 0 to 4).\n"
-     "stream : gpuhost.Stream, optional\n"
-     "    The stream to queue on (None: the legacy default stream). Asynchronous: the arrays\n"
-     "    must stay alive until the stream has run the call.\n\n"
-     "Returns\n"
-     "-------\n"
-     "gpuhost.DeviceArray or array-like or None\n"
-     "    `recv` on the root; on the other ranks `recv`, or None when it was None.\n\n"
-     "Raises\n"
-     "------\n"
-     "ValueError\n"
-     "    For arrays that do not fit the collective (dtype, element count, device, layout),\n"
-     "    a bad `op` or rank, or a destroyed communicator.\n"
-     "gpuhost.errors.NcclError\n"
-     "    NCCL reported an error.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> from gpuhost import nccl\n"
-     ">>> [comm] = nccl.Communicator.init_all(1)\n"
-     ">>> x = gpuhost.to_device(np.arange(4, dtype=np.float32))\n"
-     ">>> comm.reduce(x, root=0, op=\"sum\").copy_to_host()\n"
-     "array([0., 1., 2., 3.], dtype=float32)"},
-    {"broadcast", (PyCFunction)(void (*)(void))gh_nccl_broadcast, FAST,
-     "broadcast($self, /, send, recv=None, root=0, stream=None)\n--\n\n"
-     "Copy the root's array to every rank (ncclBroadcast).\n\n"
-     "Parameters\n"
-     "----------\n"
-     "send : gpuhost.DeviceArray or array-like\n"
-     "    The data, read on rank `root`.\n"
-     "recv : gpuhost.DeviceArray or array-like, optional\n"
-     "    Where each rank receives it (send's dtype and size); None: into `send`, in place.\n"
-     "root : int, optional\n"
-     "    The rank that sends (default 0).\n"
-     "stream : gpuhost.Stream, optional\n"
-     "    The stream to queue on (None: the legacy default stream). Asynchronous: the arrays\n"
-     "    must stay alive until the stream has run the call.\n\n"
-     "Returns\n"
-     "-------\n"
-     "gpuhost.DeviceArray or array-like\n"
-     "    `recv` (`send` when it was None).\n\n"
-     "Raises\n"
-     "------\n"
-     "ValueError\n"
-     "    For arrays that do not fit the collective (dtype, element count, device, layout),\n"
-     "    a bad `op` or rank, or a destroyed communicator.\n"
-     "gpuhost.errors.NcclError\n"
-     "    NCCL reported an error.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> from gpuhost import nccl\n"
-     ">>> [comm] = nccl.Communicator.init_all(1)\n"
-     ">>> x = gpuhost.to_device(np.arange(4, dtype=np.float32))\n"
-     ">>> comm.broadcast(x, root=0) is x\n"
-     "True"},
-    {"all_gather", (PyCFunction)(void (*)(void))gh_nccl_all_gather, FAST,
-     "all_gather($self, /, send, recv=None, stream=None)\n--\n\n"
-     "Gather every rank's array, in rank order, on every rank (ncclAllGather).\n\n"
-     "Parameters\n"
-     "----------\n"
-     "send : gpuhost.DeviceArray or array-like\n"
-     "    This rank's data.\n"
-     "recv : gpuhost.DeviceArray or array-like, optional\n"
-     "    ``size`` times send's elements, rank r's at block r; None: a new array of shape\n"
-     "    ``(size,) + send.shape``.\n"
-     "stream : gpuhost.Stream, optional\n"
-     "    The stream to queue on (None: the legacy default stream). Asynchronous: the arrays\n"
-     "    must stay alive until the stream has run the call.\n\n"
-     "Returns\n"
-     "-------\n"
-     "gpuhost.DeviceArray or array-like\n"
-     "    `recv`.\n\n"
-     "Raises\n"
-     "------\n"
-     "ValueError\n"
-     "    For arrays that do not fit the collective (dtype, element count, device, layout),\n"
-     "    a bad `op` or rank, or a destroyed communicator.\n"
-     "gpuhost.errors.NcclError\n"
-     "    NCCL reported an error.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> from gpuhost import nccl\n"
-     ">>> [comm] = nccl.Communicator.init_all(1)\n"
-     ">>> x = gpuhost.to_device(np.arange(4, dtype=np.float32))\n"
-     ">>> comm.all_gather(x).copy_to_host()\n"
-     "array([[0., 1., 2., 3.]], dtype=float32)"},
+    {"all_reduce", (PyCFunction)(void (*)(void))gh_nccl_all_reduce, FAST, comm_all_reduce_doc},
+    {"reduce", (PyCFunction)(void (*)(void))gh_nccl_reduce, FAST, comm_reduce_doc},
+    {"broadcast", (PyCFunction)(void (*)(void))gh_nccl_broadcast, FAST, comm_broadcast_doc},
+    {"all_gather", (PyCFunction)(void (*)(void))gh_nccl_all_gather, FAST, comm_all_gather_doc},
     {"reduce_scatter", (PyCFunction)(void (*)(void))gh_nccl_reduce_scatter, FAST,
-     "reduce_scatter($self, /, send, recv=None, op='sum', stream=None)\n--\n\n"
-     "Reduce over the ranks and give each rank one block of the result (ncclReduceScatter).\n\n"
-     "`send` is split into ``size`` blocks; rank r receives block r of the reduction.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "send : gpuhost.DeviceArray or array-like\n"
-     "    This rank's data; its element count a multiple of ``size``.\n"
-     "recv : gpuhost.DeviceArray or array-like, optional\n"
-     "    send's elements / ``size`` elements of send's dtype; None: a new 1-D array.\n"
-     "op : {'sum', 'prod', 'max', 'min', 'avg'} or int, optional\n"
-     "    The reduction (or NCCL's code, 0 to 4).\n"
-     "stream : gpuhost.Stream, optional\n"
-     "    The stream to queue on (None: the legacy default stream). Asynchronous: the arrays\n"
-     "    must stay alive until the stream has run the call.\n\n"
-     "Returns\n"
-     "-------\n"
-     "gpuhost.DeviceArray or array-like\n"
-     "    `recv`.\n\n"
-     "Raises\n"
-     "------\n"
-     "ValueError\n"
-     "    For arrays that do not fit the collective (dtype, element count, device, layout),\n"
-     "    a bad `op` or rank, or a destroyed communicator.\n"
-     "gpuhost.errors.NcclError\n"
-     "    NCCL reported an error.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> from gpuhost import nccl\n"
-     ">>> [comm] = nccl.Communicator.init_all(1)\n"
-     ">>> x = gpuhost.to_device(np.arange(4, dtype=np.float32))\n"
-     ">>> comm.reduce_scatter(x).copy_to_host()\n"
-     "array([0., 1., 2., 3.], dtype=float32)"},
-    {"send", (PyCFunction)(void (*)(void))gh_nccl_send, FAST,
-     "send($self, /, buf, peer, stream=None)\n--\n\n"
-     "Send an array to one rank (ncclSend); that rank calls `recv`.\n\n"
-     "Pair sends and receives inside ``nccl.group()`` (a rank exchanging with itself must),\n"
-     "else two ranks may wait for each other.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "buf : gpuhost.DeviceArray or array-like\n"
-     "    The data.\n"
-     "peer : int\n"
-     "    The receiving rank.\n"
-     "stream : gpuhost.Stream, optional\n"
-     "    The stream to queue on (None: the legacy default stream). Asynchronous: the arrays\n"
-     "    must stay alive until the stream has run the call.\n\n"
-     "Raises\n"
-     "------\n"
-     "ValueError\n"
-     "    For arrays that do not fit the collective (dtype, element count, device, layout),\n"
-     "    a bad `op` or rank, or a destroyed communicator.\n"
-     "gpuhost.errors.NcclError\n"
-     "    NCCL reported an error.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> from gpuhost import nccl\n"
-     ">>> [comm] = nccl.Communicator.init_all(1)\n"
-     ">>> x = gpuhost.to_device(np.arange(4, dtype=np.float32))\n"
-     ">>> y = gpuhost.device_array_like(x)\n"
-     ">>> with nccl.group():\n"
-     "...     comm.send(x, 0)\n"
-     "...     _ = comm.recv(y, 0)\n"
-     ">>> y.copy_to_host()\n"
-     "array([0., 1., 2., 3.], dtype=float32)"},
-    {"recv", (PyCFunction)(void (*)(void))gh_nccl_recv, FAST,
-     "recv($self, /, buf, peer, stream=None)\n--\n\n"
-     "Receive an array from one rank (ncclRecv); that rank calls `send`.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "buf : gpuhost.DeviceArray or array-like\n"
-     "    Where the data goes: the sender's dtype and size.\n"
-     "peer : int\n"
-     "    The sending rank.\n"
-     "stream : gpuhost.Stream, optional\n"
-     "    The stream to queue on (None: the legacy default stream). Asynchronous: the arrays\n"
-     "    must stay alive until the stream has run the call.\n\n"
-     "Returns\n"
-     "-------\n"
-     "gpuhost.DeviceArray or array-like\n"
-     "    `buf`.\n\n"
-     "Raises\n"
-     "------\n"
-     "ValueError\n"
-     "    For arrays that do not fit the collective (dtype, element count, device, layout),\n"
-     "    a bad `op` or rank, or a destroyed communicator.\n"
-     "gpuhost.errors.NcclError\n"
-     "    NCCL reported an error.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> from gpuhost import nccl\n"
-     ">>> [comm] = nccl.Communicator.init_all(1)\n"
-     ">>> x = gpuhost.to_device(np.arange(4, dtype=np.float32))\n"
-     ">>> y = gpuhost.device_array_like(x)\n"
-     ">>> with nccl.group():\n"
-     "...     comm.send(x, 0)\n"
-     "...     r = comm.recv(y, 0)\n"
-     ">>> r is y\n"
-     "True"},
-    {"all_to_all", (PyCFunction)(void (*)(void))gh_nccl_all_to_all, FAST,
-     "all_to_all($self, /, send, recv=None, stream=None)\n--\n\n"
-     "Exchange blocks between all ranks: block i of `send` goes to rank i.\n\n"
-     "Rank i receives each rank r's block i as block r of its `recv`; done as grouped sends and\n"
-     "receives.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "send : gpuhost.DeviceArray or array-like\n"
-     "    ``size`` blocks; its element count a multiple of ``size``.\n"
-     "recv : gpuhost.DeviceArray or array-like, optional\n"
-     "    send's dtype and size; None: a new array like `send`.\n"
-     "stream : gpuhost.Stream, optional\n"
-     "    The stream to queue on (None: the legacy default stream). Asynchronous: the arrays\n"
-     "    must stay alive until the stream has run the call.\n\n"
-     "Returns\n"
-     "-------\n"
-     "gpuhost.DeviceArray or array-like\n"
-     "    `recv`.\n\n"
-     "Raises\n"
-     "------\n"
-     "ValueError\n"
-     "    For arrays that do not fit the collective (dtype, element count, device, layout),\n"
-     "    a bad `op` or rank, or a destroyed communicator.\n"
-     "gpuhost.errors.NcclError\n"
-     "    NCCL reported an error.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> from gpuhost import nccl\n"
-     ">>> [comm] = nccl.Communicator.init_all(1)\n"
-     ">>> x = gpuhost.to_device(np.arange(4, dtype=np.float32))\n"
-     ">>> comm.all_to_all(x).copy_to_host()\n"
-     "array([0., 1., 2., 3.], dtype=float32)"},
-    {"_raw", (PyCFunction)gh_nccl_raw, METH_VARARGS,
-     "_raw($self, kind, send, recv, count, dtype, op, root, stream, /)\n--\n\n"
-     "One NCCL call on raw addresses (CuPy's API; kind 0-6: AllReduce, Reduce, Broadcast, "
-     "AllGather, ReduceScatter, Send, Recv)."},
-    {"split", (PyCFunction)(void (*)(void))comm_split, KW,
-     "split($self, /, color, key, *, split_share=None)\n--\n\n"
-     "Split the communicator by color (ncclCommSplit); every rank calls it.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "color : int\n"
-     "    Ranks of equal color form one new communicator; -1: this rank joins none.\n"
-     "key : int\n"
-     "    Orders the ranks in the new communicator (ties: by the old rank).\n"
-     "split_share : bool, optional\n"
-     "    Whether the new communicator shares this one's resources (None: NCCL's default).\n\n"
-     "Returns\n"
-     "-------\n"
-     "gpuhost.nccl.Communicator or None\n"
-     "    None for color -1.\n\n"
-     "Raises\n"
-     "------\n"
-     "gpuhost.errors.NcclError\n"
-     "    NCCL failed to split.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> from gpuhost import nccl\n"
-     ">>> [comm] = nccl.Communicator.init_all(1)\n"
-     ">>> sub = comm.split(0, 0)\n"
-     ">>> sub.rank, sub.size\n"
-     "(0, 1)\n"
-     ">>> comm.split(-1, 0) is None\n"
-     "True"},
+     comm_reduce_scatter_doc},
+    {"send", (PyCFunction)(void (*)(void))gh_nccl_send, FAST, comm_send_doc},
+    {"recv", (PyCFunction)(void (*)(void))gh_nccl_recv, FAST, comm_recv_doc},
+    {"all_to_all", (PyCFunction)(void (*)(void))gh_nccl_all_to_all, FAST, comm_all_to_all_doc},
+    {"_raw", (PyCFunction)gh_nccl_raw, METH_VARARGS, comm__raw_doc},
+    {"split", (PyCFunction)(void (*)(void))comm_split, KW, comm_split_doc},
     {"check_async_error", (PyCFunction)comm_check_async_error, METH_NOARGS,
-     "check_async_error($self, /)\n--\n\n"
-     "Raise NcclError if NCCL reported an asynchronous error (ncclCommGetAsyncError).\n\n"
-     "Such errors (a peer failed, a network error) do not come back from the calls, which only\n"
-     "queue work; poll this (or use `wait`) to notice them.\n\n"
-     "Returns\n"
-     "-------\n"
-     "bool\n"
-     "    False when there is none.\n\n"
-     "Raises\n"
-     "------\n"
-     "gpuhost.errors.NcclError\n"
-     "    The asynchronous error.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> from gpuhost import nccl\n"
-     ">>> [comm] = nccl.Communicator.init_all(1)\n"
-     ">>> comm.check_async_error()\n"
-     "False"},
-    {"abort", (PyCFunction)comm_abort, METH_NOARGS,
-     "abort($self, /)\n--\n\n"
-     "Stop this rank's operations in flight and free the communicator (ncclCommAbort).\n\n"
-     "For recovery after an error (such as a peer that died): unlike `destroy` it does not wait\n"
-     "for the other ranks. Calls afterwards raise ValueError; `closed` becomes True.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> from gpuhost import nccl\n"
-     ">>> [comm] = nccl.Communicator.init_all(1)\n"
-     ">>> comm.abort()\n"
-     ">>> comm.closed, comm.handle\n"
-     "(True, 0)"},
-    {"destroy", (PyCFunction)comm_destroy, METH_NOARGS,
-     "destroy($self, /)\n--\n\n"
-     "Free the communicator once its operations have finished (ncclCommDestroy).\n\n"
-     "Done when the object is dropped; every rank calls it. A second call does nothing; calls\n"
-     "afterwards raise ValueError.\n\n"
-     "Raises\n"
-     "------\n"
-     "gpuhost.errors.NcclError\n"
-     "    NCCL reported an error while finishing.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> from gpuhost import nccl\n"
-     ">>> [comm] = nccl.Communicator.init_all(1)\n"
-     ">>> comm.destroy()\n"
-     ">>> comm.closed\n"
-     "True\n"
-     ">>> comm.destroy()  # again: nothing"},
-    {"init_all", (PyCFunction)comm_init_all, METH_O | METH_CLASS,
-     "init_all($type, devices, /)\n--\n\n"
-     "One communicator per device, all in this process (ncclCommInitAll).\n\n"
-     "Parameters\n"
-     "----------\n"
-     "devices : int or sequence of int or gpuhost.Device\n"
-     "    A count n (devices 0 to n - 1) or the devices; rank i is on the i-th.\n\n"
-     "Returns\n"
-     "-------\n"
-     "list of gpuhost.nccl.Communicator\n\n"
-     "Raises\n"
-     "------\n"
-     "ValueError\n"
-     "    More devices than there are, an empty list, or a device twice.\n"
-     "gpuhost.errors.NcclError\n"
-     "    NCCL failed to make them.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> from gpuhost import nccl\n"
-     ">>> comms = nccl.Communicator.init_all(1)\n"
-     ">>> [(c.rank, c.size, c.device.id) for c in comms]\n"
-     "[(0, 1, 0)]"},
+     comm_check_async_error_doc},
+    {"abort", (PyCFunction)comm_abort, METH_NOARGS, comm_abort_doc},
+    {"destroy", (PyCFunction)comm_destroy, METH_NOARGS, comm_destroy_doc},
+    {"init_all", (PyCFunction)comm_init_all, METH_O | METH_CLASS, comm_init_all_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static PyType_Slot comm_slots[] = {
-    {Py_tp_doc, "Communicator(nranks, unique_id, rank, device=None, *, split_share=None)\n--\n\n"
-                "One rank of an NCCL communicator of `nranks` ranks, on `device` (None: the "
-                "current device).  Every rank passes the same unique_id (get_unique_id(), made "
-                "by one rank and shared) and its own rank; the call waits for all of them."},
-    {Py_tp_new, comm_new},
-    {Py_tp_dealloc, comm_dealloc},
-    {Py_tp_repr, comm_repr},
-    {Py_tp_members, comm_members},
-    {Py_tp_getset, comm_getset},
-    {Py_tp_methods, comm_methods},
-    {0, NULL},
+    {Py_tp_doc, (void *)comm_doc}, {Py_tp_new, comm_new},
+    {Py_tp_dealloc, comm_dealloc}, {Py_tp_repr, comm_repr},
+    {Py_tp_members, comm_members}, {Py_tp_getset, comm_getset},
+    {Py_tp_methods, comm_methods}, {0, NULL},
 };
 
 static PyType_Spec comm_spec = {

@@ -4,7 +4,7 @@
 #ifndef GPUHOST_NCCL_COMM_H
 #define GPUHOST_NCCL_COMM_H
 
-#include "module.h"
+#include "state.h"
 #include "nccl_api.h"
 
 /* libnccl's function table, filled once by gh_nccl_ensure(). */

@@ -4,7 +4,7 @@
  * CUDA toolkit, the pip wheel, the loader's default); the first that loads and has every
  * entry of GH_NVRTC_API_LIST wins.  The outcome is kept for the life of the process.
  */
-#include "module.h"
+#include "errors.h" /* first: Python.h */
 #include "nvrtc_api.h"
 
 #include "libload.h"
@@ -56,3 +56,32 @@ gh_check_nvrtc(nvrtcResult res, gh_nvrtc_id id)
     text = gh_nvrtc.GetErrorString ? gh_nvrtc.GetErrorString(res) : NULL;
     return gh_raise_nvrtc(res, text ? text : "unknown NVRTC error", nvrtc_names[id], "");
 }
+
+static PyObject *
+mod_nvrtc_version(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+    int major = 0, minor = 0;
+    if (gh_nvrtc_ensure() < 0 ||
+        gh_check_nvrtc(gh_nvrtc.Version(&major, &minor), GH_NVRTC_Version)) {
+        return NULL;
+    }
+    return Py_BuildValue("(ii)", major, minor);
+}
+
+static PyObject *
+mod_nvrtc_library(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+    if (gh_nvrtc_ensure() < 0) {
+        return NULL;
+    }
+    return PyUnicode_FromString(gh_nvrtc_path());
+}
+
+PyMethodDef gh_nvrtc_methods[] = {
+    {"nvrtc_version", mod_nvrtc_version, METH_NOARGS,
+     "nvrtc_version()\n--\n\n"
+     "NVRTC's version as (major, minor). Raises NvrtcSupportError if libnvrtc is not found."},
+    {"nvrtc_library", mod_nvrtc_library, METH_NOARGS,
+     "nvrtc_library()\n--\n\nThe path of the libnvrtc that was loaded."},
+    {NULL, NULL, 0, NULL},
+};

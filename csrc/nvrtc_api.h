@@ -69,4 +69,18 @@ typedef enum {
 /* The major version of the headers gpuhost was built with: the libnvrtc it looks for. */
 #define GH_NVRTC_MAJOR (CUDA_VERSION / 1000)
 
+/* ---- nvrtc_api.c: the NVRTC loader ---- */
+
+extern gh_nvrtc_api gh_nvrtc;
+/* Load libnvrtc the first time; 0, or -1 with NvrtcSupportError listing the paths tried. */
+int gh_nvrtc_ensure(void);
+/* The libnvrtc path that was loaded, or NULL. */
+const char *gh_nvrtc_path(void);
+/* 0 if res is NVRTC_SUCCESS, else raise NvrtcError naming entry point `id`; -1. */
+int gh_check_nvrtc(nvrtcResult res, gh_nvrtc_id id);
+/* nvrtc_version, nvrtc_library: module functions. */
+#ifdef Py_PYTHON_H
+extern PyMethodDef gh_nvrtc_methods[];
+#endif
+
 #endif /* GPUHOST_NVRTC_API_H */

@@ -4,7 +4,7 @@
  * pointer that only a profiler's injection library fills), so these are cheap.
  * gpuhost/nvtx.py builds the user-facing names on these three functions.
  */
-#include "module.h"
+#include "nvtx.h"
 
 #include <nvtx3/nvToolsExt.h>
 
@@ -52,16 +52,26 @@ fill_attributes(nvtxEventAttributes_t *attr, const char *message, long long colo
     attr->message.ascii = message;
 }
 
-static PyObject *
-nvtx_mark(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
+/* The event attributes of a (message, color=None) call to `fname`; 0 or -1. */
+static int
+attributes_of(PyObject *args, PyObject *kwargs, const char *fname, nvtxEventAttributes_t *attr)
 {
     const char *message;
     long long color;
+    if (parse_message(args, kwargs, fname, &message, &color) < 0) {
+        return -1;
+    }
+    fill_attributes(attr, message, color);
+    return 0;
+}
+
+static PyObject *
+nvtx_mark(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
+{
     nvtxEventAttributes_t attr;
-    if (parse_message(args, kwargs, "nvtx_mark", &message, &color) < 0) {
+    if (attributes_of(args, kwargs, "nvtx_mark", &attr) < 0) {
         return NULL;
     }
-    fill_attributes(&attr, message, color);
     nvtxMarkEx(&attr);
     Py_RETURN_NONE;
 }
@@ -69,13 +79,10 @@ nvtx_mark(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
 static PyObject *
 nvtx_range_push(PyObject *Py_UNUSED(module), PyObject *args, PyObject *kwargs)
 {
-    const char *message;
-    long long color;
     nvtxEventAttributes_t attr;
-    if (parse_message(args, kwargs, "nvtx_range_push", &message, &color) < 0) {
+    if (attributes_of(args, kwargs, "nvtx_range_push", &attr) < 0) {
         return NULL;
     }
-    fill_attributes(&attr, message, color);
     return PyLong_FromLong(nvtxRangePushEx(&attr));
 }
 

@@ -3,7 +3,10 @@
  * gpuhost/compiler.py builds the option list and keeps the caches; this file only runs
  * NVRTC (with the GIL released) and hands back the outputs, the log and the lowered names.
  */
-#include "module.h"
+#include "program.h"
+
+#include "errors.h"
+#include "nvrtc_api.h"
 
 #include <string.h>
 

@@ -9,7 +9,10 @@
  * registered portable) and never grows; one staged copy runs at a time.  Everything here
  * runs without the GIL.
  */
-#include "module.h"
+#include "staging.h"
+
+#include "cuda_api.h"
+#include "errors.h"
 
 #include <pthread.h>
 #include <sched.h>

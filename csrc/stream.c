@@ -5,7 +5,15 @@
  * the driver's thread, so every call here that can wait on queued work releases it.
  * `stream=` arguments everywhere are resolved by gh_stream_resolve().
  */
-#include "module.h"
+#include "stream.h"
+
+#include "context.h"
+#include "cuda_api.h"
+#include "errors.h"
+#include "event.h"
+#include "release.h"
+#include "state.h"
+#include "stream_docs.h"
 
 #include <string.h>
 
@@ -276,62 +284,13 @@ mod_external_stream(PyObject *module, PyObject *arg)
 
 PyMethodDef gh_stream_module_methods[] = {
     {"stream", (PyCFunction)(void (*)(void))mod_stream, METH_VARARGS | METH_KEYWORDS,
-     "stream(*, non_blocking=False, priority=0)\n--\n\n"
-     "Create a new stream in the current context.\n\n"
-     "Work queued on one stream runs in order; work on different streams may overlap.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "non_blocking : bool, optional\n"
-     "    If True, the stream does not synchronize with the legacy default stream.\n"
-     "priority : int, optional\n"
-     "    Lower numbers run first: 0 is the lowest priority, the device's greatest is\n"
-     "    negative (-5 on recent GPUs).\n\n"
-     "Returns\n"
-     "-------\n"
-     "Stream\n\n"
-     "Raises\n"
-     "------\n"
-     "ValueError\n"
-     "    If `priority` is outside the device's range.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> s = gpuhost.stream()\n"
-     ">>> d = gpuhost.to_device(np.arange(4), stream=s)\n"
-     ">>> s.synchronize()\n"
-     ">>> gpuhost.stream(priority=-1).priority\n"
-     "-1"},
-    {"default_stream", mod_default_stream, METH_NOARGS,
-     "default_stream()\n--\n\n"
-     "The current context's default stream (handle 0).\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> gpuhost.default_stream().handle\n"
-     "0"},
+     stream_module_stream_doc},
+    {"default_stream", mod_default_stream, METH_NOARGS, stream_module_default_stream_doc},
     {"legacy_default_stream", mod_legacy_default_stream, METH_NOARGS,
-     "legacy_default_stream()\n--\n\n"
-     "The legacy default stream (CU_STREAM_LEGACY, handle 1), which synchronizes with every "
-     "blocking stream of its context."},
+     stream_module_legacy_default_stream_doc},
     {"per_thread_default_stream", mod_per_thread_default_stream, METH_NOARGS,
-     "per_thread_default_stream()\n--\n\n"
-     "The per-thread default stream (CU_STREAM_PER_THREAD, handle 2): one for each host "
-     "thread, which does not synchronize with other streams."},
-    {"external_stream", mod_external_stream, METH_O,
-     "external_stream(ptr, /)\n--\n\n"
-     "Wrap a stream made elsewhere, in the current context.\n\n"
-     "gpuhost never destroys the stream: keep its owner alive while it is used.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "ptr : int\n"
-     "    The CUstream's address, such as another library's `stream.ptr` or\n"
-     "    `torch.cuda.Stream().cuda_stream`.\n\n"
-     "Returns\n"
-     "-------\n"
-     "Stream\n"
-     "    A stream whose `external` is True.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> import cupy  # doctest: +SKIP\n"
-     ">>> s = gpuhost.external_stream(cupy.cuda.Stream().ptr)  # doctest: +SKIP"},
+     stream_module_per_thread_default_stream_doc},
+    {"external_stream", mod_external_stream, METH_O, stream_module_external_stream_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -339,8 +298,8 @@ PyMethodDef gh_stream_module_methods[] = {
 
 /* Check the stream is alive for call `id`; a default stream's handle means "the current
    context's", so its context is made current (see gh_context_enter).  0 or -1. */
-static int
-stream_enter(gh_stream *self, gh_cu_id id, int *pushed)
+int
+gh_stream_enter(gh_stream *self, gh_cu_id id, int *pushed)
 {
     *pushed = 0;
     if (gh_context_check_alive(self->context, self->generation, id) < 0) {
@@ -375,7 +334,7 @@ stream_synchronize(gh_stream *self, PyObject *Py_UNUSED(ignored))
     if (refuse_while_capturing(self, "Stream.synchronize()") < 0) {
         return NULL;
     }
-    if (stream_enter(self, GH_CU_StreamSynchronize, &pushed) < 0) {
+    if (gh_stream_enter(self, GH_CU_StreamSynchronize, &pushed) < 0) {
         return NULL;
     }
     /* An idle stream is answered without giving up the GIL; right after a launch the
@@ -402,7 +361,7 @@ stream_query(gh_stream *self, PyObject *Py_UNUSED(ignored))
     if (refuse_while_capturing(self, "Stream.query()") < 0) {
         return NULL;
     }
-    if (stream_enter(self, GH_CU_StreamQuery, &pushed) < 0) {
+    if (gh_stream_enter(self, GH_CU_StreamQuery, &pushed) < 0) {
         return NULL;
     }
     res = gh_cu.StreamQuery(self->handle);
@@ -496,7 +455,7 @@ launch_host_item(gh_stream *self, PyObject *item)
     int pushed, capturing = self->capture != NULL;
     CUresult res;
 
-    if (stream_enter(self, GH_CU_LaunchHostFunc, &pushed) < 0) {
+    if (gh_stream_enter(self, GH_CU_LaunchHostFunc, &pushed) < 0) {
         Py_DECREF(item);
         return -1;
     }
@@ -576,7 +535,7 @@ stream_add_callback(gh_stream *self, PyObject *args, PyObject *kwargs)
     if (self->capture != NULL) {
         return captured_callback(self, callback, arg); /* stream callbacks cannot be captured */
     }
-    if (stream_enter(self, GH_CU_StreamAddCallback, &pushed) < 0) {
+    if (gh_stream_enter(self, GH_CU_StreamAddCallback, &pushed) < 0) {
         return NULL;
     }
     item = PyTuple_Pack(3, callback, (PyObject *)self, arg);
@@ -592,31 +551,6 @@ stream_add_callback(gh_stream *self, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     Py_RETURN_NONE;
-}
-
-/* gpuhost._streamtools.<name>(self): the parts written in Python. */
-static PyObject *
-stream_call_helper(gh_stream *self, const char *name)
-{
-    PyObject *args = PyTuple_Pack(1, (PyObject *)self), *res;
-    if (args == NULL) {
-        return NULL;
-    }
-    res = gh_call_python("gpuhost._streamtools", name, args, NULL);
-    Py_DECREF(args);
-    return res;
-}
-
-static PyObject *
-stream_async_done(gh_stream *self, PyObject *Py_UNUSED(ignored))
-{
-    return stream_call_helper(self, "async_done");
-}
-
-static PyObject *
-stream_auto_synchronize(gh_stream *self, PyObject *Py_UNUSED(ignored))
-{
-    return stream_call_helper(self, "auto_synchronize");
 }
 
 static PyObject *
@@ -674,7 +608,7 @@ stream_get_priority(gh_stream *self, void *Py_UNUSED(closure))
 {
     int priority = 0, pushed;
     CUresult res;
-    if (stream_enter(self, GH_CU_StreamGetPriority, &pushed) < 0) {
+    if (gh_stream_enter(self, GH_CU_StreamGetPriority, &pushed) < 0) {
         return NULL;
     }
     res = gh_cu.StreamGetPriority(self->handle, &priority);
@@ -682,140 +616,6 @@ stream_get_priority(gh_stream *self, void *Py_UNUSED(closure))
         return NULL;
     }
     return PyLong_FromLong(priority);
-}
-
-/* cuStreamIsCapturing: True while the stream is capturing into a graph; CudaAPIError
-   (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT) for the legacy default stream while another stream of
-   its context captures, as the driver says. */
-static PyObject *
-stream_is_capturing(gh_stream *self, PyObject *Py_UNUSED(ignored))
-{
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    int pushed;
-    CUresult res;
-    if (stream_enter(self, GH_CU_StreamIsCapturing, &pushed) < 0) {
-        return NULL;
-    }
-    res = gh_cu.StreamIsCapturing(self->handle, &status);
-    if (gh_context_leave(self->context, pushed) < 0 || gh_check(res, GH_CU_StreamIsCapturing) < 0) {
-        return NULL;
-    }
-    return PyBool_FromLong(status == CU_STREAM_CAPTURE_STATUS_ACTIVE);
-}
-
-/* A capture mode: "global", "thread_local", "relaxed", or the driver's 0, 1, 2 (CuPy passes
-   runtime's constants); 0 or -1. */
-static int
-parse_capture_mode(PyObject *obj, CUstreamCaptureMode *mode)
-{
-    static const char *names[] = {"global", "thread_local", "relaxed"};
-    if (obj == NULL || obj == Py_None) {
-        *mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
-        return 0;
-    }
-    if (PyUnicode_Check(obj)) {
-        for (int i = 0; i < 3; i++) {
-            if (PyUnicode_CompareWithASCIIString(obj, names[i]) == 0) {
-                *mode = (CUstreamCaptureMode)i;
-                return 0;
-            }
-        }
-    }
-    else if (PyLong_Check(obj) && !PyBool_Check(obj)) {
-        long v = PyLong_AsLong(obj);
-        if (v >= 0 && v <= 2) {
-            *mode = (CUstreamCaptureMode)v;
-            return 0;
-        }
-        if (v == -1 && PyErr_Occurred()) {
-            return -1;
-        }
-    }
-    PyErr_Format(PyExc_ValueError,
-                 "capture mode must be 'global', 'thread_local' or 'relaxed' (or 0, 1, 2), "
-                 "not %R",
-                 obj);
-    return -1;
-}
-
-static PyObject *
-stream_begin_capture(gh_stream *self, PyObject *args, PyObject *kwargs)
-{
-    static char *kwlist[] = {"mode", NULL};
-    PyObject *modeobj = NULL, *keep, *kernels;
-    CUstreamCaptureMode mode;
-    CUresult res;
-    int pushed;
-
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:begin_capture", kwlist, &modeobj) ||
-        parse_capture_mode(modeobj, &mode) < 0) {
-        return NULL;
-    }
-    if (self->kind == GH_STREAM_DEFAULT || self->kind == GH_STREAM_LEGACY) {
-        gh_raise("StreamCaptureError", "cannot capture on the legacy default stream; capture on "
-                                       "a stream made with gpuhost.stream()");
-        return NULL;
-    }
-    if (self->capture != NULL) {
-        gh_raise("StreamCaptureError",
-                 "the stream is already capturing; end_capture() first (captures do not nest)");
-        return NULL;
-    }
-    keep = PyList_New(0);
-    kernels = PyList_New(0);
-    if (keep == NULL || kernels == NULL ||
-        stream_enter(self, GH_CU_StreamBeginCapture, &pushed) < 0) {
-        Py_XDECREF(keep);
-        Py_XDECREF(kernels);
-        return NULL;
-    }
-    res = gh_cu.StreamBeginCapture(self->handle, mode);
-    if (gh_context_leave(self->context, pushed) < 0 ||
-        gh_check(res, GH_CU_StreamBeginCapture) < 0) {
-        Py_DECREF(keep);
-        Py_DECREF(kernels);
-        return NULL;
-    }
-    self->capture = keep;
-    self->capture_kernels = kernels;
-    gh_cleanup_defer(gh_state_of_type(Py_TYPE(self))); /* frees wait for the capture's end */
-    Py_RETURN_NONE;
-}
-
-static PyObject *
-stream_end_capture(gh_stream *self, PyObject *Py_UNUSED(ignored))
-{
-    PyObject *keep = self->capture, *kernels = self->capture_kernels, *graph;
-    CUgraph handle = NULL;
-    CUresult res;
-    int pushed;
-
-    if (stream_enter(self, GH_CU_StreamEndCapture, &pushed) < 0) {
-        return NULL;
-    }
-    res = gh_cu.StreamEndCapture(self->handle, &handle);
-    if (keep != NULL) {
-        gh_cleanup_resume(gh_state_of_type(Py_TYPE(self)));
-    }
-    self->capture = self->capture_kernels = NULL;
-    if (gh_context_leave(self->context, pushed) < 0) {
-        graph = NULL;
-    }
-    else if (res == CUDA_ERROR_ILLEGAL_STATE && keep == NULL) {
-        gh_raise("StreamCaptureError", "end_capture() without begin_capture(): the stream is "
-                                       "not capturing");
-        graph = NULL;
-    }
-    else if (gh_check(res, GH_CU_StreamEndCapture) < 0) {
-        graph = NULL;
-    }
-    else {
-        graph =
-            gh_graph_wrap(gh_state_of_type(Py_TYPE(self)), self->context, handle, keep, kernels);
-    }
-    Py_XDECREF(keep);
-    Py_XDECREF(kernels);
-    return graph;
 }
 
 static PyObject *
@@ -830,7 +630,7 @@ stream_get_non_blocking(gh_stream *self, void *Py_UNUSED(closure))
     unsigned int flags = 0;
     int pushed;
     CUresult res;
-    if (stream_enter(self, GH_CU_StreamGetFlags, &pushed) < 0) {
+    if (gh_stream_enter(self, GH_CU_StreamGetFlags, &pushed) < 0) {
         return NULL;
     }
     res = gh_cu.StreamGetFlags(self->handle, &flags);
@@ -924,181 +724,28 @@ stream_dealloc(gh_stream *self)
 }
 
 static PyMethodDef stream_methods[] = {
-    {"synchronize", (PyCFunction)stream_synchronize, METH_NOARGS,
-     "synchronize($self, /)\n--\n\n"
-     "Wait until all work queued on the stream has finished.\n\n"
-     "The GIL is released while waiting, so other Python threads run.\n\n"
-     "Raises\n"
-     "------\n"
-     "CudaAPIError\n"
-     "    If queued work failed (such as a kernel's illegal address).\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> s = gpuhost.stream()\n"
-     ">>> h = gpuhost.to_device(np.arange(4), stream=s).copy_to_host(stream=s)\n"
-     ">>> s.synchronize()  # h holds the data now\n"
-     ">>> h\n"
-     "array([0, 1, 2, 3])"},
-    {"query", (PyCFunction)stream_query, METH_NOARGS,
-     "query($self, /)\n--\n\n"
-     "Whether all work queued on the stream has finished, without waiting.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> gpuhost.stream().query()\n"
-     "True"},
+    {"synchronize", (PyCFunction)stream_synchronize, METH_NOARGS, stream_synchronize_doc},
+    {"query", (PyCFunction)stream_query, METH_NOARGS, stream_query_doc},
     {"add_callback", (PyCFunction)(void (*)(void))stream_add_callback, METH_VARARGS | METH_KEYWORDS,
-     "add_callback($self, /, callback, arg=None)\n--\n\n"
-     "Call a function once the work queued so far has finished.\n\n"
-     "Later work on the stream waits for the callback.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "callback : callable\n"
-     "    Called as callback(stream, status, arg) on a driver thread; status is 0 or a\n"
-     "    CUresult. It must not call CUDA. An exception it raises goes to\n"
-     "    sys.unraisablehook.\n"
-     "arg : object, optional\n"
-     "    Passed to `callback`.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> s = gpuhost.stream()\n"
-     ">>> s.add_callback(lambda stream, status, arg: print('done', status, arg), 'x')\n"
-     ">>> s.synchronize()\n"
-     "done 0 x"},
-    {"async_done", (PyCFunction)stream_async_done, METH_NOARGS,
-     "async_done($self, /)\n--\n\n"
-     "An asyncio future resolved once the work queued so far has finished.\n\n"
-     "The future belongs to the running event loop and is resolved on the loop's thread;\n"
-     "awaiting it does not block the loop.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> async def copy_back(d, s):\n"
-     "...     h = d.copy_to_host(stream=s)\n"
-     "...     await s.async_done()\n"
-     "...     return h\n"
-     ">>> import asyncio\n"
-     ">>> s = gpuhost.stream()\n"
-     ">>> asyncio.run(copy_back(gpuhost.to_device(np.arange(3)), s))\n"
-     "array([0, 1, 2])"},
-    {"auto_synchronize", (PyCFunction)stream_auto_synchronize, METH_NOARGS,
-     "auto_synchronize($self, /)\n--\n\n"
-     "A context manager that yields the stream and synchronizes it on exit.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> with gpuhost.stream().auto_synchronize() as s:\n"
-     "...     h = gpuhost.to_device(np.arange(3), stream=s).copy_to_host(stream=s)\n"
-     ">>> h\n"
-     "array([0, 1, 2])"},
+     stream_add_callback_doc},
     {"record", (PyCFunction)(void (*)(void))stream_record, METH_VARARGS | METH_KEYWORDS,
-     "record($self, /, event=None)\n--\n\n"
-     "Record an event on the stream.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "event : Event, optional\n"
-     "    The event to record; None makes a new timing event.\n\n"
-     "Returns\n"
-     "-------\n"
-     "Event\n"
-     "    The event recorded.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> s = gpuhost.stream()\n"
-     ">>> start = s.record()\n"
-     ">>> d = gpuhost.to_device(np.zeros(1 << 20), stream=s)\n"
-     ">>> end = s.record()\n"
-     ">>> end.synchronize()\n"
-     ">>> ms = start.elapsed_time(end)"},
-    {"wait_event", (PyCFunction)stream_wait_event, METH_O,
-     "wait_event($self, event, /)\n--\n\n"
-     "Make later work on the stream wait until `event` has completed.\n\n"
-     "The host does not wait. The event may be another device's.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> a, b = gpuhost.stream(), gpuhost.stream()\n"
-     ">>> d = gpuhost.to_device(np.arange(4), stream=a)\n"
-     ">>> b.wait_event(a.record())  # b's later work sees d's data\n"
-     ">>> h = d.copy_to_host(stream=b)"},
-    {"begin_capture", (PyCFunction)(void (*)(void))stream_begin_capture,
-     METH_VARARGS | METH_KEYWORDS,
-     "begin_capture($self, /, mode='global')\n--\n\n"
-     "Start capturing the work queued on the stream into a graph (cuStreamBeginCapture).\n\n"
-     "Work queued meanwhile does not run: end_capture() returns it as a Graph.\n"
-     "gpuhost.graph_capture() is the context manager around the two calls.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "mode : {'global', 'thread_local', 'relaxed'}, optional\n"
-     "    Which unsafe CUDA calls of other threads the capture forbids.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> s = gpuhost.stream()\n"
-     ">>> a = gpuhost.to_device(np.ones(256, np.float32))\n"
-     ">>> b = gpuhost.device_array_like(a)\n"
-     ">>> s.begin_capture()\n"
-     ">>> b.copy_to_device(a, stream=s)  # recorded, not run\n"
-     ">>> g = s.end_capture()\n"
-     ">>> g.instantiate().launch(s)  # doctest: +SKIP"},
-    {"end_capture", (PyCFunction)stream_end_capture, METH_NOARGS,
-     "end_capture($self, /)\n--\n\n"
-     "End the capture begin_capture() started (cuStreamEndCapture).\n\n"
-     "Returns\n"
-     "-------\n"
-     "Graph\n"
-     "    The work captured.\n\n"
-     "Raises\n"
-     "------\n"
-     "StreamCaptureError\n"
-     "    If the capture was invalidated (an unsafe call during it)."},
+     stream_record_doc},
+    {"wait_event", (PyCFunction)stream_wait_event, METH_O, stream_wait_event_doc},
     {"launch_host_func", (PyCFunction)(void (*)(void))stream_launch_host_func,
-     METH_VARARGS | METH_KEYWORDS,
-     "launch_host_func($self, /, fn, arg)\n--\n\n"
-     "Call fn(arg) on a driver thread once the work queued so far has finished "
-     "(cuLaunchHostFunc).\n\n"
-     "Unlike add_callback(), it is captured into a graph while the stream captures.\n"
-     "`fn` must not call CUDA.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> s = gpuhost.stream()\n"
-     ">>> s.launch_host_func(print, 'reached')\n"
-     ">>> s.synchronize()\n"
-     "reached"},
-    {"is_capturing", (PyCFunction)stream_is_capturing, METH_NOARGS,
-     "is_capturing($self, /)\n--\n\n"
-     "Whether the stream is capturing work into a CUDA graph (cuStreamIsCapturing).\n\n"
-     "True between begin_capture() and end_capture() (or inside gpuhost.graph_capture()),\n"
-     "when the work queued on the stream is recorded instead of run.\n\n"
-     "Returns\n"
-     "-------\n"
-     "bool\n"
-     "    False also for a capture an unsafe call invalidated (end_capture() raises).\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> s = gpuhost.stream()\n"
-     ">>> s.is_capturing()\n"
-     "False\n"
-     ">>> s.begin_capture()\n"
-     ">>> s.is_capturing()\n"
-     "True\n"
-     ">>> g = s.end_capture()\n"
-     ">>> s.is_capturing()\n"
-     "False"},
-    {"__cuda_stream__", (PyCFunction)stream_cuda_stream, METH_NOARGS,
-     "__cuda_stream__($self, /)\n--\n\nThe CUDA stream protocol: (0, handle)."},
+     METH_VARARGS | METH_KEYWORDS, stream_launch_host_func_doc},
+    {"__cuda_stream__", (PyCFunction)stream_cuda_stream, METH_NOARGS, stream___cuda_stream___doc},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef stream_getset[] = {
-    {"handle", (getter)stream_get_handle, NULL, "The CUstream as an int.", NULL},
-    {"ptr", (getter)stream_get_handle, NULL, "The CUstream as an int (CuPy's name).", NULL},
-    {"done", (getter)stream_get_done, NULL, "True if all queued work has finished.", NULL},
-    {"priority", (getter)stream_get_priority, NULL,
-     "The stream's priority: lower numbers run first (0 is the lowest).", NULL},
-    {"non_blocking", (getter)stream_get_non_blocking, NULL,
-     "Whether the stream does not synchronize with the legacy default stream.", NULL},
-    {"context", (getter)stream_get_context, NULL, "The Context the stream belongs to.", NULL},
-    {"external", (getter)stream_get_external, NULL,
-     "True for a stream gpuhost refers to but did not make (external_stream(), a stream an "
-     "imported array reported), which it never destroys.",
-     NULL},
-    {"device", (getter)stream_get_device, NULL, "The Device the stream belongs to.", NULL},
+    {"handle", (getter)stream_get_handle, NULL, stream_handle_doc, NULL},
+    {"ptr", (getter)stream_get_handle, NULL, stream_ptr_doc, NULL},
+    {"done", (getter)stream_get_done, NULL, stream_done_doc, NULL},
+    {"priority", (getter)stream_get_priority, NULL, stream_priority_doc, NULL},
+    {"non_blocking", (getter)stream_get_non_blocking, NULL, stream_non_blocking_doc, NULL},
+    {"context", (getter)stream_get_context, NULL, stream_context_doc, NULL},
+    {"external", (getter)stream_get_external, NULL, stream_external_doc, NULL},
+    {"device", (getter)stream_get_device, NULL, stream_device_doc, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -1110,17 +757,7 @@ static PyMemberDef stream_members[] = {
 
 static PyType_Slot stream_slots[] = {
     {Py_tp_members, stream_members},
-    {Py_tp_doc, "A CUDA stream: a queue of work that runs in order on the device.\n\n"
-                "Make one with gpuhost.stream(); it is not made directly. Streams compare and "
-                "hash by handle,\nand int(s) is the CUstream.\n\n"
-                "Examples\n"
-                "--------\n"
-                ">>> s = gpuhost.stream()\n"
-                ">>> d = gpuhost.to_device(np.arange(3), stream=s)\n"
-                ">>> h = d.copy_to_host(stream=s)\n"
-                ">>> s.synchronize()\n"
-                ">>> h\n"
-                "array([0, 1, 2])"},
+    {Py_tp_doc, (void *)stream_doc},
     {Py_tp_methods, stream_methods},
     {Py_tp_getset, stream_getset},
     {Py_tp_repr, stream_repr},

@@ -9,8 +9,11 @@ The driver (libcuda) and NVRTC are loaded at run time: importing gpuhost always 
 without a driver ``is_available()`` is False and calls that need one raise
 CudaSupportError.
 """
+import sys as _sys
+
 from . import _shadow_check  # noqa: F401  (first: refuses a mix with the index's other "gpuhost")
-from . import _core, errors, nvtx, runtime
+from . import _core, errors, nvtx
+from . import _library_versions as runtime
 from ._core import (
     Context,
     Device,
@@ -33,7 +36,6 @@ from ._core import (
     synchronize,
 )
 from ._arrays import (
-    IpcArrayHandle,
     as_cuda_array,
     defer_cleanup,
     device_array,
@@ -45,14 +47,16 @@ from ._arrays import (
     mapped,
     mapped_array,
     mapped_array_like,
-    open_ipc_array,
     pinned,
     pinned_array,
     pinned_array_like,
     to_device,
 )
 from ._core import Allocation, DeviceArray
-from ._streamtools import IpcEventHandle, profiling
+from ._ipc import IpcArrayHandle, IpcEventHandle, open_ipc_array
+from ._streamtools import profiling
+from . import _context_api  # noqa: F401  (attaches numba's Context methods to Context)
+from . import _kernel_args  # noqa: F401  (the C launch asks it for foreign arrays' pointers)
 from .devices import close, detect, gpus, list_devices, require_context
 from .devices import DeviceSummary, summary
 from .devices import cuda_error, is_supported_version
@@ -74,7 +78,16 @@ from .errors import (
     NcclSupportError,
 )
 
-__version__ = "0.1.0"
+from ._version import __version__
+
+import gc as _gc
+
+# A pool out of device memory collects garbage once before giving up (csrc/pool_obtain.c).
+_core._set_helpers(gc_collect=_gc.collect)
+
+# numba.cuda's `cuda.runtime`: the module is _library_versions, importable by this name too
+# (`import gpuhost.runtime`), as os.path is.
+_sys.modules[__name__ + ".runtime"] = runtime
 
 
 # NVRTC's front end (gpuhost.compiler and its disk cache) is imported on first use, not
@@ -139,7 +152,22 @@ def __dir__():
 
 
 def get_current_device():
-    """The Device of the current context (making device 0's current if none is)."""
+    """The Device of this thread's current context, as numba's.
+
+    When no context is current, device 0's primary context is made current first.
+
+    Returns
+    -------
+    Device
+
+    Examples
+    --------
+    >>> gpuhost.get_current_device().id
+    0
+    >>> with gpuhost.gpus[1]:
+    ...     gpuhost.get_current_device().id
+    1
+    """
     return current_context().device
 
 

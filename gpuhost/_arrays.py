@@ -1,4 +1,6 @@
-"""numba.cuda's array functions over gpuhost's C types, and the strided-copy planner.
+"""numba.cuda's array functions over gpuhost's C types, the current allocator of device
+arrays, the strided-copy planner, and DeviceArray's views (reshape, ravel, view, transpose,
+split: methods attached to the C type here).
 
 The C DeviceArray copies contiguous data itself; layouts with gaps or negative strides
 come here and become 2D copies (cuMemcpy2D), each moving only the array's own elements.
@@ -7,18 +9,15 @@ import contextlib
 import math
 import operator
 import os as _os
-import weakref
 
 import numpy as np
 
-from . import _copykernel, _core
-from .errors import CudaDriverError
+from . import _copykernel, _core, _methods
 
 __all__ = [
     "as_cuda_array", "defer_cleanup", "device_array", "device_array_like", "from_dlpack",
     "from_cuda_array_interface", "is_cuda_array", "managed_array", "mapped", "mapped_array",
-    "mapped_array_like", "open_ipc_array", "IpcArrayHandle", "pinned", "pinned_array",
-    "pinned_array_like", "to_device",
+    "mapped_array_like", "pinned", "pinned_array", "pinned_array_like", "to_device",
 ]
 
 _MAX_BYTES = 2**62
@@ -92,11 +91,33 @@ def _stream_or_none(stream):
     return stream
 
 
+# ---- the current allocator of device arrays: this module owns it ----
+#
 # Where device arrays get their memory: None for the C default pool (gpuhost's fast path),
-# else fn(nbytes, stream) -> (owner, ptr), installed by gpuhost.memory.set_allocator() or
-# gpuhost.memory_manager.set_memory_manager() (or its environment variables, read below).
+# else fn(nbytes, stream) -> (owner, ptr). gpuhost.memory (set_allocator, using_allocator)
+# and gpuhost.memory_manager (set_memory_manager, or its environment variables, read below)
+# change it through set_array_allocator(); device_array() and to_device() read the global.
 _allocator = None
 _manager_defer = None  # fn() -> the memory manager's defer_cleanup() context manager, or None
+
+
+def array_allocator():
+    """The allocator device arrays take their memory from: None (the C default pool), or
+    fn(nbytes, stream) -> (owner, address)."""
+    return _allocator
+
+
+def set_array_allocator(allocator):
+    """Make device arrays take their memory from `allocator` (as `array_allocator` says)."""
+    global _allocator
+    _allocator = allocator
+
+
+def set_manager_defer(defer):
+    """Set the memory manager's deferral hook that defer_cleanup() enters: fn() -> its
+    context manager or None; None (the default) when no memory manager is installed."""
+    global _manager_defer
+    _manager_defer = defer
 
 
 def _use_manager_from_environment(nbytes, stream):
@@ -795,7 +816,7 @@ def defer_cleanup():
         _core._defer_cleanup_exit()
 
 
-# ---- strided copies (called by DeviceArray.copy_to_host / copy_to_device) ----
+# ---- copies from other device arrays (array_copy.c plans every host copy itself) ----
 
 def _check_match(dev, host, what):
     if host.shape != dev.shape or host.dtype != dev.dtype:
@@ -803,77 +824,10 @@ def _check_match(dev, host, what):
                          "dtype %s" % (what, host.shape, host.dtype, dev.shape, dev.dtype))
 
 
-def _plan(dev):
-    """The device layout with negative strides flipped: (ptr, shape, strides, flips),
-    where flips is the index that flips the same axes of a host array."""
-    ptr, shape, strides, flips = dev.ptr, list(dev.shape), list(dev.strides), []
-    for i, (n, s) in enumerate(zip(shape, strides)):
-        if s < 0 and n > 1:
-            ptr += (n - 1) * s
-            strides[i] = -s
-            flips.append(slice(None, None, -1))
-        else:
-            flips.append(slice(None))
-    # drop length-1 axes, then merge axes that are contiguous with the next one
-    axes = [(n, s) for n, s in zip(shape, strides) if n != 1]
-    merged = []
-    for n, s in axes:
-        if merged and merged[-1][1] == n * s:
-            merged[-1] = (merged[-1][0] * n, s)
-        else:
-            merged.append((n, s))
-    return ptr, merged, tuple(flips)
-
-
-def _copy_planned(dev, host_c, to_host, stream):
-    """Move dev's elements to/from host_c (C-contiguous, the flipped logical order)."""
-    ptr, axes, _ = _plan(dev)
-    item = dev.itemsize
-    if not axes:
-        axes = [(1, item)]
-    if axes[-1][1] == item:  # rows of contiguous elements
-        width, inner = axes[-1][0] * item, axes[:-1]
-        rows, pitch = (inner[-1][0], inner[-1][1]) if inner else (1, width)
-        outer = inner[:-1]
-    else:  # every element its own row
-        width, rows, pitch, outer = item, axes[-1][0], axes[-1][1], axes[:-1]
-    host_row_bytes = width
-    base = host_c.__array_interface__["data"][0]
-    for k, index in enumerate(np.ndindex(*[n for n, _ in outer])):
-        offset = sum(i * s for i, (_, s) in zip(index, outer))
-        _core.copy_2d(dev, to_host, base + k * rows * host_row_bytes, host_row_bytes,
-                      ptr + offset, pitch, width, rows, stream)
-
-
-def _sync(dev, stream):
-    stream = stream if stream is not None else dev.stream
-    if stream is not None and stream != 0:
-        (stream if hasattr(stream, "synchronize") else _core.external_stream(
-            stream.__cuda_stream__()[1])).synchronize()
-
-
-def copy_to_host_strided(dev, ary, stream):
-    if ary is None:
-        out = np.empty(dev.shape, dev.dtype)
-    else:
-        if not isinstance(ary, np.ndarray):
-            raise TypeError("copy_to_host() copies into a numpy array, not %s"
-                            % type(ary).__name__)
-        _check_match(dev, ary, "the target array")
-        if not ary.flags.writeable:
-            raise ValueError("the target array is read-only")
-        out = ary
-    if dev.size == 0:
-        return out
-    _, _, flips = _plan(dev)
-    tmp = np.empty(dev.shape, dev.dtype)
-    _copy_planned(dev, tmp, True, stream)
-    _sync(dev, stream)
-    np.copyto(out, tmp[flips])  # writes out's elements only, never its gaps
-    return out
-
-
-def copy_to_device_strided(dev, ary, stream):
+def copy_device_layouts(dev, ary, stream):
+    """DeviceArray.copy_to_device(ary) for what the C copy does not take itself: a device
+    array of another layout or device, a foreign device array (CUDA array interface,
+    DLPack), or a host object that is not a numpy array (a list, a scalar)."""
     src = _device_source(ary)
     if src is not None:
         if src is not ary and src.shape == dev.shape and src.dtype == dev.dtype:
@@ -889,15 +843,7 @@ def copy_to_device_strided(dev, ary, stream):
             stream = 0
         else:
             ary = src.copy_to_host()  # another device, or no kernels here: through the host
-    host = _host_array(ary)
-    _check_match(dev, host, "the source array")
-    if dev.size == 0:
-        return None
-    _, _, flips = _plan(dev)
-    tmp = np.ascontiguousarray(host[flips])
-    _copy_planned(dev, tmp, False, stream)
-    _sync(dev, stream)  # tmp must outlive the copy
-    return None
+    return dev.copy_to_device(_host_array(ary), stream=stream)
 
 
 # ---- views: numpy's own indexing rules, applied to a probe that owns no device memory ----
@@ -1026,7 +972,7 @@ def _fill(target, scalar):
     unit = next((u for u in (1, 2, 4) if item % u == 0 and raw == raw[:u] * (item // u)), None)
     if unit is None or target.size == 0:
         return unit is not None
-    ptr, axes, _ = _plan(target)
+    ptr, axes = _core.plan_layout(target)
     if not axes:
         axes = [(1, item)]
     if axes[-1][1] != item or len(axes) > 2:
@@ -1052,32 +998,97 @@ def _element_view(dev, key):
                             base=dev)
 
 
-def transpose(dev, axes=None):
-    probe, base = _probe(dev)
-    return _from_probe(dev, probe.transpose(axes), base)
+@_methods.method(_core.DeviceArray)
+def transpose(self, axes=None):
+    """A view with the axes permuted.
+
+    Parameters
+    ----------
+    axes : tuple of int, optional
+        The new order of the axes; None reverses them (as the `T` attribute).
+
+    Examples
+    --------
+    >>> d = gpuhost.device_array((2, 3, 4), np.float32)
+    >>> d.transpose().shape, d.transpose((1, 0, 2)).shape
+    ((4, 3, 2), (3, 2, 4))
+    """
+    probe, base = _probe(self)
+    return _from_probe(self, probe.transpose(axes), base)
 
 
-def reshape(dev, *newshape, order="C"):
+@_methods.method(_core.DeviceArray)
+def reshape(self, *newshape, order="C"):
+    """A view of the same memory with a new shape.
+
+    Parameters
+    ----------
+    *newshape : int or tuple of int
+        The new shape, as separate ints or one tuple; one dimension may be -1 (inferred).
+    order : {'C', 'F'}, optional
+        The order the elements are read in; the array must be contiguous in it.
+
+    Returns
+    -------
+    DeviceArray
+        A view; no data is copied.
+
+    Raises
+    ------
+    NotImplementedError
+        If the array is not contiguous in `order` (the reshape would need a copy).
+    ValueError
+        If the sizes do not match.
+
+    Examples
+    --------
+    >>> d = gpuhost.to_device(np.arange(6))
+    >>> d.reshape(2, 3).shape, d.reshape((3, -1)).shape
+    ((2, 3), (3, 2))
+    """
     if len(newshape) == 1 and not _is_int(newshape[0]):
         newshape = tuple(newshape[0])
     if order not in ("C", "F"):
         raise ValueError("order must be 'C' or 'F', not %r" % (order,))
-    contiguous = dev.is_c_contiguous() if order == "C" else dev.is_f_contiguous()
+    contiguous = self.is_c_contiguous() if order == "C" else self.is_f_contiguous()
     if not contiguous:
         raise NotImplementedError("reshape of a device array that is not %s-contiguous needs "
                                   "a copy; make one first" % order)
-    probe, base = _probe(dev)
-    return _from_probe(dev, probe.reshape(newshape, order=order), base)
+    probe, base = _probe(self)
+    return _from_probe(self, probe.reshape(newshape, order=order), base)
 
 
-def ravel(dev, order="C", stream=0):
+@_methods.method(_core.DeviceArray)
+def ravel(self, order="C", stream=0):
+    """A 1-d view of the array's elements.
+
+    Parameters
+    ----------
+    order : {'C', 'F', 'A'}, optional
+        The order the array must be contiguous in; 'A': whichever it is.
+    stream : Stream or 0, optional
+        The stream the view is bound to (see bind()); 0: the array's.
+
+    Raises
+    ------
+    NotImplementedError
+        If the array is not contiguous in `order` (the ravel would need a copy).
+    ValueError
+        For another `order`.
+
+    Examples
+    --------
+    >>> d = gpuhost.device_array((2, 3), np.float32)
+    >>> d.ravel().shape, d.T.ravel(order='F').shape
+    ((6,), (6,))
+    """
     if order not in ("C", "F", "A"):
         raise ValueError("order not C|F|A")
     if order == "A":
-        order = "F" if dev.is_f_contiguous() and not dev.is_c_contiguous() else "C"
-    if not (dev.is_c_contiguous() if order == "C" else dev.is_f_contiguous()):
+        order = "F" if self.is_f_contiguous() and not self.is_c_contiguous() else "C"
+    if not (self.is_c_contiguous() if order == "C" else self.is_f_contiguous()):
         raise NotImplementedError("ravel on non-contiguous array")
-    flat = reshape(dev, dev.size, order=order)
+    flat = reshape(self, self.size, order=order)
     return flat.bind(stream) if stream else flat
 
 
@@ -1096,237 +1107,67 @@ def host_array(dev, dtype=None, copy=None):
     return host if dtype is None else host.astype(dtype, copy=False)
 
 
-def view(dev, dtype):
-    dtype = _dtype(dtype)
-    probe, base = _probe(dev)
-    return _from_probe(dev, probe.view(dtype), base)
+@_methods.method(_core.DeviceArray)
+def view(self, dtype):
+    """The same memory seen as another dtype.
 
-
-def split(dev, section, stream=0):
-    if dev.ndim != 1:
-        raise ValueError("split() works on 1-d arrays, not %d-d" % dev.ndim)
-    section = operator.index(section)
-    if section <= 0:
-        raise ValueError("section must be positive, not %d" % section)
-    probe, base = _probe(dev)
-    return [_from_probe(dev, probe[i:i + section], base, stream)
-            for i in range(0, dev.shape[0], section)]
-
-
-# ---- IPC: device arrays shared with other processes ----
-
-class IpcArrayHandle:
-    """A picklable handle to a device array's memory, for another process.
-
-    Made by ``DeviceArray.get_ipc_handle()``; pickle it to another process (a
-    multiprocessing queue, say) and open it there with ``with handle as arr:`` (closed at
-    the end of the block) or ``arr = handle.open()`` (closed by ``handle.close()``). The
-    exporting process must keep its array alive while the other one uses it.
-
-    Examples
-    --------
-    >>> d = gpuhost.to_device(np.arange(4.0))
-    >>> h = d.get_ipc_handle()
-    >>> h.shape, h.dtype
-    ((4,), dtype('float64'))
-    >>> with h as view:              # in another process, after unpickling
-    ...     view.copy_to_host()
-    array([0., 1., 2., 3.])
-    """
-
-    __slots__ = {
-        "handle": "The driver's IPC memory handle of the allocation, bytes.",
-        "offset": "Bytes from the start of the allocation to the array's first element.",
-        "size": "Bytes of the allocation the handle opens.",
-        "shape": "The array's shape, a tuple.",
-        "strides": "The array's strides in bytes, a tuple.",
-        "dtype": "The array's numpy dtype.",
-        "device_uuid": "The UUID of the device the memory is on.",
-        "_opened": None,
-    }
-
-    def __init__(self, handle, offset, size, shape, strides, dtype, device_uuid):
-        self.handle, self.offset, self.size = bytes(handle), offset, size
-        self.shape, self.strides, self.dtype = tuple(shape), tuple(strides), np.dtype(dtype)
-        self.device_uuid = device_uuid
-        self._opened = None
-
-    def __reduce__(self):
-        return (IpcArrayHandle, (self.handle, self.offset, self.size, self.shape, self.strides,
-                                 self.dtype, self.device_uuid))
-
-    def open(self, device=None):
-        """A DeviceArray over the exported memory.
-
-        The memory stays where it is; writes from either process are seen by both. In the
-        process that exported it (where the driver refuses to open it) this is a view of
-        the exported array, which it keeps alive.
-
-        Parameters
-        ----------
-        device : Device or int, optional
-            Open it in this device's context; by default the device the memory is on
-            (found by UUID). Another device reaches it through peer access.
-
-        Returns
-        -------
-        DeviceArray
-
-        Raises
-        ------
-        ValueError
-            It is open already: `close` it first (as numba's).
-        InvalidDeviceError
-            The memory's device is not visible in this process.
-        CudaDriverError
-            `device` cannot access the memory's device (``Device.can_access_peer``).
-
-        Examples
-        --------
-        >>> h = gpuhost.to_device(np.ones(2)).get_ipc_handle()
-        >>> arr = h.open()
-        >>> arr.copy_to_host()
-        array([1., 1.])
-        >>> h.close()
-        """
-        if self._opened is not None:
-            raise ValueError("IpcHandle is already opened")
-        home = _device_of_uuid(self.device_uuid, "array")
-        target = home if device is None else _device_arg(device)
-        if target != home and not target.can_access_peer(home):
-            from .errors import CudaDriverError
-
-            raise CudaDriverError("cannot open device %d's memory on device %d: device %d cannot "
-                                  "access device %d's memory directly (can_access_peer is "
-                                  "False); open it on device %d and copy"
-                                  % (home.id, target.id, target.id, home.id, home.id))
-        with target:
-            alloc, array = _ipc_open(self.handle, self.size, self.offset, self.shape,
-                                     self.strides, self.dtype)
-            self._opened = alloc
-            return array
-
-    def close(self):
-        """Close what open() opened; arrays from it must not be used afterwards."""
-        if self._opened is not None:
-            self._opened.close()
-            self._opened = None
-
-    def __enter__(self):
-        return self.open()
-
-    def __exit__(self, *exc_info):
-        self.close()
-        return False
-
-    def __repr__(self):
-        return "<IpcArrayHandle shape=%s dtype=%s on %s>" % (self.shape, self.dtype,
-                                                             self.device_uuid)
-
-
-def _device_of_uuid(uuid, what):
-    """The Device whose UUID is `uuid`; InvalidDeviceError naming `what` if none is."""
-    for i in range(_core.device_count()):
-        dev = _core.get_device(i)
-        if dev.uuid == uuid:
-            return dev
-    from .errors import InvalidDeviceError
-
-    raise InvalidDeviceError("the %s's device %s is not visible in this process" % (what, uuid))
-
-
-def _device_arg(device):
-    """A Device from a Device or a device id."""
-    if isinstance(device, _core.Device):
-        return device
-    if isinstance(device, bool) or not isinstance(device, int):
-        raise TypeError("device must be a Device or a device id (int), not %s"
-                        % type(device).__name__)
-    return _core.get_device(device)
-
-
-# The driver will not open an IPC handle in the process that exported it
-# (cuIpcOpenMemHandle: CUDA_ERROR_INVALID_CONTEXT), yet a handle often reaches a worker
-# that turns out to be this process (a test, a pool with one worker).  Each exported handle
-# remembers, weakly, the array it was made from; opened here, it gives a view of that.
-_exported = weakref.WeakValueDictionary()  # handle bytes -> the exported DeviceArray
-
-
-class _LocalOpening:
-    """An IPC handle opened in the process that exported it: the view holds the exported
-    array (and so its memory) itself, so closing has nothing to give back."""
-
-    __slots__ = ()
-
-    def close(self):
-        pass
-
-
-def _ipc_open(handle, size, offset, shape, strides, dtype):
-    """(what to close, DeviceArray) for IPC handle bytes opened in the current context."""
-    try:
-        alloc = _core.ipc_open(handle, size)
-    except CudaDriverError as exc:
-        source = _exported.get(handle)
-        if getattr(exc, "name", None) != "CUDA_ERROR_INVALID_CONTEXT" or source is None:
-            raise
-        base = source.ptr - _core.ipc_get_handle(source)[1]  # exported by this very process
-        return _LocalOpening(), _core.make_array(source, base + offset, shape, strides,
-                                                       dtype, base=source)
-    return alloc, _core.make_array(alloc, alloc.ptr + offset, shape, strides, dtype)
-
-
-def get_ipc_handle(dev):
-    handle, offset, size = _core.ipc_get_handle(dev)
-    _exported[handle] = dev
-    return IpcArrayHandle(handle, offset, size, dev.shape, dev.strides, dev.dtype,
-                          dev.device.uuid)
-
-
-def open_ipc_array(handle, shape, dtype, strides=None, offset=0):
-    """A context manager yielding a DeviceArray over another process's memory (numba's).
-
-    The memory is opened in the current context and closed when the block ends.
+    The last dimension is rescaled by the ratio of the item sizes, as numpy's
+    `ndarray.view` does; it must be contiguous.
 
     Parameters
     ----------
-    handle : bytes or IpcArrayHandle
-        The 64 bytes of a ``CUipcMemHandle``, or an `IpcArrayHandle`.
-    shape : int or tuple of int
-        The array's shape.
-    dtype : numpy dtype
-        The element type.
-    strides : tuple of int, optional
-        Strides in bytes; C-contiguous by default.
-    offset : int, optional
-        Bytes from the start of the allocation to the first element.
+    dtype : dtype_like
+        The new element type.
 
     Returns
     -------
-    context manager
-        Its ``__enter__`` gives the DeviceArray.
+    DeviceArray
+        A view; no data is copied.
 
     Examples
     --------
-    >>> src = gpuhost.to_device(np.arange(4, dtype=np.int32))
-    >>> raw = src.get_ipc_handle().handle          # sent to another process
-    >>> with gpuhost.open_ipc_array(raw, 4, np.int32) as d:
-    ...     d.copy_to_host()
-    array([0, 1, 2, 3], dtype=int32)
+    >>> d = gpuhost.to_device(np.zeros(4, np.float32))
+    >>> v = d.view(np.uint8)
+    >>> v.dtype, v.shape
+    (dtype('uint8'), (16,))
     """
-    if isinstance(handle, IpcArrayHandle):
-        handle = handle.handle
-    shape, dtype, strides, nbytes = _layout(shape, dtype, strides, "C")
-    return _IpcBlock(*_ipc_open(bytes(handle), offset + nbytes, offset, shape, strides, dtype))
+    dtype = _dtype(dtype)
+    probe, base = _probe(self)
+    return _from_probe(self, probe.view(dtype), base)
 
 
-class _IpcBlock:
-    def __init__(self, alloc, array):
-        self.alloc, self.array = alloc, array
+@_methods.method(_core.DeviceArray)
+def split(self, section, stream=0):
+    """Split a 1-d array into views of `section` elements each.
 
-    def __enter__(self):
-        return self.array
+    Parameters
+    ----------
+    section : int
+        Elements per view; the last view may be shorter.
+    stream : Stream or 0, optional
+        The stream the views are bound to.
 
-    def __exit__(self, *exc_info):
-        self.alloc.close()
-        return False
+    Returns
+    -------
+    list of DeviceArray
+
+    Examples
+    --------
+    >>> d = gpuhost.device_array(10, np.float32)
+    >>> [part.shape for part in d.split(4)]
+    [(4,), (4,), (2,)]
+    """
+    if self.ndim != 1:
+        raise ValueError("split() works on 1-d arrays, not %d-d" % self.ndim)
+    section = operator.index(section)
+    if section <= 0:
+        raise ValueError("section must be positive, not %d" % section)
+    probe, base = _probe(self)
+    return [_from_probe(self, probe[i:i + section], base, stream)
+            for i in range(0, self.shape[0], section)]
+
+
+# The C core calls these (array_copy.c, devicearray.c): registered once.
+_core._set_helpers(copy_device_layouts=copy_device_layouts, array_getitem=getitem,
+                   array_setitem=setitem, array_transpose=transpose, array_gpu_data=gpu_data,
+                   array_host=host_array)

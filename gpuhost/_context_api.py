@@ -1,193 +1,216 @@
-"""numba's Context methods, for gpuhost's Context (csrc/context.c forwards to these).
+"""numba's Context methods, written in Python and attached to gpuhost's Context here.
 
 numba users call them on ``cuda.current_context()``: allocation through the context's
 memory manager (memalloc, memhostalloc, mempin, memallocmanaged, returning numba's
-MemoryPointer family), IPC handles, streams and events, the manager itself, and loading
-PTX with the occupancy queries of its kernels.
+MemoryPointer family), IPC handles, streams and events, the manager itself
+(``memory_manager``, ``deallocations``), and loading PTX with the occupancy queries of
+its kernels. gpuhost.memory_manager is imported on first use, not with gpuhost.
 """
 import ctypes
 import operator
 import sys
 
-from . import _core, _modules, memory_manager
+from . import _code_images, _core, _methods
 from .errors import CudaDriverError
 
 
-def memalloc(ctx, bytesize):
-    """Allocate device memory from the context's memory manager.
+def _manager(ctx):
+    """The memory manager `ctx` allocates through (an EMM plugin's, or gpuhost's own)."""
+    from . import memory_manager
 
-    What ``ctx.memalloc(...)`` runs (csrc/context.c forwards to it), as numba's
-    Context.memalloc.
+    return memory_manager.context_memory_manager(ctx)
+
+
+@_methods.method(_core.Context)
+def memalloc(self, bytesize):
+    """Allocate device memory from the context's memory manager, as numba's.
 
     Parameters
     ----------
-    ctx : gpuhost.Context
-        The context (`Context.memalloc` passes itself).
     bytesize : int
-        Bytes.
+        Bytes to allocate.
 
     Returns
     -------
-    gpuhost.memory_manager.MemoryPointer
+    MemoryPointer
+        device_pointer, device_ctypes_pointer, view(), memset(), free(); the memory is
+        freed when the last reference dies.
 
     Examples
     --------
-    >>> ctx = gpuhost.current_context()
-    >>> ctx.memalloc(256).size
-    256
+    >>> m = gpuhost.current_context().memalloc(1024)
+    >>> m.size
+    1024
     """
-    return memory_manager.context_memory_manager(ctx).memalloc(bytesize)
+    return _manager(self).memalloc(bytesize)
 
 
-def memallocmanaged(ctx, bytesize, attach_global=True):
-    """Allocate managed memory from the context's memory manager.
+@_methods.method(_core.Context)
+def memallocmanaged(self, bytesize, attach_global=True):
+    """Allocate managed (unified) memory from the context's memory manager, as numba's.
 
-    What ``ctx.memallocmanaged(...)`` runs (csrc/context.c forwards to it), as numba's
-    Context.memallocmanaged.
+    cuMemAllocManaged: one address valid on the host and the devices; the driver migrates
+    the pages where they are used.
 
     Parameters
     ----------
-    ctx : gpuhost.Context
-        The context (`Context.memallocmanaged` passes itself).
     bytesize : int
-        Bytes.
+        Bytes to allocate.
     attach_global : bool, optional
-        False: attached to the host only.
+        True (the default): any stream on any device may access it
+        (CU_MEM_ATTACH_GLOBAL); False: only the host, until attached to a stream.
 
     Returns
     -------
     gpuhost.memory_manager.OwnedPointer
+        A MemoryPointer (device_pointer, size, view(), ...); the memory is freed when the
+        last reference dies.
+
+    Raises
+    ------
+    gpuhost.CudaAPIError
+        If the device has no managed memory or not that much free.
 
     Examples
     --------
-    >>> ctx = gpuhost.current_context()
-    >>> ctx.memallocmanaged(256).size
-    256
+    >>> m = gpuhost.current_context().memallocmanaged(1024)
+    >>> m.size
+    1024
     """
-    with ctx.device:
-        return memory_manager.context_memory_manager(ctx).memallocmanaged(bytesize,
-                                                                          attach_global)
+    with self.device:
+        return _manager(self).memallocmanaged(bytesize, attach_global)
 
 
-def memhostalloc(ctx, bytesize, mapped=False, portable=False, wc=False):
-    """Allocate page-locked host memory from the context's memory manager.
+@_methods.method(_core.Context)
+def memhostalloc(self, bytesize, mapped=False, portable=False, wc=False):
+    """Allocate page-locked host memory from the context's memory manager, as numba's.
 
-    What ``ctx.memhostalloc(...)`` runs (csrc/context.c forwards to it), as numba's
-    Context.memhostalloc.
+    cuMemHostAlloc. Copies from and to page-locked memory are faster than from pageable
+    memory and can overlap other work.
 
     Parameters
     ----------
-    ctx : gpuhost.Context
-        The context (`Context.memhostalloc` passes itself).
     bytesize : int
-        Bytes.
-    mapped, portable, wc : bool, optional
-        cuMemHostAlloc's DEVICEMAP, PORTABLE and WRITECOMBINED flags.
+        Bytes to allocate.
+    mapped : bool, optional
+        Also map it into the device's address space (CU_MEMHOSTALLOC_DEVICEMAP), so kernels
+        can read and write it directly.
+    portable : bool, optional
+        Page-locked for every context, not only this one (CU_MEMHOSTALLOC_PORTABLE).
+    wc : bool, optional
+        Write-combined: faster for the device to read, slow for the host to read.
 
     Returns
     -------
     gpuhost.memory_manager.PinnedMemory or gpuhost.memory_manager.MappedOwnedPointer
+        A MappedOwnedPointer (with a device address) if `mapped`, else a PinnedMemory;
+        both have host_pointer and size, as numba's (numba's pinned_array wraps them).
 
     Examples
     --------
     >>> ctx = gpuhost.current_context()
-    >>> ctx.memhostalloc(64).size
-    64
+    >>> h = ctx.memhostalloc(64)
+    >>> h.size, h.host_pointer != 0
+    (64, True)
+    >>> ctx.memhostalloc(64, mapped=True).device_pointer.value != 0
+    True
     """
-    with ctx.device:
-        return memory_manager.context_memory_manager(ctx).memhostalloc(bytesize, mapped,
-                                                                       portable, wc)
+    with self.device:
+        return _manager(self).memhostalloc(bytesize, mapped, portable, wc)
 
 
-def mempin(ctx, owner, pointer, size, mapped=False):
-    """Page-lock existing host memory through the context's memory manager.
+@_methods.method(_core.Context)
+def mempin(self, owner, pointer, size, mapped=False):
+    """Page-lock existing host memory, as numba's (cuMemHostRegister).
 
-    What ``ctx.mempin(...)`` runs (csrc/context.c forwards to it), as numba's
-    Context.mempin.
+    The memory stays page-locked until the returned object dies; `owner` is kept alive until
+    then.
 
     Parameters
     ----------
-    ctx : gpuhost.Context
-        The context (`Context.mempin` passes itself).
     owner : object
-        Kept alive while pinned.
+        What owns the memory (a NumPy array, say).
     pointer : int
-        The host address.
+        Its host address.
     size : int
         Bytes.
     mapped : bool, optional
-        Also map it into the device.
+        Also map it into the device's address space.
 
     Returns
     -------
     gpuhost.memory_manager.PinnedMemory
+        Or a mapped pointer with a device address, if `mapped`.
 
     Raises
     ------
     gpuhost.CudaDriverError
         If `mapped` and the device cannot map host memory.
+    gpuhost.CudaAPIError
+        If the driver refuses (such as memory registered already).
 
     Examples
     --------
-    >>> ctx = gpuhost.current_context()
-    >>> a = np.zeros(8)
-    >>> ctx.mempin(a, a.ctypes.data, a.nbytes).size
-    64
+    >>> a = np.zeros(16)
+    >>> p = gpuhost.current_context().mempin(a, a.ctypes.data, a.nbytes)
+    >>> p.size
+    128
     """
-    if mapped and not ctx.device.CAN_MAP_HOST_MEMORY:
-        raise CudaDriverError("%s cannot map host memory" % ctx.device)
-    with ctx.device:
-        return memory_manager.context_memory_manager(ctx).mempin(owner, pointer, size, mapped)
+    if mapped and not self.device.CAN_MAP_HOST_MEMORY:
+        raise CudaDriverError("%s cannot map host memory" % self.device)
+    with self.device:
+        return _manager(self).mempin(owner, pointer, size, mapped)
 
 
-def get_ipc_handle(ctx, memory):
-    """An IPC handle of device memory for another process.
-
-    What ``ctx.get_ipc_handle(...)`` runs (csrc/context.c forwards to it), as numba's
-    Context.get_ipc_handle.
+@_methods.method(_core.Context)
+def get_ipc_handle(self, memory):
+    """An IPC handle of device memory, for another process to open (cuIpcGetMemHandle).
 
     Parameters
     ----------
-    ctx : gpuhost.Context
-        The context (`Context.get_ipc_handle` passes itself).
     memory : gpuhost.memory_manager.MemoryPointer
-        Memory of this context.
+        Memory allocated in this context (memalloc(), or a device array's gpu_data).
 
     Returns
     -------
     gpuhost.memory_manager.IpcHandle
+        Picklable; the other process opens it with its open() or with open_ipc_handle().
 
     Raises
     ------
     OSError
-        Where the OS has no CUDA IPC (not Linux).
+        Where the OS has no CUDA IPC (only Linux has).
+    gpuhost.CudaAPIError
+        If the driver refuses (such as memory from a pool without IPC).
 
     Examples
     --------
+    >>> import pickle
     >>> ctx = gpuhost.current_context()
-    >>> ctx.get_ipc_handle(ctx.memalloc(128)).size
-    128
+    >>> h = ctx.get_ipc_handle(ctx.memalloc(256))
+    >>> h.size
+    256
+    >>> data = pickle.dumps(h)  # send to another process
     """
     if not sys.platform.startswith("linux"):
         raise OSError("OS does not support CUDA IPC")
-    with ctx.device:
-        return memory_manager.context_memory_manager(ctx).get_ipc_handle(memory)
+    with self.device:
+        return _manager(self).get_ipc_handle(memory)
 
 
-def open_ipc_handle(ctx, handle, size):
-    """Open another process's IPC memory handle in the context.
+@_methods.method(_core.Context)
+def open_ipc_handle(self, handle, size):
+    """Open another process's IPC memory handle (cuIpcOpenMemHandle), as numba's.
 
-    What ``ctx.open_ipc_handle(...)`` runs (csrc/context.c forwards to it), as numba's
-    Context.open_ipc_handle.
+    The memory is mapped into this context until the returned pointer dies. A process cannot
+    open its own handles.
 
     Parameters
     ----------
-    ctx : gpuhost.Context
-        The context (`Context.open_ipc_handle` passes itself).
     handle : bytes
-        The 64-byte cudaIpcMemHandle_t.
+        The 64-byte cudaIpcMemHandle_t (an IpcHandle's ``handle``).
     size : int
-        Bytes.
+        Bytes of the memory.
 
     Returns
     -------
@@ -196,26 +219,25 @@ def open_ipc_handle(ctx, handle, size):
     Raises
     ------
     gpuhost.CudaAPIError
-        If the driver refuses it.
+        If the driver refuses the handle.
 
     Examples
     --------
+    >>> ipc = pickle.loads(data)  # from get_ipc_handle() in another process  # doctest: +SKIP
     >>> ctx = gpuhost.current_context()
-    >>> ptr = ctx.open_ipc_handle(handle, 128)  # from another process  # doctest: +SKIP
+    >>> ptr = ctx.open_ipc_handle(ipc.handle, ipc.size)  # doctest: +SKIP
     """
-    return memory_manager.IpcHandle(None, handle, size).open(ctx)
+    from .memory_manager import IpcHandle
+
+    return IpcHandle(None, handle, size).open(self)
 
 
-def create_stream(ctx):
-    """A new stream in the context.
+@_methods.method(_core.Context)
+def create_stream(self):
+    """A new stream in this context, as numba's.
 
-    What ``ctx.create_stream(...)`` runs (csrc/context.c forwards to it), as numba's
-    Context.create_stream.
-
-    Parameters
-    ----------
-    ctx : gpuhost.Context
-        The context (`Context.create_stream` passes itself).
+    As gpuhost.stream(): blocking (it synchronizes with the legacy default stream), default
+    priority.
 
     Returns
     -------
@@ -223,26 +245,24 @@ def create_stream(ctx):
 
     Examples
     --------
-    >>> ctx = gpuhost.current_context()
-    >>> ctx.create_stream().query()
+    >>> s = gpuhost.current_context().create_stream()
+    >>> s.query()
     True
     """
-    with ctx.device:
+    with self.device:
         return _core.stream()
 
 
-def create_external_stream(ctx, ptr):
-    """A Stream over a CUstream made elsewhere.
+@_methods.method(_core.Context)
+def create_external_stream(self, ptr):
+    """A Stream over a CUstream made elsewhere (by CuPy, PyTorch, ...), as numba's.
 
-    What ``ctx.create_external_stream(...)`` runs (csrc/context.c forwards to it), as
-    numba's Context.create_external_stream.
+    gpuhost does not own it: the caller keeps it alive while the Stream is used.
 
     Parameters
     ----------
-    ctx : gpuhost.Context
-        The context (`Context.create_external_stream` passes itself).
     ptr : int
-        The CUstream handle; its owner keeps it alive.
+        The CUstream handle.
 
     Returns
     -------
@@ -256,28 +276,25 @@ def create_external_stream(ctx, ptr):
     Examples
     --------
     >>> ctx = gpuhost.current_context()
-    >>> s = ctx.create_stream()
-    >>> ctx.create_external_stream(s.handle).handle == s.handle
+    >>> owned = ctx.create_stream()
+    >>> ext = ctx.create_external_stream(owned.handle)
+    >>> ext.handle == owned.handle
     True
     """
     if not isinstance(ptr, int):
         raise TypeError("ptr for external stream must be an int")
-    with ctx.device:
+    with self.device:
         return _core.external_stream(ptr)
 
 
-def create_event(ctx, timing=True):
-    """A new event in the context.
-
-    What ``ctx.create_event(...)`` runs (csrc/context.c forwards to it), as numba's
-    Context.create_event.
+@_methods.method(_core.Context)
+def create_event(self, timing=True):
+    """A new event in this context, as numba's.
 
     Parameters
     ----------
-    ctx : gpuhost.Context
-        The context (`Context.create_event` passes itself).
     timing : bool, optional
-        Whether it records timestamps (default True).
+        True (the default): it records timestamps for elapsed_time(); False is cheaper.
 
     Returns
     -------
@@ -286,23 +303,22 @@ def create_event(ctx, timing=True):
     Examples
     --------
     >>> ctx = gpuhost.current_context()
-    >>> ctx.create_event(timing=False).query()
+    >>> e = ctx.create_event()
+    >>> e.record(ctx.create_stream())
+    >>> e.synchronize()
+    >>> e.query()
     True
     """
-    with ctx.device:
+    with self.device:
         return _core.event(timing=timing)
 
 
-def get_default_stream(ctx):
-    """The default stream (what stream=0 means).
+@_methods.method(_core.Context)
+def get_default_stream(self):
+    """The default stream, as numba's: what stream=0 means.
 
-    What ``ctx.get_default_stream(...)`` runs (csrc/context.c forwards to it), as numba's
-    Context.get_default_stream.
-
-    Parameters
-    ----------
-    ctx : gpuhost.Context
-        The context (`Context.get_default_stream` passes itself).
+    The legacy default stream, or the per-thread one where numba's
+    CUDA_PER_THREAD_DEFAULT_STREAM setting is on (as gpuhost.default_stream()).
 
     Returns
     -------
@@ -310,23 +326,17 @@ def get_default_stream(ctx):
 
     Examples
     --------
-    >>> ctx = gpuhost.current_context()
-    >>> ctx.get_default_stream()
+    >>> gpuhost.current_context().get_default_stream()
     <Default CUDA stream on device 0>
     """
     return _core.default_stream()
 
 
-def get_legacy_default_stream(ctx):
-    """The legacy default stream.
+@_methods.method(_core.Context)
+def get_legacy_default_stream(self):
+    """The legacy default stream (CU_STREAM_LEGACY), as numba's.
 
-    What ``ctx.get_legacy_default_stream(...)`` runs (csrc/context.c forwards to it), as
-    numba's Context.get_legacy_default_stream.
-
-    Parameters
-    ----------
-    ctx : gpuhost.Context
-        The context (`Context.get_legacy_default_stream` passes itself).
+    It synchronizes with every blocking stream of the context.
 
     Returns
     -------
@@ -334,23 +344,15 @@ def get_legacy_default_stream(ctx):
 
     Examples
     --------
-    >>> ctx = gpuhost.current_context()
-    >>> ctx.get_legacy_default_stream()
+    >>> gpuhost.current_context().get_legacy_default_stream()
     <Legacy default CUDA stream on device 0>
     """
     return _core.legacy_default_stream()
 
 
-def get_per_thread_default_stream(ctx):
-    """The calling thread's per-thread default stream.
-
-    What ``ctx.get_per_thread_default_stream(...)`` runs (csrc/context.c forwards to it), as
-    numba's Context.get_per_thread_default_stream.
-
-    Parameters
-    ----------
-    ctx : gpuhost.Context
-        The context (`Context.get_per_thread_default_stream` passes itself).
+@_methods.method(_core.Context)
+def get_per_thread_default_stream(self):
+    """The calling thread's per-thread default stream (CU_STREAM_PER_THREAD), as numba's.
 
     Returns
     -------
@@ -358,43 +360,33 @@ def get_per_thread_default_stream(ctx):
 
     Examples
     --------
-    >>> ctx = gpuhost.current_context()
-    >>> ctx.get_per_thread_default_stream()
+    >>> gpuhost.current_context().get_per_thread_default_stream()
     <Per-thread default CUDA stream on device 0>
     """
     return _core.per_thread_default_stream()
 
 
-def prepare_for_use(ctx):
-    """Initialize the context's memory manager.
+@_methods.method(_core.Context)
+def prepare_for_use(self):
+    """Initialize the context's memory manager, as numba does on every push.
 
-    What ``ctx.prepare_for_use(...)`` runs (csrc/context.c forwards to it), as numba's
-    Context.prepare_for_use.
-
-    Parameters
-    ----------
-    ctx : gpuhost.Context
-        The context (`Context.prepare_for_use` passes itself).
+    Calls the manager's initialize(); a manager set with set_memory_manager() is
+    initialized here before its first allocation. Calling it again is harmless.
 
     Examples
     --------
-    >>> ctx = gpuhost.current_context()
-    >>> ctx.prepare_for_use()
+    >>> gpuhost.current_context().prepare_for_use()
     """
-    with ctx.device:
-        memory_manager.context_memory_manager(ctx).initialize()
+    with self.device:
+        _manager(self).initialize()
 
 
-def defer_cleanup(ctx):
-    """A context manager holding releases of memory until it ends.
+@_methods.method(_core.Context)
+def defer_cleanup(self):
+    """A context manager that holds releases of memory until it ends, as numba's.
 
-    What ``ctx.defer_cleanup(...)`` runs (csrc/context.c forwards to it), as numba's
-    Context.defer_cleanup.
-
-    Parameters
-    ----------
-    ctx : gpuhost.Context
-        The context (`Context.defer_cleanup` passes itself).
+    Memory whose last reference dies inside the block is freed when the block ends (the
+    memory manager's defer_cleanup()): for code that must not synchronize, as freeing can.
 
     Returns
     -------
@@ -404,80 +396,69 @@ def defer_cleanup(ctx):
     --------
     >>> ctx = gpuhost.current_context()
     >>> with ctx.defer_cleanup():
-    ...     del_me = ctx.memalloc(64)
+    ...     m = ctx.memalloc(1024)
+    ...     del m  # freed when the block ends
     """
-    return memory_manager.context_memory_manager(ctx).defer_cleanup()
+    return _manager(self).defer_cleanup()
 
 
-def get_memory_manager(ctx):
-    """The context's memory manager (its ``memory_manager``).
+def get_memory_manager(self):
+    """The context's memory manager (numba's EMM interface).
 
-    What ``ctx.get_memory_manager(...)`` runs (csrc/context.c forwards to it), as numba's
-    Context.get_memory_manager.
-
-    Parameters
-    ----------
-    ctx : gpuhost.Context
-        The context (`Context.get_memory_manager` passes itself).
-
-    Returns
-    -------
-    gpuhost.memory_manager.BaseCUDAMemoryManager
+    An EMM plugin's instance, or gpuhost's DefaultMemoryManager. Assigning a plugin
+    instance makes this context's device arrays allocate through it.
 
     Examples
     --------
     >>> ctx = gpuhost.current_context()
-    >>> ctx.memory_manager is ctx.memory_manager
+    >>> ctx.memory_manager
+    <gpuhost.memory_manager.DefaultMemoryManager object at 0x...>
+    >>> ctx.memory_manager.interface_version
+    1
+    """
+    return _manager(self)
+
+
+def set_memory_manager(self, manager):
+    """``Context.memory_manager = manager``: the context's device arrays allocate through
+    `manager` from now on (initialize()-d here)."""
+    from . import memory_manager
+
+    memory_manager.set_context_memory_manager(self, manager)
+
+
+def _delete_memory_manager(self):
+    raise AttributeError("memory_manager cannot be deleted")
+
+
+def get_deallocations(self):
+    """numba's pending-deallocation queue, the freed blocks the default pool holds.
+
+    It has len() (the blocks) and clear() (give them back to the driver).
+
+    Examples
+    --------
+    >>> ctx = gpuhost.current_context()
+    >>> d = gpuhost.device_array(1 << 20, np.uint8)
+    >>> del d  # its block goes back to the pool
+    >>> len(ctx.deallocations) > 0
     True
+    >>> ctx.deallocations.clear()
+    >>> len(ctx.deallocations)
+    0
     """
-    return memory_manager.context_memory_manager(ctx)
-
-
-def set_memory_manager(ctx, manager):
-    """Give the context another memory manager.
-
-    What ``ctx.set_memory_manager(...)`` runs (csrc/context.c forwards to it), as numba's
-    Context.set_memory_manager.
-
-    Parameters
-    ----------
-    ctx : gpuhost.Context
-        The context (`Context.set_memory_manager` passes itself).
-    manager : gpuhost.memory_manager.BaseCUDAMemoryManager
-        An instance.
-
-    Examples
-    --------
-    >>> ctx = gpuhost.current_context()
-    >>> ctx.memory_manager = ctx.memory_manager  # doctest: +SKIP
-    """
-    memory_manager.set_context_memory_manager(ctx, manager)
-
-
-def get_deallocations(ctx):
-    """The context's pending deallocations (numba's ``deallocations``).
-
-    What ``ctx.get_deallocations(...)`` runs (csrc/context.c forwards to it), as numba's
-    Context.get_deallocations.
-
-    Parameters
-    ----------
-    ctx : gpuhost.Context
-        The context (`Context.get_deallocations` passes itself).
-
-    Returns
-    -------
-    gpuhost.memory_manager.PendingDeallocs
-
-    Examples
-    --------
-    >>> ctx = gpuhost.current_context()
-    >>> type(ctx.deallocations).__name__
-    'PendingDeallocs'
-    """
-    mgr = memory_manager.context_memory_manager(ctx)
+    mgr = _manager(self)
     deallocs = getattr(mgr, "deallocations", None)
-    return deallocs if deallocs is not None else memory_manager.PendingDeallocs(ctx)
+    if deallocs is not None:
+        return deallocs
+    from .memory_manager import PendingDeallocs
+
+    return PendingDeallocs(self)
+
+
+_methods.attribute(_core.Context, "memory_manager", get_memory_manager, set_memory_manager,
+                   _delete_memory_manager)
+_methods.attribute(_core.Context, "deallocations", get_deallocations)
 
 
 # ---- modules and occupancy ----
@@ -486,34 +467,34 @@ def get_deallocations(ctx):
 # unload_module(); gpuhost's Module is a plain object that its kernels keep alive, so the
 # context keeps no table of them (a Module holds its Context, and a table would be a cycle).
 
-def create_module_ptx(ctx, ptx):
-    """Load PTX text into the context.
-
-    What ``ctx.create_module_ptx(...)`` runs (csrc/context.c forwards to it), as numba's
-    Context.create_module_ptx.
+@_methods.method(_core.Context)
+def create_module_ptx(self, ptx):
+    """Load PTX into this context, as numba's.
 
     Parameters
     ----------
-    ctx : gpuhost.Context
-        The context (`Context.create_module_ptx` passes itself).
     ptx : str or bytes
-        PTX text.
+        PTX text. gpuhost.Module() loads cubins and fatbins.
 
     Returns
     -------
-    gpuhost.Module
+    Module
+        Its get_function(name) gives a Kernel.
 
     Raises
     ------
     TypeError
-        For neither str nor bytes.
+        If `ptx` is neither str nor bytes.
     ValueError
         For a cubin or fatbin.
+    CudaAPIError
+        If the driver refuses the PTX.
 
     Examples
     --------
-    >>> ctx = gpuhost.current_context()
-    >>> m = ctx.create_module_ptx(ptx)  # doctest: +SKIP
+    >>> src = 'extern "C" __global__ void k(float *x) { x[threadIdx.x] = 1; }'
+    >>> ptx = gpuhost.compile_ptx_for_current_device(src)  # doctest: +SKIP
+    >>> k = gpuhost.current_context().create_module_ptx(ptx).get_function('k')  # doctest: +SKIP
     """
     if isinstance(ptx, str):
         ptx = ptx.encode("utf-8")
@@ -522,46 +503,45 @@ def create_module_ptx(ctx, ptx):
     else:
         raise TypeError("create_module_ptx() takes PTX text (str or bytes), not %s"
                         % type(ptx).__name__)
-    if ptx.startswith((_modules._ELF_MAGIC, _modules._FATBIN_MAGIC)):
+    if ptx.startswith((_code_images.ELF_MAGIC, _code_images.FATBIN_MAGIC)):
         raise ValueError("create_module_ptx() takes PTX text; these bytes are a cubin or a "
                          "fatbin: load them with gpuhost.Module()")
-    with ctx.device:
+    with self.device:
         return _core.Module(ptx)
 
 
-def unload_module(ctx, module):
-    """Unload a module loaded in the context.
+@_methods.method(_core.Context)
+def unload_module(self, module):
+    """Unload a module loaded in this context (Module.unload()), as numba's.
 
-    What ``ctx.unload_module(...)`` runs (csrc/context.c forwards to it), as numba's
-    Context.unload_module.
+    Its kernels cannot be launched afterwards.
 
     Parameters
     ----------
-    ctx : gpuhost.Context
-        The context (`Context.unload_module` passes itself).
     module : gpuhost.Module
-        From create_module_ptx().
+        From create_module_ptx() (or gpuhost.Module()) in this context.
 
     Raises
     ------
     TypeError
         If `module` is not a Module.
     ValueError
-        If it was loaded elsewhere.
+        If it was loaded in another context.
 
     Examples
     --------
     >>> ctx = gpuhost.current_context()
-    >>> ctx.unload_module(3)
+    >>> ctx.unload_module(ctx.create_module_ptx(ptx))  # doctest: +SKIP
+    >>> ctx.unload_module("not a module")
     Traceback (most recent call last):
         ...
-    TypeError: unload_module() takes a Module (create_module_ptx()), not int
+    TypeError: unload_module() takes a Module (create_module_ptx()), not str
     """
     if not isinstance(module, _core.Module):
         raise TypeError("unload_module() takes a Module (create_module_ptx()), not %s"
                         % type(module).__name__)
-    if module.context is not ctx:
-        raise ValueError("the module was loaded in %r, not in %r" % (module.context, ctx))
+    if module.context is not self:
+        raise ValueError("the module was loaded in %r, not in %r" % (module.context, self))
     module.unload()
 
 
@@ -594,23 +574,22 @@ def _occupancy_kernel(ctx, func, method):
     return func
 
 
-def get_active_blocks_per_multiprocessor(ctx, func, blocksize, memsize, flags=None):
-    """How many blocks of a kernel fit on one multiprocessor.
+@_methods.method(_core.Context)
+def get_active_blocks_per_multiprocessor(self, func, blocksize, memsize, flags=None):
+    """numba's occupancy query: how many blocks fit on one multiprocessor.
 
-    What ``ctx.get_active_blocks_per_multiprocessor(...)`` runs (csrc/context.c forwards to
-    it), as numba's Context.get_active_blocks_per_multiprocessor.
+    Kernel.max_active_blocks_per_multiprocessor() asks the same of a kernel.
 
     Parameters
     ----------
-    ctx : gpuhost.Context
-        The context (`Context.get_active_blocks_per_multiprocessor` passes itself).
-    func : gpuhost.Kernel
-        A kernel of this context.
+    func : Kernel
+        A kernel loaded in this context.
     blocksize : int
         Threads per block.
     memsize : int
-        Dynamic shared memory per block.
+        Bytes of dynamic shared memory per block.
     flags : None or 0, optional
+        CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE is not supported.
 
     Returns
     -------
@@ -621,18 +600,22 @@ def get_active_blocks_per_multiprocessor(ctx, func, blocksize, memsize, flags=No
     TypeError
         If `func` is not a Kernel.
     ValueError
-        Another context's kernel, or bad `flags`.
+        If `func` belongs to another context, or for unknown `flags`.
     NotImplementedError
         For CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE.
 
     Examples
     --------
     >>> ctx = gpuhost.current_context()
-    >>> ctx.get_active_blocks_per_multiprocessor(k, 128, 0)  # doctest: +SKIP
+    >>> blocks = ctx.get_active_blocks_per_multiprocessor(k, 256, 0)  # doctest: +SKIP
+    >>> ctx.get_active_blocks_per_multiprocessor('k', 256, 0)
+    Traceback (most recent call last):
+        ...
+    TypeError: get_active_blocks_per_multiprocessor() takes a Kernel (Module.get_function()), not str
     """
     _check_flags(flags, "get_active_blocks_per_multiprocessor")
-    kernel = _occupancy_kernel(ctx, func, "get_active_blocks_per_multiprocessor")
-    with ctx.device:
+    kernel = _occupancy_kernel(self, func, "get_active_blocks_per_multiprocessor")
+    with self.device:
         return kernel.max_active_blocks_per_multiprocessor(blocksize, memsize)
 
 
@@ -682,36 +665,29 @@ def _best_block_size(active_blocks, smem_of, limit, warp_size, threads_per_sm, s
     return best_blocks * sm_count, best_block
 
 
-def get_max_potential_block_size(ctx, func, b2d_func, memsize, blocksizelimit, flags=None):
-    """The block size that keeps most threads of a kernel resident.
-
-    What ``ctx.get_max_potential_block_size(...)`` runs (csrc/context.c forwards to it), as
-    numba's Context.get_max_potential_block_size.
+@_methods.method(_core.Context)
+def get_max_potential_block_size(self, func, b2d_func, memsize, blocksizelimit, flags=None):
+    """numba's launch configurator: the block size that keeps most threads resident.
 
     Parameters
     ----------
-    ctx : gpuhost.Context
-        The context (`Context.get_max_potential_block_size` passes itself).
-    func : gpuhost.Kernel
-        A kernel of this context.
+    func : Kernel
+        A kernel loaded in this context.
     b2d_func : callable, int or None
-        Dynamic shared memory per block size (or a C function's address;
-        0 or None: `memsize`).
+        The dynamic shared memory of a block size: a callable, or the address of a C
+        function size_t (*)(int). 0 or None: `memsize` bytes at every size.
     memsize : int
-        Dynamic shared memory per block.
+        Bytes of dynamic shared memory per block, when `b2d_func` is None.
     blocksizelimit : int
-        The largest block size; 0: none.
+        The largest block size to consider; 0: no limit.
     flags : None or 0, optional
+        As for get_active_blocks_per_multiprocessor().
 
     Returns
     -------
     tuple of int
-        (min_grid_size, block_size).
-
-    Raises
-    ------
-    TypeError, ValueError, NotImplementedError
-        As get_active_blocks_per_multiprocessor.
+        (min_grid_size, block_size): the block size, and the smallest grid that fills
+        the device with it.
 
     Examples
     --------
@@ -720,15 +696,15 @@ def get_max_potential_block_size(ctx, func, b2d_func, memsize, blocksizelimit, f
     """
     _check_flags(flags, "get_max_potential_block_size")
     smem_of = _b2d_callable(b2d_func)
-    kernel = _occupancy_kernel(ctx, func, "get_max_potential_block_size")
-    with ctx.device:
+    kernel = _occupancy_kernel(self, func, "get_max_potential_block_size")
+    with self.device:
         if smem_of is None:
             return kernel.max_potential_block_size(memsize, blocksizelimit)
         blocksizelimit = operator.index(blocksizelimit)
         if blocksizelimit < 0:
             raise ValueError("blocksizelimit must not be negative (0: no limit), not %d"
                              % blocksizelimit)
-        dev = ctx.device
+        dev = self.device
         limit = min(dev.MAX_THREADS_PER_BLOCK, kernel.max_threads_per_block)
         if blocksizelimit:
             limit = min(limit, blocksizelimit)

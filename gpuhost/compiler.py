@@ -594,7 +594,7 @@ def _toolkit_include_dirs():
 
 
 def _gpuhost_version():
-    from . import __version__
+    from ._version import __version__
 
     return __version__
 

@@ -15,7 +15,7 @@ _SUPPORTED_MAJOR_VERSIONS = (12, 13)  # the CUDA versions gpuhost is built and t
 
 
 class _DeviceList:
-    """``gpuhost.gpus``: the devices, indexable, iterable and sized (numba's ``cuda.gpus``).
+    """The devices, indexable, iterable and sized, as numba's ``cuda.gpus``.
 
     ``gpus[i]`` is a `Device`, usable as a context manager that makes its primary context
     current; ``gpus.current`` is the device whose context is current in this thread, or
@@ -109,7 +109,7 @@ def is_supported_version():
     >>> gpuhost.is_supported_version()
     True
     """
-    from .runtime import get_version
+    from ._library_versions import get_version
 
     return get_version()[0] in _SUPPORTED_MAJOR_VERSIONS
 
@@ -266,6 +266,18 @@ def require_context(fn):
         return fn(*args, **kwargs)
 
     return wrapper
+
+
+def device_of_uuid(uuid, what):
+    """The Device whose UUID is `uuid` (an IPC handle's device, found in this process);
+    InvalidDeviceError naming `what` ("array", "event") if none is."""
+    for i in range(_core.device_count()):
+        dev = _core.get_device(i)
+        if dev.uuid == uuid:
+            return dev
+    from .errors import InvalidDeviceError
+
+    raise InvalidDeviceError("the %s's device %s is not visible in this process" % (what, uuid))
 
 
 def close():

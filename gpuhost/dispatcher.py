@@ -504,3 +504,7 @@ def _raise_debug_exception(overload, kernel, name, stream):
     tid = [read("%s__tid%s__" % (name, i)) for i in "zyx"]
     ctaid = [read("%s__ctaid%s__" % (name, i)) for i in "zyx"]
     raise _numba.debug_exception(overload, code, tid, ctaid)
+
+
+# A configured launch's __reduce__ names this (csrc/jit_launch.c): registered once.
+_core._set_helpers(jit_launch_of=_launch_of)

@@ -1,8 +1,9 @@
 """CUDA graphs: capture a stream's work once, replay it for one launch.
 
 ``Graph``, ``GraphExec`` and ``GraphNode`` are C types (csrc/graph.c); this module holds
-the parts written in Python: ``graph_capture()`` and the memcpy/memset node builders,
-which take arrays (gpuhost, NumPy, anything exporting the CUDA array interface).
+the parts written in Python: ``graph_capture()`` and the memcpy/memset node builders
+(``Graph.add_memcpy``, ``Graph.add_memset``, attached to the C type here), which take
+arrays (gpuhost, NumPy, anything exporting the CUDA array interface).
 
 The rules, the driver's and gpuhost's:
 
@@ -22,7 +23,7 @@ import contextlib
 
 import numpy as np
 
-from . import _core
+from . import _core, _methods
 from ._arrays import _contiguous_strides
 
 __all__ = ["Graph", "GraphExec", "GraphNode", "graph_capture"]
@@ -135,13 +136,96 @@ def _nbytes(nbytes, *sizes):
     return nbytes
 
 
-def _add_memcpy(graph, dst, src, nbytes=None, depends_on=()):
+@_methods.method(_core.Graph, "add_memcpy")
+def _add_memcpy(self, dst, src, nbytes=None, depends_on=()):
+    """A copy node (a GraphNode): `nbytes` from `src` to `dst` at each launch.
+
+    `dst` and `src` are device arrays, pinned or mapped host arrays, or addresses; the
+    node refers to them by address, so they must stay alive while the graph may be
+    launched.
+
+    Parameters
+    ----------
+    dst, src : DeviceArray, numpy.ndarray or int
+        C-contiguous arrays (or objects with the CUDA array interface), or addresses.
+    nbytes : int, optional
+        Bytes to copy; None: the arrays' size (they must be of one size).
+    depends_on : GraphNode or sequence of GraphNode, optional
+        Nodes of this graph that must finish first.
+
+    Returns
+    -------
+    GraphNode
+
+    Raises
+    ------
+    TypeError
+        For another kind of `dst` or `src`, or when both are addresses and `nbytes` is None.
+    ValueError
+        For arrays that are not C-contiguous, of different sizes, or smaller than `nbytes`.
+
+    Examples
+    --------
+    >>> src = gpuhost.to_device(np.arange(4, dtype=np.float32))
+    >>> dst = gpuhost.device_array_like(src)
+    >>> g = gpuhost.Graph()
+    >>> node = g.add_memcpy(dst, src)
+    >>> node.type
+    'memcpy'
+    >>> g.launch()
+    >>> dst.copy_to_host()
+    array([0., 1., 2., 3.], dtype=float32)
+    """
     dptr, dsize = _span(dst, "dst")
     sptr, ssize = _span(src, "src")
-    return graph._add_memcpy(dptr, sptr, _nbytes(nbytes, dsize, ssize), depends_on)
+    return self._add_memcpy(dptr, sptr, _nbytes(nbytes, dsize, ssize), depends_on)
 
 
-def _add_memset(graph, dst, value, count=None, element_size=None, depends_on=()):
+@_methods.method(_core.Graph, "add_memset")
+def _add_memset(self, dst, value, count=None, element_size=None, depends_on=()):
+    """A memset node (a GraphNode): `count` elements at `dst` set to `value` at each launch.
+
+    Parameters
+    ----------
+    dst : DeviceArray or int
+        A C-contiguous device array, or an address.
+    value : int or float
+        The value: a float is stored as a float of `element_size` bytes (float16 or
+        float32), a negative int as its two's complement.
+    count : int, optional
+        Elements to set; None: all of `dst`.
+    element_size : {1, 2, 4}, optional
+        Bytes per element. None: the array's itemsize when it is 1, 2 or 4 (else 4, or 1
+        for a size not a multiple of 4), 1 for an address.
+    depends_on : GraphNode or sequence of GraphNode, optional
+        Nodes of this graph that must finish first.
+
+    Returns
+    -------
+    GraphNode
+
+    Raises
+    ------
+    TypeError
+        For an address without `count`.
+    ValueError
+        For another `element_size`, or a `count` past the end of `dst`.
+    OverflowError
+        For a `value` that does not fit `element_size` bytes.
+
+    Examples
+    --------
+    >>> d = gpuhost.device_array(4, np.int32)
+    >>> g = gpuhost.Graph()
+    >>> node = g.add_memset(d, 7)
+    >>> g.launch()
+    >>> d.copy_to_host()
+    array([7, 7, 7, 7], dtype=int32)
+    >>> g.add_memset(d, 1 << 40)
+    Traceback (most recent call last):
+        ...
+    OverflowError: value 1099511627776 does not fit 4 bytes
+    """
     ptr, size = _span(dst, "dst")
     if element_size is None:
         element_size = getattr(dst, "dtype", np.dtype(np.uint8)).itemsize
@@ -166,4 +250,4 @@ def _add_memset(graph, dst, value, count=None, element_size=None, depends_on=())
             value &= (1 << (8 * element_size)) - 1
         else:
             raise OverflowError("value %d does not fit %d bytes" % (value, element_size))
-    return graph._add_memset(ptr, value, element_size, count, depends_on)
+    return self._add_memset(ptr, value, element_size, count, depends_on)

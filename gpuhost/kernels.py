@@ -15,7 +15,7 @@ import threading
 
 from . import _core
 from ._core import Kernel, LaunchConfig, Module
-from ._modules import ptx_param_types
+from ._code_images import ptx_param_types
 
 __all__ = ["Kernel", "LaunchConfig", "Linker", "Module", "RawKernel", "SourceModule", "launch"]
 
@@ -134,20 +134,79 @@ class SourceModule:
     def get_function(self, name):
         """The `Kernel` named `name` (its ``extern "C"`` name), as pycuda's.
 
-        Raises `CudaAPIError` (``CUDA_ERROR_NOT_FOUND``) if the module has no such kernel.
+        Parameters
+        ----------
+        name : str
+            The kernel's name.
+
+        Returns
+        -------
+        Kernel
+            Launched with ``kernel[grid, block](*args)`` or `launch`.
+
+        Raises
+        ------
+        CudaAPIError
+            ``CUDA_ERROR_NOT_FOUND``: the module has no such kernel.
+
+        Examples
+        --------
+        >>> mod = gpuhost.SourceModule(r'''
+        ... __global__ void scale(float *x, float a, int n) {
+        ...     int i = blockIdx.x * blockDim.x + threadIdx.x;
+        ...     if (i < n) x[i] *= a;
+        ... }''')                                           # doctest: +SKIP
+        >>> scale = mod.get_function("scale")               # doctest: +SKIP
+        >>> scale.name, scale.num_params                    # doctest: +SKIP
+        ('scale', 3)
+        >>> x = gpuhost.to_device(np.ones(1000, np.float32))
+        >>> scale[4, 256](x, np.float32(2), np.int32(1000))  # doctest: +SKIP
         """
         return self.module.get_function(name)
 
     def get_global(self, name):
-        """(device address, size in bytes) of the ``__device__`` variable `name`, as pycuda's.
+        """The device address and size of the ``__device__`` variable `name`, as pycuda's.
 
         `Module.get_global` gives a DeviceArray over it instead.
+
+        Parameters
+        ----------
+        name : str
+            The variable's name.
+
+        Returns
+        -------
+        tuple of int
+            (device address, size in bytes).
+
+        Raises
+        ------
+        CudaAPIError
+            ``CUDA_ERROR_NOT_FOUND``: the module has no such variable.
+
+        Examples
+        --------
+        >>> mod = gpuhost.SourceModule("__device__ int table[16];")  # doctest: +SKIP
+        >>> ptr, size = mod.get_global("table")                     # doctest: +SKIP
+        >>> size                                                    # doctest: +SKIP
+        64
+        >>> mod.module.get_global("table", np.int32).shape          # doctest: +SKIP
+        (16,)
         """
         return self.module._get_global(name)
 
     @property
     def info_log(self):
-        """The JIT compiler's information log from loading the module."""
+        """The JIT compiler's information log from loading the module, a str.
+
+        Usually empty, since the cubin NVRTC made needs no JIT compilation.
+
+        Examples
+        --------
+        >>> mod = gpuhost.SourceModule("__global__ void k() {}")  # doctest: +SKIP
+        >>> mod.info_log                                         # doctest: +SKIP
+        ''
+        """
         return self.module.info_log
 
 
@@ -196,14 +255,52 @@ class RawKernel:
         return "<" in self.name or "::" in self.name
 
     def compile(self):
-        """Compile the source for the current device (or take it from the cache); the
-        `CompiledCode`."""
+        """Compile the source for the current device, or take it from the cache.
+
+        `kernel` calls it on first use on each device; calling it first moves the
+        compilation (and its errors) earlier.
+
+        Returns
+        -------
+        CompiledCode
+            The cubin.
+
+        Raises
+        ------
+        NvrtcError
+            Compilation failed; the message holds NVRTC's log.
+
+        Examples
+        --------
+        >>> k = gpuhost.RawKernel(r'''extern "C" __global__
+        ... void scale(float *x, float a, int n) {
+        ...     int i = blockIdx.x * blockDim.x + threadIdx.x;
+        ...     if (i < n) x[i] *= a;
+        ... }''', "scale")
+        >>> code = k.compile()
+        >>> code.output, code.cc == gpuhost.get_current_device().compute_capability
+        ('cubin', True)
+        """
         names = (self.name,) if self._is_expression() else ()
         return _compile(self.code, self.options, names, self._compile_kwargs)
 
     @property
     def kernel(self):
-        """The `Kernel` on the current device, compiled and loaded on first use there."""
+        """The `Kernel` on the current device, compiled and loaded on first use there.
+
+        Examples
+        --------
+        >>> k = gpuhost.RawKernel(r'''extern "C" __global__
+        ... void scale(float *x, float a, int n) {
+        ...     int i = blockIdx.x * blockDim.x + threadIdx.x;
+        ...     if (i < n) x[i] *= a;
+        ... }''', "scale")
+        >>> kern = k.kernel                                  # doctest: +SKIP
+        >>> kern.name, kern.num_params                       # doctest: +SKIP
+        ('scale', 3)
+        >>> x = gpuhost.to_device(np.ones(1000, np.float32))
+        >>> kern[4, 256](x, np.float32(2), np.int32(1000))   # doctest: +SKIP
+        """
         ctx = _core.current_context()
         key = (ctx.device.id, ctx)
         k = self._kernels.get(key)
@@ -227,8 +324,24 @@ class RawKernel:
 
     @property
     def attributes(self):
-        """The kernel's attributes on the current device, as a dict (``num_regs``,
-        ``max_threads_per_block``, ...); each is also an attribute of the RawKernel."""
+        """The kernel's attributes on the current device, as a dict.
+
+        ``num_regs``, ``max_threads_per_block``, ``shared_size_bytes`` and the like, as
+        CuPy's; each is also an attribute of the RawKernel. Reading them compiles and
+        loads the kernel on first use.
+
+        Examples
+        --------
+        >>> k = gpuhost.RawKernel(r'''extern "C" __global__
+        ... void scale(float *x, float a, int n) {
+        ...     int i = blockIdx.x * blockDim.x + threadIdx.x;
+        ...     if (i < n) x[i] *= a;
+        ... }''', "scale")
+        >>> k.attributes["max_threads_per_block"]           # doctest: +SKIP
+        1024
+        >>> k.num_regs == k.attributes["num_regs"]           # doctest: +SKIP
+        True
+        """
         k = self.kernel
         return {name: getattr(k, name) for name in _ATTRIBUTES}
 
@@ -308,36 +421,168 @@ class Linker:
         self._inputs.append((data, kind, name))
 
     def add_ptx(self, ptx, name="<ptx>"):
-        """Add PTX (str, bytes or a CompiledCode); `name` appears in the linker's errors."""
+        """Add PTX, compiled with the other inputs when `complete` links.
+
+        The parameter types of its kernels are kept for `Module` (see ``param_types``).
+
+        Parameters
+        ----------
+        ptx : str or bytes or CompiledCode
+            The PTX text.
+        name : str, optional
+            Its name in the linker's errors.
+
+        Raises
+        ------
+        ValueError
+            `ptx` is empty.
+
+        Examples
+        --------
+        >>> ptx = gpuhost.compile_ptx('extern "C" __device__ float twice(float x) '
+        ...                           '{ return 2 * x; }', options=("-rdc=true",))
+        >>> link = gpuhost.Linker()
+        >>> link.add_ptx(ptx, name="twice.ptx")
+        >>> link.add_ptx("")
+        Traceback (most recent call last):
+            ...
+        ValueError: linker input '<ptx>' is empty
+        """
         self._add(ptx, _INPUT_PTX, name)
 
     def add_cubin(self, cubin, name="<cubin>"):
-        """Add a cubin (bytes or a CompiledCode; then its PTX's parameter types are kept);
-        `name` appears in the linker's errors."""
+        """Add a cubin, relocatable device code for one architecture.
+
+        Parameters
+        ----------
+        cubin : bytes or CompiledCode
+            The cubin; from a CompiledCode the parameter types of its PTX are kept.
+        name : str, optional
+            Its name in the linker's errors.
+
+        Raises
+        ------
+        ValueError
+            `cubin` is empty.
+
+        Examples
+        --------
+        >>> cubin = gpuhost.compile('extern "C" __device__ float twice(float x) '
+        ...                         '{ return 2 * x; }', "cubin", options=("-rdc=true",))
+        >>> link = gpuhost.Linker()
+        >>> link.add_cubin(cubin, name="twice.cubin")
+        """
         ptx = getattr(cubin, "ptx", None)
         if ptx:
             self._types.update(ptx_param_types(ptx))
         self._add(cubin, _INPUT_CUBIN, name)
 
     def add_fatbin(self, fatbin, name="<fatbin>"):
-        """Add a fatbin (cubins and PTX for several architectures), as bytes; `name`
-        appears in the linker's errors."""
+        """Add a fatbin: cubins and PTX for several architectures (``nvcc -fatbin``).
+
+        Parameters
+        ----------
+        fatbin : bytes
+            The fatbin file's contents.
+        name : str, optional
+            Its name in the linker's errors.
+
+        Raises
+        ------
+        ValueError
+            `fatbin` is empty.
+
+        Examples
+        --------
+        >>> link = gpuhost.Linker()
+        >>> with open("util.fatbin", "rb") as f:            # doctest: +SKIP
+        ...     link.add_fatbin(f.read(), name="util.fatbin")
+        >>> link.add_fatbin(b"")
+        Traceback (most recent call last):
+            ...
+        ValueError: linker input '<fatbin>' is empty
+        """
         self._add(fatbin, _INPUT_FATBIN, name)
 
     def add_object(self, data, name="<object>"):
-        """Add a relocatable object file, as bytes; `name` appears in the linker's
-        errors."""
+        """Add a relocatable object file (``nvcc -dc``'s .o).
+
+        Parameters
+        ----------
+        data : bytes
+            The object file's contents.
+        name : str, optional
+            Its name in the linker's errors.
+
+        Raises
+        ------
+        ValueError
+            `data` is empty.
+
+        Examples
+        --------
+        >>> link = gpuhost.Linker()
+        >>> with open("util.o", "rb") as f:                 # doctest: +SKIP
+        ...     link.add_object(f.read(), name="util.o")
+        >>> link.add_object(b"")
+        Traceback (most recent call last):
+            ...
+        ValueError: linker input '<object>' is empty
+        """
         self._add(data, _INPUT_OBJECT, name)
 
     def add_library(self, data, name="<library>"):
-        """Add a static library of relocatable objects, as bytes; `name` appears in the
-        linker's errors."""
+        """Add a static library of relocatable objects (an .a archive, ``nvcc -lib``'s).
+
+        Parameters
+        ----------
+        data : bytes
+            The library file's contents.
+        name : str, optional
+            Its name in the linker's errors.
+
+        Raises
+        ------
+        ValueError
+            `data` is empty.
+
+        Examples
+        --------
+        >>> link = gpuhost.Linker()
+        >>> with open("libutil.a", "rb") as f:              # doctest: +SKIP
+        ...     link.add_library(f.read(), name="libutil.a")
+        >>> link.add_library(b"")
+        Traceback (most recent call last):
+            ...
+        ValueError: linker input '<library>' is empty
+        """
         self._add(data, _INPUT_LIBRARY, name)
 
     def add(self, code, name=None):
-        """Add a CompiledCode from `compile` (PTX or cubin).
+        """Add a CompiledCode from `compile`, PTX or cubin.
 
-        ValueError for another output (LTO IR).
+        Parameters
+        ----------
+        code : CompiledCode
+            `compile`'s or `compile_ptx`'s output.
+        name : str, optional
+            Its name in the linker's errors; by default ``"<ptx>"`` or ``"<cubin>"``.
+
+        Raises
+        ------
+        ValueError
+            For another output (LTO IR).
+
+        Examples
+        --------
+        >>> ptx = gpuhost.compile_ptx('extern "C" __device__ float twice(float x) '
+        ...                           '{ return 2 * x; }', options=("-rdc=true",))
+        >>> link = gpuhost.Linker()
+        >>> link.add(ptx)
+        >>> link.add(b"not compiled code")
+        Traceback (most recent call last):
+            ...
+        ValueError: Linker.add() takes PTX or cubin CompiledCode, not None output
         """
         output = getattr(code, "output", None)
         if output == "ptx":
@@ -349,10 +594,39 @@ class Linker:
                              % (output,))
 
     def add_file(self, path, kind=None):
-        """Add a file; `kind` ("ptx", "cubin", "fatbin", "object", "library") is guessed
-        from the extension (.ptx, .cubin, .fatbin, .o, .a) when not given.
+        """Add a file of PTX, cubin, fatbin, object code or a library.
 
-        ValueError for an unknown kind or extension.
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file; its path is its name in the linker's errors.
+        kind : {"ptx", "cubin", "fatbin", "object", "library"}, optional
+            What it holds; by default told by the extension (.ptx, .cubin, .fatbin, .o,
+            .a).
+
+        Raises
+        ------
+        ValueError
+            For an unknown `kind` or extension, or an empty file.
+        OSError
+            The file cannot be read.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> ptx = gpuhost.compile_ptx('extern "C" __device__ float twice(float x) '
+        ...                           '{ return 2 * x; }', options=("-rdc=true",))
+        >>> folder = tempfile.TemporaryDirectory()
+        >>> path = os.path.join(folder.name, "twice.ptx")
+        >>> with open(path, "wb") as f:
+        ...     _ = f.write(ptx)
+        >>> link = gpuhost.Linker()
+        >>> link.add_file(path)
+        >>> link.add_file(path, kind="cuda")
+        Traceback (most recent call last):
+            ...
+        ValueError: kind must be one of ['cubin', 'fatbin', 'library', ...], not 'cuda'
+        >>> folder.cleanup()
         """
         path = os.fspath(path)
         if kind is None:
@@ -385,6 +659,24 @@ class Linker:
             Nothing was added.
         CudaAPIError
             Linking failed; the message holds the linker's log.
+
+        Examples
+        --------
+        >>> a = gpuhost.compile_ptx('extern "C" __device__ float twice(float x) '
+        ...                         '{ return 2 * x; }', options=("-rdc=true",))
+        >>> b = gpuhost.compile_ptx('extern "C" __device__ float twice(float); '
+        ...                         'extern "C" __global__ void k(float *x) '
+        ...                         '{ x[0] = twice(x[0]); }', options=("-rdc=true",))
+        >>> link = gpuhost.Linker()
+        >>> link.add(a)
+        >>> link.add(b)
+        >>> cubin = link.complete()                         # doctest: +SKIP
+        >>> gpuhost.Module(cubin).get_function("k").name    # doctest: +SKIP
+        'k'
+        >>> gpuhost.Linker().complete()
+        Traceback (most recent call last):
+            ...
+        ValueError: nothing to link: add inputs first
         """
         if not self._inputs:
             raise ValueError("nothing to link: add inputs first")

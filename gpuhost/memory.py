@@ -147,16 +147,75 @@ class BaseMemory(metaclass=_MemoryType):
     True
     """
 
-    __slots__ = {"ptr": "The device address of the first byte (an int; 0 for size 0).",
-                 "size": "The size in bytes.",
-                 "device_id": "The ordinal of the device the memory is on.",
-                 "_owner": "What frees the memory when it dies (an Allocation, or the "
-                           "owner UnownedMemory keeps alive).",
-                 "context": "The Context the memory belongs to."}
+    __slots__ = {
+        "ptr": """The device address of the first byte, an int (0 for size 0).
+
+        ``int(mem)`` is the same number.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> m = memory.Memory(1024)
+        >>> m.ptr != 0, int(m) == m.ptr, memory.Memory(0).ptr
+        (True, True, 0)
+        """,
+        "size": """The size in bytes, as asked for.
+
+        A pool's block may be larger (its size class); this is the size requested.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> memory.Memory(1024).size
+        1024
+        >>> memory.MemoryPool().malloc(1000).mem.size
+        1000
+        """,
+        "device_id": """The ordinal of the device the memory is on.
+
+        The device that was current when the memory was allocated.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> with gpuhost.gpus[1]:
+        ...     m = memory.Memory(256)
+        >>> m.device_id, memory.Memory(256).device_id
+        (1, 0)
+        """,
+        "_owner": "What frees the memory when it dies (an Allocation, or the owner "
+                  "UnownedMemory keeps alive).",
+        "context": """The Context the memory belongs to.
+
+        The primary context of the memory's device.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> m = memory.Memory(256)
+        >>> m.context is gpuhost.current_context()
+        True
+        >>> m.context.device.id == m.device_id
+        True
+        """,
+    }
 
     @property
     def device(self):
-        """The Device the memory is on."""
+        """The Device the memory is on, ``gpuhost.gpus[mem.device_id]``.
+
+        Returns
+        -------
+        gpuhost.Device
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> with gpuhost.gpus[1]:
+        ...     m = memory.Memory(256)
+        >>> m.device is gpuhost.gpus[1]
+        True
+        """
         return _core.get_device(self.device_id)
 
     def __int__(self):
@@ -327,8 +386,21 @@ class MemoryAsync(BaseMemory):
     (1024, True, True)
     """
 
-    __slots__ = {"stream": "The stream the memory was allocated on and is freed on (None: "
-                           "the legacy default stream)."}
+    __slots__ = {
+        "stream": """The stream the memory was allocated on and is freed on.
+
+        None for the legacy default stream.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> s = gpuhost.stream()
+        >>> memory.MemoryAsync(1024, s).stream is s
+        True
+        >>> print(memory.MemoryAsync(1024).stream)
+        None
+        """,
+    }
 
     def __init__(self, size, stream=None):
         ctx = _core.current_context()
@@ -342,8 +414,25 @@ class MemoryAsync(BaseMemory):
         return stream
 
     def stream_ref(self):
-        """The stream the memory was allocated on (CuPy keeps a weak reference; the
-        memory keeps its stream's handle alive here, so this is the stream itself)."""
+        """The stream the memory was allocated on, as CuPy's ``stream_ref()`` gives it.
+
+        CuPy keeps a weak reference to the stream, to be called; here the memory keeps
+        its stream alive (the free is queued on it), so this returns the stream itself,
+        the same as ``stream``.
+
+        Returns
+        -------
+        gpuhost.Stream or None
+            None for the legacy default stream.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> s = gpuhost.stream()
+        >>> m = memory.MemoryAsync(1024, s)
+        >>> m.stream_ref() is s is m.stream
+        True
+        """
         return self.stream
 
 
@@ -469,9 +558,33 @@ class MemoryPointer:
     (16, 0)
     """
 
-    __slots__ = {"mem": "The memory object the pointer points into, kept alive by it.",
-                 "ptr": "The device address the pointer holds (an int).",
-                 "__weakref__": None}
+    __slots__ = {
+        "mem": """The memory object the pointer points into, kept alive by it.
+
+        Pointers made from one another by adding an offset share it.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> p = memory.alloc(1000)
+        >>> q = p + 100
+        >>> q.mem is p.mem, q.mem.size
+        (True, 1000)
+        """,
+        "ptr": """The device address the pointer holds, an int.
+
+        ``mem.ptr`` plus the pointer's offset; ``int(p)`` is the same number.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> p = memory.alloc(1000)
+        >>> q = p + 100
+        >>> q.ptr - p.ptr, p.ptr == p.mem.ptr, int(q) == q.ptr
+        (100, True, True)
+        """,
+        "__weakref__": None,
+    }
 
     def __init__(self, mem, offset):
         if mem.ptr == 0 and offset != 0:
@@ -486,12 +599,34 @@ class MemoryPointer:
 
     @property
     def device_id(self):
-        """The ordinal of the device the memory is on."""
+        """The ordinal of the device the memory is on, ``mem.device_id``.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> with gpuhost.gpus[1]:
+        ...     p = memory.alloc(64)
+        >>> p.device_id, memory.alloc(64).device_id
+        (1, 0)
+        """
         return self.mem.device_id
 
     @property
     def device(self):
-        """The Device the memory is on."""
+        """The Device the memory is on.
+
+        Returns
+        -------
+        gpuhost.Device
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> with gpuhost.gpus[1]:
+        ...     p = memory.alloc(64)
+        >>> p.device is gpuhost.gpus[1]
+        True
+        """
         return _core.get_device(self.mem.device_id)
 
     def __int__(self):
@@ -630,8 +765,9 @@ class MemoryPointer:
                           self._stream_of(stream))
 
     def copy_from(self, mem, size):
-        """Copy `size` bytes here from `mem`: `copy_from_device` for a MemoryPointer,
-        else `copy_from_host`.
+        """Copy `size` bytes here from device or host memory `mem`, returning when done.
+
+        `copy_from_device` for a MemoryPointer, else `copy_from_host`.
 
         Parameters
         ----------
@@ -651,8 +787,10 @@ class MemoryPointer:
         self.copy_from_async(mem, size, None)
 
     def copy_from_async(self, mem, size, stream=None):
-        """Queue a copy of `size` bytes here from `mem` on `stream`:
-        `copy_from_device_async` for a MemoryPointer, else `copy_from_host_async`.
+        """Queue a copy of `size` bytes here from device or host memory `mem`, on `stream`.
+
+        `copy_from_device_async` for a MemoryPointer, else `copy_from_host_async`: host
+        memory must stay valid until the copy has run.
 
         Parameters
         ----------
@@ -662,6 +800,21 @@ class MemoryPointer:
             Bytes to copy.
         stream : gpuhost.Stream, optional
             The stream to queue it on; None (the default) is the legacy default stream.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> s = gpuhost.stream()
+        >>> h = gpuhost.pinned_array(4, np.int32)
+        >>> h[:] = [1, 2, 3, 4]
+        >>> a, b = memory.alloc(16), memory.alloc(16)
+        >>> a.copy_from_async(h.ctypes.data, 16, s)  # from the host
+        >>> b.copy_from_async(a, 16, s)              # from the device
+        >>> s.synchronize()
+        >>> out = np.zeros(4, np.int32)
+        >>> b.copy_to_host(out.ctypes.data, out.nbytes)
+        >>> out
+        array([1, 2, 3, 4], dtype=int32)
         """
         if isinstance(mem, MemoryPointer):
             self.copy_from_device_async(mem, size, stream)
@@ -976,7 +1129,28 @@ class MemoryPool:
         self._pool().free_all_blocks(stream)
 
     def free_all_free(self):
-        """Deprecated alias of `free_all_blocks` (CuPy's): warns DeprecationWarning."""
+        """Give the held blocks back to the driver, a deprecated alias of `free_all_blocks`.
+
+        Kept for CuPy's old name; it frees every held block of the current device.
+
+        Warns
+        -----
+        DeprecationWarning
+            Always: use `free_all_blocks`.
+
+        Examples
+        --------
+        >>> import warnings
+        >>> from gpuhost import memory
+        >>> pool = memory.MemoryPool()
+        >>> p = pool.malloc(1024)
+        >>> del p
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     pool.free_all_free()
+        >>> caught[0].category.__name__, pool.n_free_blocks()
+        ('DeprecationWarning', 0)
+        """
         warnings.warn("free_all_free is deprecated. Use free_all_blocks instead.",
                       DeprecationWarning, stacklevel=2)
         self.free_all_blocks()
@@ -987,6 +1161,20 @@ class MemoryPool:
         Returns
         -------
         int
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> pool = memory.MemoryPool()
+        >>> a, b = pool.malloc(1000), pool.malloc(5000)
+        >>> pool.n_free_blocks()
+        0
+        >>> del a, b                           # both kept for reuse
+        >>> pool.n_free_blocks()
+        2
+        >>> c = pool.malloc(900)               # reuses the 1024-byte block
+        >>> pool.n_free_blocks()
+        1
         """
         return self._pool().n_free_blocks
 
@@ -998,6 +1186,20 @@ class MemoryPool:
         Returns
         -------
         int
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> pool = memory.MemoryPool()
+        >>> p = pool.malloc(1000)
+        >>> pool.used_bytes()
+        1024
+        >>> with gpuhost.gpus[1]:              # another device: its own blocks
+        ...     pool.used_bytes()
+        0
+        >>> del p
+        >>> pool.used_bytes()
+        0
         """
         return self._pool().used_bytes
 
@@ -1007,16 +1209,38 @@ class MemoryPool:
         Returns
         -------
         int
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> pool = memory.MemoryPool()
+        >>> p = pool.malloc(1 << 20)
+        >>> pool.free_bytes()
+        0
+        >>> del p
+        >>> pool.free_bytes()
+        1048576
+        >>> pool.free_all_blocks()
+        >>> pool.free_bytes()
+        0
         """
         return self._pool().free_bytes
 
     def total_bytes(self):
-        """All the bytes the pool has of the current device: ``used_bytes() +
-        free_bytes()``.
+        """All the bytes the pool has of the current device, ``used_bytes() + free_bytes()``.
 
         Returns
         -------
         int
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> pool = memory.MemoryPool()
+        >>> a, b = pool.malloc(4096), pool.malloc(4096)
+        >>> del a
+        >>> pool.used_bytes(), pool.free_bytes(), pool.total_bytes()
+        (4096, 4096, 8192)
         """
         return self._pool().total_bytes
 
@@ -1060,6 +1284,19 @@ class MemoryPool:
         Returns
         -------
         int
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> pool = memory.MemoryPool()
+        >>> pool.get_limit()                   # none by default
+        0
+        >>> pool.set_limit(size=1 << 20)
+        >>> pool.get_limit()
+        1048576
+        >>> with gpuhost.gpus[1]:              # each device has its own
+        ...     pool.get_limit()
+        0
         """
         return self._pool().limit
 
@@ -1198,24 +1435,112 @@ class MemoryAsyncPool:
     _memory = MemoryAsync
 
     def free_all_blocks(self, stream=None):
-        """Wait for the work queued so far, then give the pool's unused memory back to the
-        device (cuMemPoolTrimTo). `stream` is accepted for CuPy's signature."""
+        """Give the current device's pool's unused memory back to the device.
+
+        Waits for the work queued so far (frees queued on streams included), then trims
+        the driver's pool (cuMemPoolTrimTo): what it keeps reserved and unused goes back,
+        whoever freed it.
+
+        Parameters
+        ----------
+        stream : gpuhost.Stream, optional
+            Ignored; accepted for CuPy's signature.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> pool = memory.MemoryAsyncPool()
+        >>> p = pool.malloc(1 << 20)
+        >>> del p                              # its free is queued on its stream
+        >>> pool.free_all_blocks()
+        >>> pool.free_bytes() < 1 << 20
+        True
+        """
         _async_pool(_core.current_context()).free_all_blocks()
 
     def n_free_blocks(self):
-        """Not known for the driver's pool: raises NotImplementedError, as CuPy's."""
+        """The number of free blocks, which the driver's pool does not tell.
+
+        Raises
+        ------
+        NotImplementedError
+            Always, as CuPy's.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> try:
+        ...     memory.MemoryAsyncPool().n_free_blocks()
+        ... except NotImplementedError as e:
+        ...     print(e)
+        This function is not supported in MemoryAsyncPool
+        """
         raise NotImplementedError("This function is not supported in MemoryAsyncPool")
 
     def used_bytes(self):
-        """Bytes of the current device's pool in use."""
+        """Bytes of the current device's pool in use, by every user in the process.
+
+        The driver pool's CU_MEMPOOL_ATTR_USED_MEM_CURRENT: memory allocated from it and
+        not freed yet (a free queued on a stream counts until the stream reaches it).
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> pool = memory.MemoryAsyncPool()
+        >>> before = pool.used_bytes()
+        >>> p = pool.malloc(1000)
+        >>> pool.used_bytes() - before         # rounded up to 512-byte units
+        1024
+        >>> del p
+        >>> gpuhost.synchronize()              # the free has run
+        >>> pool.used_bytes() - before
+        0
+        """
         return _core.mempool_attribute(self._device(), "used_current")
 
     def total_bytes(self):
-        """Bytes the current device's pool has reserved from the device."""
+        """Bytes the current device's pool has reserved from the device.
+
+        The driver pool's CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: the memory in use and
+        what the pool keeps for reuse.
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> pool = memory.MemoryAsyncPool()
+        >>> p = pool.malloc(4096)
+        >>> pool.total_bytes() >= pool.used_bytes() >= 4096
+        True
+        """
         return _core.mempool_attribute(self._device(), "reserved_current")
 
     def free_bytes(self):
-        """total_bytes() - used_bytes()."""
+        """Bytes the current device's pool keeps for reuse, ``total_bytes() - used_bytes()``.
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> pool = memory.MemoryAsyncPool()
+        >>> p = pool.malloc(1 << 20)
+        >>> del p
+        >>> gpuhost.synchronize()              # the free has run: the pool keeps it
+        >>> pool.free_bytes() >= 1 << 20
+        True
+        >>> pool.free_bytes() == pool.total_bytes() - pool.used_bytes()
+        True
+        """
         return self.total_bytes() - self.used_bytes()
 
     def set_limit(self, size=None, fraction=None):
@@ -1249,7 +1574,26 @@ class MemoryAsyncPool:
         _core.mempool_attribute(self._device(), "release_threshold", size or _UINT64_MAX)
 
     def get_limit(self):
-        """The current device's release threshold (2**64 - 1: no limit)."""
+        """The current device's soft limit in bytes, the pool's release threshold.
+
+        The driver pool's CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, shared by every user of the
+        pool; 2**64 - 1 when no limit is set.
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> pool = memory.MemoryAsyncPool()
+        >>> pool.get_limit() == 2**64 - 1      # no limit
+        True
+        >>> pool.set_limit(size=1 << 30)
+        >>> pool.get_limit()
+        1073741824
+        >>> pool.set_limit()
+        """
         return _core.mempool_attribute(self._device(), "release_threshold")
 
 
@@ -1325,7 +1669,7 @@ def _set_global_for_arrays(fn):
         if _users:
             _global_for_arrays = fn
         else:
-            _arrays._allocator = fn
+            _arrays.set_array_allocator(fn)
 
 
 def set_allocator(allocator=None):
@@ -1431,7 +1775,8 @@ def using_allocator(allocator=None):
     fn = _array_allocator(allocator)
     with _lock:
         if _users == 0:
-            _global_for_arrays, _arrays._allocator = _arrays._allocator, _dispatch
+            _global_for_arrays = _arrays.array_allocator()
+            _arrays.set_array_allocator(_dispatch)
         _users += 1
     _thread.allocator = allocator
     _thread.for_arrays = fn if fn is not None else _default_for_arrays
@@ -1442,7 +1787,7 @@ def using_allocator(allocator=None):
         with _lock:
             _users -= 1
             if _users == 0:
-                _arrays._allocator = _global_for_arrays
+                _arrays.set_array_allocator(_global_for_arrays)
 
 
 def _default_for_arrays(nbytes, stream):
@@ -1524,8 +1869,10 @@ class PythonFunctionAllocator:
         self._malloc, self._free = malloc_func, free_func
 
     def malloc(self, size):
-        """A MemoryPointer to `size` bytes from ``malloc_func``, given to ``free_func``
-        when the memory dies.
+        """A MemoryPointer to `size` bytes on the current device, from ``malloc_func``.
+
+        ``malloc_func(size, device_id)`` is called now; ``free_func(ptr, device_id)`` when
+        the memory (the last pointer into it) dies.
 
         Parameters
         ----------
@@ -1535,6 +1882,27 @@ class PythonFunctionAllocator:
         Returns
         -------
         MemoryPointer
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> calls = []
+        >>> live = {}
+        >>> def my_malloc(size, device_id):
+        ...     m = live[0] = memory.Memory(size)
+        ...     calls.append(("malloc", size, device_id))
+        ...     return m.ptr
+        >>> def my_free(ptr, device_id):
+        ...     calls.append(("free", ptr == live.pop(0).ptr, device_id))
+        >>> a = memory.PythonFunctionAllocator(my_malloc, my_free)
+        >>> p = a.malloc(256)
+        >>> p.mem.size, p.ptr == live[0].ptr
+        (256, True)
+        >>> del p
+        >>> a.malloc(0).ptr                    # size 0: no call
+        0
+        >>> calls
+        [('malloc', 256, 0), ('free', True, 0)]
         """
         return MemoryPointer(_PythonFunctionMemory(size, self._malloc, self._free), 0)
 
@@ -1585,9 +1953,34 @@ class PinnedMemory:
     ((4096,), dtype('uint8'))
     """
 
-    __slots__ = {"ptr": "The host address of the first byte (an int; 0 for size 0).",
-                 "size": "The size in bytes.",
-                 "_owner": "The Allocation that frees the memory when it dies."}
+    __slots__ = {
+        "ptr": """The host address of the first byte, an int (0 for size 0).
+
+        The memory is the process's own: ctypes and numpy read and write it there.
+
+        Examples
+        --------
+        >>> import ctypes
+        >>> from gpuhost import memory
+        >>> m = memory.PinnedMemory(64)
+        >>> _ = ctypes.memset(m.ptr, 7, m.size)
+        >>> np.asarray(memory.PinnedMemoryPointer(m, 0))[:4]
+        array([7, 7, 7, 7], dtype=uint8)
+        >>> int(m) == m.ptr, memory.PinnedMemory(0).ptr
+        (True, 0)
+        """,
+        "size": """The size in bytes, as asked for.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> memory.PinnedMemory(4096).size
+        4096
+        >>> memory.PinnedMemoryPool().malloc(1000).mem.size   # its block holds 1024
+        1000
+        """,
+        "_owner": "The Allocation that frees the memory when it dies.",
+    }
 
     def __init__(self, size, flags=0):
         self.size = size
@@ -1625,11 +2018,39 @@ class PooledPinnedMemory(PinnedMemory):
 
     @property
     def pool(self):
-        """The gpuhost Pool the memory goes back to."""
+        """The gpuhost Pool the memory goes back to.
+
+        The `PinnedMemoryPool`'s own pool of the device that was current at `malloc`,
+        whose statistics count the memory.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> p = memory.PinnedMemoryPool().malloc(4096)
+        >>> p.mem.pool
+        <gpuhost.Pool of pinned memory on device 0, cache mode: 4096 bytes in use ...>
+        >>> p.mem.pool.kind, p.mem.pool.used_bytes
+        ('pinned', 4096)
+        """
         return self._owner.pool
 
     def free(self):
-        """Give the memory back to its pool now (the pointer becomes 0)."""
+        """Give the memory back to its pool now; ``ptr`` becomes 0.
+
+        A second call does nothing. Without it the memory goes back when the object
+        dies. The pool hands the block out again at once: synchronize first if an
+        asynchronous copy still uses it.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> pool = memory.PinnedMemoryPool()
+        >>> p = pool.malloc(4096)
+        >>> p.mem.free()
+        >>> p.mem.ptr, pool.used_bytes(), pool.free_bytes()
+        (0, 0, 4096)
+        >>> p.mem.free()                       # already free: nothing
+        """
         if self.ptr:
             self.ptr = 0
             self._owner.free()
@@ -1670,9 +2091,32 @@ class PinnedMemoryPointer:
     array([3., 4.], dtype=float32)
     """
 
-    __slots__ = {"mem": "The pinned memory the pointer points into, kept alive by it.",
-                 "ptr": "The host address the pointer holds (an int).",
-                 "__weakref__": None}
+    __slots__ = {
+        "mem": """The pinned memory the pointer points into, kept alive by it.
+
+        Pointers made from one another by adding an offset share it.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> p = memory.alloc_pinned_memory(64)
+        >>> (p + 16).mem is p.mem, p.mem.size
+        (True, 64)
+        """,
+        "ptr": """The host address the pointer holds, an int.
+
+        ``mem.ptr`` plus the pointer's offset; ``int(p)`` is the same number.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> p = memory.alloc_pinned_memory(64)
+        >>> q = p + 16
+        >>> q.ptr - p.ptr, p.ptr == p.mem.ptr, int(q) == q.ptr
+        (16, True, True)
+        """,
+        "__weakref__": None,
+    }
 
     def __init__(self, mem, offset):
         self.mem, self.ptr = mem, _host_ptr(mem) + offset
@@ -1695,7 +2139,15 @@ class PinnedMemoryPointer:
 
     @property
     def size(self):
-        """The bytes from ``ptr`` to the end of ``mem``."""
+        """The bytes from ``ptr`` to the end of ``mem``, ``len(p)``.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> p = memory.alloc_pinned_memory(64)
+        >>> p.size, (p + 16).size, len(p + 16)
+        (64, 48, 48)
+        """
         return len(self)
 
     @property
@@ -1790,7 +2242,20 @@ class PinnedMemoryPool:
             raise OutOfMemoryError(size, pool.total_bytes, pool.limit) from e
 
     def free_all_blocks(self):
-        """Give the blocks the pool holds for reuse back to the driver."""
+        """Give the blocks the pool holds for reuse back to the driver (cuMemFreeHost).
+
+        Blocks in use stay; they come back to the pool when freed.
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> pool = memory.PinnedMemoryPool()
+        >>> a, b = pool.malloc(4096), pool.malloc(4096)
+        >>> del a
+        >>> pool.free_all_blocks()
+        >>> pool.n_free_blocks(), pool.used_bytes(), pool.total_bytes()
+        (0, 4096, 4096)
+        """
         for pool in self._pools.values():
             pool.free_all_blocks()
 
@@ -1800,15 +2265,40 @@ class PinnedMemoryPool:
         Returns
         -------
         int
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> pool = memory.PinnedMemoryPool()
+        >>> a, b = pool.malloc(1000), pool.malloc(5000)
+        >>> del a, b
+        >>> pool.n_free_blocks()
+        2
+        >>> c = pool.malloc(1024)              # reuses the 1024-byte block
+        >>> pool.n_free_blocks()
+        1
         """
         return sum(p.n_free_blocks for p in self._pools.values())
 
     def used_bytes(self):
         """The bytes in blocks handed out and not yet returned (by size class).
 
+        A 1000-byte request counts 1024.
+
         Returns
         -------
         int
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> pool = memory.PinnedMemoryPool()
+        >>> p = pool.malloc(1000)
+        >>> pool.used_bytes()
+        1024
+        >>> del p
+        >>> pool.used_bytes()
+        0
         """
         return sum(p.used_bytes for p in self._pools.values())
 
@@ -1818,15 +2308,35 @@ class PinnedMemoryPool:
         Returns
         -------
         int
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> pool = memory.PinnedMemoryPool()
+        >>> p = pool.malloc(1 << 20)
+        >>> pool.free_bytes()
+        0
+        >>> del p
+        >>> pool.free_bytes()
+        1048576
         """
         return sum(p.free_bytes for p in self._pools.values())
 
     def total_bytes(self):
-        """All the bytes of the pool's blocks: ``used_bytes() + free_bytes()``.
+        """All the bytes of the pool's blocks, ``used_bytes() + free_bytes()``.
 
         Returns
         -------
         int
+
+        Examples
+        --------
+        >>> from gpuhost import memory
+        >>> pool = memory.PinnedMemoryPool()
+        >>> a, b = pool.malloc(4096), pool.malloc(4096)
+        >>> del a
+        >>> pool.used_bytes(), pool.free_bytes(), pool.total_bytes()
+        (4096, 4096, 8192)
         """
         return sum(p.total_bytes for p in self._pools.values())
 

@@ -30,6 +30,7 @@ from abc import ABCMeta, abstractmethod
 import numpy as np
 
 from . import _arrays, _core
+from .devices import device_of_uuid
 
 __all__ = [
     "AutoFreePointer", "BaseCUDAMemoryManager", "GetIpcHandleMixin",
@@ -137,16 +138,63 @@ class MemoryPointer:
 
     @property
     def owner(self):
-        """The object that owns the memory: `owner` if one was given, else this pointer."""
+        """The object that owns the memory, `owner` if one was given, else this pointer.
+
+        Examples
+        --------
+        >>> from gpuhost import memory, memory_manager as mm
+        >>> ctx = gpuhost.current_context()
+        >>> mem = memory.Memory(1024)
+        >>> p = mm.MemoryPointer(ctx, mem.ptr, 1024)
+        >>> p.owner is p, mm.MemoryPointer(ctx, mem.ptr, 1024, owner=mem).owner is mem
+        (True, True)
+        """
         return self if self._owner is None else self._owner
 
     def own(self):
-        """A new counted reference (OwnedPointer) to the memory; the memory is freed when
-        the last one dies."""
+        """A new counted reference to the memory.
+
+        Returns
+        -------
+        OwnedPointer
+            It adds one to ``refct`` while it lives; the memory is freed when the count
+            drops to 0.
+
+        Examples
+        --------
+        >>> from gpuhost import memory, memory_manager as mm
+        >>> mem = memory.Memory(1024)
+        >>> p = mm.MemoryPointer(gpuhost.current_context(), mem.ptr, 1024)
+        >>> ref = p.own()
+        >>> type(ref).__name__, ref.size, p.refct
+        ('OwnedPointer', 1024, 2)
+        >>> del ref
+        >>> p.refct
+        1
+        """
         return OwnedPointer(weakref.proxy(self))
 
     def free(self):
-        """Run the finalizer now (the memory goes back to the plugin)."""
+        """Run the finalizer now: the memory goes back to the plugin.
+
+        Raises
+        ------
+        RuntimeError
+            The finalizer already ran.
+
+        Examples
+        --------
+        >>> from gpuhost import memory, memory_manager as mm
+        >>> mem = memory.Memory(1024)
+        >>> p = mm.MemoryPointer(gpuhost.current_context(), mem.ptr, 1024,
+        ...                      finalizer=lambda: print("freed"))
+        >>> p.free()
+        freed
+        >>> p.free()
+        Traceback (most recent call last):
+            ...
+        RuntimeError: Freeing dead memory
+        """
         if self.is_managed:
             if not self._finalizer.alive:
                 raise RuntimeError("Freeing dead memory")
@@ -157,8 +205,25 @@ class MemoryPointer:
                                 np.uint8)
 
     def memset(self, byte, count=None, stream=0):
-        """Set `count` bytes (default: all) to `byte` (its low 8 bits), on `stream`
-        (0: the default stream)."""
+        """Set bytes of the memory to `byte`.
+
+        Parameters
+        ----------
+        byte : int
+            The value; its low 8 bits are used.
+        count : int, optional
+            How many bytes from the start; None: all of them.
+        stream : gpuhost.Stream or 0, optional
+            The stream to set them on (asynchronous); 0: the default stream.
+
+        Examples
+        --------
+        >>> d = gpuhost.device_array(4, np.uint8)
+        >>> d.gpu_data.memset(7)
+        >>> d.gpu_data.memset(1, count=2)
+        >>> d.copy_to_host()
+        array([1, 1, 7, 7], dtype=uint8)
+        """
         count = self.size if count is None else count
         if count:
             _core.memset(self._bytes(count), self.device_pointer_value, 1, byte & 0xFF, count,
@@ -182,6 +247,15 @@ class MemoryPointer:
         ------
         RuntimeError
             A negative size, or a nonempty view of a null pointer.
+
+        Examples
+        --------
+        >>> from gpuhost import memory, memory_manager as mm
+        >>> mem = memory.Memory(1024)
+        >>> p = mm.MemoryPointer(gpuhost.current_context(), mem.ptr, 1024)
+        >>> v = p.view(256, 512)
+        >>> v.size, v.device_pointer_value - p.device_pointer_value, v.owner is p
+        (256, 256, True)
         """
         size = self.size - start if stop is None else stop - start
         if not self.device_pointer_value:
@@ -199,15 +273,37 @@ class MemoryPointer:
 
     @property
     def device_ctypes_pointer(self):
-        """The device address as a ctypes value (as numba passes it to kernels): the
-        DevicePointer held, or one made from the int the plugin gave."""
+        """The device address as a ctypes value, as numba passes it to kernels.
+
+        The DevicePointer (a ctypes.c_uint64) held, or one made from the int the plugin
+        gave.
+
+        Examples
+        --------
+        >>> from gpuhost import memory, memory_manager as mm
+        >>> mem = memory.Memory(1024)
+        >>> p = mm.MemoryPointer(gpuhost.current_context(), mem.ptr, 1024)
+        >>> p.device_ctypes_pointer.value == mem.ptr
+        True
+        """
         if isinstance(self.device_pointer, ctypes._SimpleCData):
             return self.device_pointer
         return DevicePointer(self.device_pointer_value or 0)
 
     @property
     def device_pointer_value(self):
-        """The device address as an int (None for a null pointer)."""
+        """The device address as an int (None for a null pointer).
+
+        Examples
+        --------
+        >>> from gpuhost import memory, memory_manager as mm
+        >>> ctx = gpuhost.current_context()
+        >>> mem = memory.Memory(1024)
+        >>> mm.MemoryPointer(ctx, mem.ptr, 1024).device_pointer_value == mem.ptr
+        True
+        >>> mm.MemoryPointer(ctx, 0, 0).device_pointer_value is None
+        True
+        """
         return _address(self.device_pointer)
 
 
@@ -309,8 +405,25 @@ class MappedMemory(AutoFreePointer):
         self._bufptr_ = _address(self.host_pointer)
 
     def own(self):
-        """A new counted reference (MappedOwnedPointer) to the memory; the memory is freed
-        when the last one dies."""
+        """A new counted reference to the memory; it is freed when the last one dies.
+
+        Returns
+        -------
+        OwnedPointer
+            A MappedOwnedPointer, whose attributes are the MappedMemory's.
+
+        Examples
+        --------
+        >>> from gpuhost import memory_manager as mm
+        >>> h = np.zeros(4096, np.uint8)
+        >>> m = mm.MappedMemory(gpuhost.current_context(), h.ctypes.data, h.nbytes,
+        ...                     owner=h, finalizer=lambda: print("released"))
+        >>> ref = m.own()
+        >>> ref.size, ref.owned is h
+        (4096, True)
+        >>> del ref
+        released
+        """
         return MappedOwnedPointer(weakref.proxy(self))
 
 
@@ -355,8 +468,22 @@ class PinnedMemory:
             weakref.finalize(self, finalizer)
 
     def own(self):
-        """The memory itself: pinned memory is not reference counted, it lives as long as
-        this object."""
+        """The memory itself, since pinned memory is not reference counted.
+
+        It lives as long as this object.
+
+        Returns
+        -------
+        PinnedMemory
+            This object.
+
+        Examples
+        --------
+        >>> mgr = gpuhost.current_context().memory_manager
+        >>> pin = mgr.memhostalloc(4096)
+        >>> pin.own() is pin
+        True
+        """
         return self
 
 
@@ -489,6 +616,17 @@ class IpcHandle:
         ------
         ValueError
             In the exporting process, or the handle is open already.
+
+        Examples
+        --------
+        >>> import pickle
+        >>> mgr = gpuhost.current_context().memory_manager
+        >>> data = pickle.dumps(mgr.get_ipc_handle(mgr.memalloc(4096)))
+        >>> h = pickle.loads(data)               # in the process that receives it
+        >>> mem = h.open()
+        >>> mem.size
+        4096
+        >>> h.close()
         """
         self._check_openable()
         ctx = context if context is not None else _core.current_context()
@@ -497,8 +635,39 @@ class IpcHandle:
         return self.open_direct(ctx)
 
     def open_direct(self, context):
-        """The memory opened in `context` (cuIpcOpenMemHandle): a MemoryPointer over the
-        exporting process's memory itself."""
+        """The memory opened in `context` itself (cuIpcOpenMemHandle), without a copy.
+
+        Writes from either process are seen by both. `context` must be on the exporting
+        device, or reach it through peer access.
+
+        Parameters
+        ----------
+        context : gpuhost.Context
+            Where to open it.
+
+        Returns
+        -------
+        MemoryPointer
+            Over the exporting process's memory, until `close`.
+
+        Raises
+        ------
+        ValueError
+            In the exporting process, or the handle is open already.
+
+        Examples
+        --------
+        >>> import pickle
+        >>> ctx = gpuhost.current_context()
+        >>> d = gpuhost.to_device(np.arange(4, dtype=np.uint8))
+        >>> data = pickle.dumps(ctx.memory_manager.get_ipc_handle(d.gpu_data))
+        >>> h = pickle.loads(data)               # in the process that receives it
+        >>> mem = h.open_direct(ctx)
+        >>> mem.memset(9)
+        >>> d.copy_to_host()                     # the exporter's array sees the write
+        array([9, 9, 9, 9], dtype=uint8)
+        >>> h.close()
+        """
         self._check_openable()
         with context.device:
             alloc = _core.ipc_open(bytes(self.handle), self.offset + self.size)
@@ -507,11 +676,42 @@ class IpcHandle:
                              owner=alloc)
 
     def open_staged(self, context):
-        """A copy of the memory in new memory of `context`: the handle is opened on the
-        exporting device (found by its UUID), copied, and closed again.  Writes to the copy
-        are not seen by the exporter."""
+        """A copy of the memory, in new memory of `context`.
+
+        The handle is opened on the exporting device (found by its UUID), copied, and
+        closed again; writes to the copy are not seen by the exporter. `open` uses it
+        when `context` is on another device than the exporting one.
+
+        Parameters
+        ----------
+        context : gpuhost.Context
+            Where the copy goes; any device.
+
+        Returns
+        -------
+        MemoryPointer
+            The copy, from `context`'s memory manager.
+
+        Raises
+        ------
+        ValueError
+            In the exporting process, or the handle is open already.
+        InvalidDeviceError
+            The exporting device is not visible in this process.
+
+        Examples
+        --------
+        >>> import pickle
+        >>> mgr = gpuhost.current_context().memory_manager
+        >>> data = pickle.dumps(mgr.get_ipc_handle(mgr.memalloc(4096)))
+        >>> h = pickle.loads(data)               # in the process that receives it
+        >>> copy = h.open_staged(gpuhost.gpus[1].get_primary_context())
+        >>> copy.size, copy.context.device.id
+        (4096, 1)
+        >>> h.close()
+        """
         self._check_openable()
-        source = _arrays._device_of_uuid(self.source_info, "IPC memory")
+        source = device_of_uuid(self.source_info, "IPC memory")
         with source:
             alloc = _core.ipc_open(bytes(self.handle), self.offset + self.size)
         try:
@@ -545,6 +745,18 @@ class IpcHandle:
         Returns
         -------
         DeviceArray
+
+        Examples
+        --------
+        >>> import pickle
+        >>> d = gpuhost.to_device(np.arange(6, dtype=np.int32))
+        >>> mgr = gpuhost.current_context().memory_manager
+        >>> data = pickle.dumps(mgr.get_ipc_handle(d.gpu_data))
+        >>> h = pickle.loads(data)               # in the process that receives it
+        >>> h.open_array(None, (2, 3), np.int32).copy_to_host()
+        array([[0, 1, 2],
+               [3, 4, 5]], dtype=int32)
+        >>> h.close()
         """
         mem = self.open(context)
         dtype = np.dtype(dtype)
@@ -552,7 +764,27 @@ class IpcHandle:
         return _core.make_array(mem, mem.device_pointer_value, shape, strides, dtype)
 
     def close(self):
-        """Close the memory open() opened (cuIpcCloseMemHandle); ValueError if not open."""
+        """Close the memory `open` opened (cuIpcCloseMemHandle).
+
+        What was opened must not be used afterwards.
+
+        Raises
+        ------
+        ValueError
+            The handle is not open.
+
+        Examples
+        --------
+        >>> import pickle
+        >>> mgr = gpuhost.current_context().memory_manager
+        >>> h = pickle.loads(pickle.dumps(mgr.get_ipc_handle(mgr.memalloc(64))))
+        >>> mem = h.open()
+        >>> h.close()
+        >>> h.close()
+        Traceback (most recent call last):
+            ...
+        ValueError: IpcHandle not opened
+        """
         if self._opened is None:
             raise ValueError("IpcHandle not opened")
         self._opened.close()
@@ -600,43 +832,196 @@ class BaseCUDAMemoryManager(metaclass=ABCMeta):
     def memalloc(self, size):
         """Allocate `size` bytes of device memory in the current context.
 
-        Returns a `MemoryPointer` (numba's works too) whose finalizer gives the memory
-        back."""
+        Device arrays take their memory from here while the plugin is installed.
+
+        Parameters
+        ----------
+        size : int
+            Bytes to allocate.
+
+        Returns
+        -------
+        MemoryPointer
+            Its finalizer gives the memory back (numba's MemoryPointer works too; an
+            `OwnedPointer` of one as well).
+
+        Examples
+        --------
+        >>> mgr = gpuhost.current_context().memory_manager
+        >>> p = mgr.memalloc(1024)
+        >>> p.size, p.device_pointer_value != 0
+        (1024, True)
+        """
 
     @abstractmethod
     def memhostalloc(self, size, mapped, portable, wc):
-        """Allocate pinned host memory; a MappedMemory (`mapped`) or PinnedMemory."""
+        """Allocate page-locked (pinned) host memory.
+
+        `HostOnlyCUDAMemoryManager` implements it with the driver.
+
+        Parameters
+        ----------
+        size : int
+            Bytes to allocate.
+        mapped : bool
+            Map the memory into the device's address space.
+        portable : bool
+            Pinned for every context, not only this one.
+        wc : bool
+            Write-combined.
+
+        Returns
+        -------
+        MappedMemory or PinnedMemory
+            A `MappedMemory` (or an `OwnedPointer` of one) when `mapped`, else a
+            `PinnedMemory`.
+
+        Examples
+        --------
+        >>> mgr = gpuhost.current_context().memory_manager
+        >>> mgr.memhostalloc(4096, mapped=False, portable=False, wc=False).size
+        4096
+        """
 
     @abstractmethod
     def mempin(self, owner, pointer, size, mapped):
-        """Page-lock `size` bytes at host address `pointer` (owned by `owner`); a
-        MappedMemory or PinnedMemory."""
+        """Page-lock `size` bytes of existing host memory at address `pointer`.
+
+        `HostOnlyCUDAMemoryManager` implements it with the driver.
+
+        Parameters
+        ----------
+        owner : object
+            What owns the memory (a numpy array, say), kept alive with the result.
+        pointer : int or ctypes.c_void_p
+            The host address of the first byte.
+        size : int
+            Bytes to page-lock.
+        mapped : bool
+            Also map them into the device's address space.
+
+        Returns
+        -------
+        MappedMemory or PinnedMemory
+            A `MappedMemory` (or an `OwnedPointer` of one) when `mapped`, else a
+            `PinnedMemory`.
+
+        Examples
+        --------
+        >>> h = np.zeros(4096, np.uint8)
+        >>> mgr = gpuhost.current_context().memory_manager
+        >>> pin = mgr.mempin(h, h.ctypes.data, h.nbytes, mapped=False)
+        >>> pin.size, pin.owned is h
+        (4096, True)
+        """
 
     @abstractmethod
     def initialize(self):
-        """Prepare for allocations in the current context (may be called more than once)."""
+        """Prepare for allocations in the current context.
+
+        gpuhost calls it once the instance is made, with its context current, before the
+        first `memalloc`; it may be called more than once, so a second call must not
+        undo the first one's work.
+
+        Examples
+        --------
+        >>> mgr = gpuhost.current_context().memory_manager
+        >>> mgr.initialize()
+        >>> mgr.initialize()                     # again: nothing changes
+        """
 
     @abstractmethod
     def get_ipc_handle(self, memory):
-        """An IpcHandle for `memory` (a MemoryPointer)."""
+        """An IpcHandle to share `memory` with another process.
+
+        `GetIpcHandleMixin` implements it with the driver.
+
+        Parameters
+        ----------
+        memory : MemoryPointer
+            Memory this plugin allocated.
+
+        Returns
+        -------
+        IpcHandle
+
+        Examples
+        --------
+        >>> mgr = gpuhost.current_context().memory_manager
+        >>> h = mgr.get_ipc_handle(mgr.memalloc(1024))
+        >>> type(h).__name__, h.size
+        ('IpcHandle', 1024)
+        """
 
     @abstractmethod
     def get_memory_info(self):
-        """(free, total) device memory as a MemoryInfo; may raise RuntimeError or
-        NotImplementedError."""
+        """The free and total device memory, in bytes.
+
+        ``Context.get_memory_info()`` asks it while the plugin manages the context.
+
+        Returns
+        -------
+        MemoryInfo
+            A named tuple (free, total).
+
+        Raises
+        ------
+        RuntimeError or NotImplementedError
+            A plugin that cannot tell.
+
+        Examples
+        --------
+        >>> free, total = gpuhost.current_context().memory_manager.get_memory_info()
+        >>> 0 <= free <= total
+        True
+        """
 
     @abstractmethod
     def reset(self):
-        """Free everything allocated in this context."""
+        """Free everything this manager allocated in its context.
+
+        ``Context.reset()`` and ``gpuhost.close()`` call it; memory still in use must not
+        be used afterwards.
+
+        Examples
+        --------
+        >>> from gpuhost import memory_manager as mm
+        >>> mgr = mm.DefaultMemoryManager(context=gpuhost.current_context())
+        >>> m = mgr.memalloc(1024)
+        >>> mgr.reset()                          # m's memory goes back
+        """
 
     @abstractmethod
     def defer_cleanup(self):
-        """A context manager during which expensive cleanup is avoided."""
+        """A context manager during which expensive cleanup is avoided.
+
+        ``gpuhost.defer_cleanup()`` enters it too: memory freed inside the block is given
+        back when the block ends.
+
+        Returns
+        -------
+        context manager
+
+        Examples
+        --------
+        >>> mgr = gpuhost.current_context().memory_manager
+        >>> with mgr.defer_cleanup():
+        ...     d = gpuhost.device_array(1024)
+        ...     del d                            # released after the block
+        """
 
     @property
     @abstractmethod
     def interface_version(self):
-        """The EMM interface version the plugin implements: 1."""
+        """The EMM interface version the plugin implements, 1.
+
+        `set_memory_manager` refuses a plugin with another version.
+
+        Examples
+        --------
+        >>> gpuhost.current_context().memory_manager.interface_version
+        1
+        """
 
 
 class HostOnlyCUDAMemoryManager(BaseCUDAMemoryManager):
@@ -794,14 +1179,46 @@ class HostOnlyCUDAMemoryManager(BaseCUDAMemoryManager):
         return self._owned(alloc, AutoFreePointer, DevicePointer(alloc.ptr), size)
 
     def reset(self):
-        """Free the mapped and managed memory allocated through this manager (pinned
-        memory goes when its PinnedMemory dies)."""
+        """Free the mapped and managed memory allocated through this manager.
+
+        Pinned memory that is not mapped goes when its PinnedMemory dies. A plugin
+        that overrides it calls it through ``super().reset()``.
+
+        Examples
+        --------
+        >>> from gpuhost import memory_manager as mm
+        >>> mgr = mm.DefaultMemoryManager(context=gpuhost.current_context())
+        >>> m = mgr.memhostalloc(4096, mapped=True)
+        >>> len(mgr.allocations)
+        1
+        >>> mgr.reset()                          # m's memory is gone
+        >>> len(mgr.allocations)
+        0
+        """
         for mem in list(self.allocations.values()):
             mem.free()
         self.allocations.clear()
 
     def defer_cleanup(self):
-        """Hold the release of host memory until the block ends."""
+        """A context manager holding the release of memory until the block ends.
+
+        Memory freed inside the block (pinned memory unpinned, device memory given back
+        to the driver) is released when the outermost such block ends; blocks nest. A
+        plugin that overrides it enters it through ``super().defer_cleanup()``.
+
+        Returns
+        -------
+        context manager
+
+        Examples
+        --------
+        >>> mgr = gpuhost.current_context().memory_manager
+        >>> with mgr.defer_cleanup():
+        ...     mgr.deallocations.is_disabled
+        True
+        >>> mgr.deallocations.is_disabled
+        False
+        """
         return _hold_releases()
 
 
@@ -847,6 +1264,14 @@ class GetIpcHandleMixin:
         ------
         CudaAPIError
             The driver cannot export the memory (managed memory, say).
+
+        Examples
+        --------
+        >>> mgr = gpuhost.current_context().memory_manager
+        >>> p = mgr.memalloc(1024)
+        >>> h = mgr.get_ipc_handle(p)
+        >>> h.size, h.offset >= 0, len(h.handle)
+        (1024, True, 64)
         """
         ptr = _address(memory.device_pointer if hasattr(memory, "device_pointer")
                        else memory.ptr)
@@ -901,22 +1326,70 @@ class PendingDeallocs:
 
     @property
     def memory_capacity(self):
-        """The device's total memory, in bytes."""
+        """The device's total memory, in bytes.
+
+        Examples
+        --------
+        >>> ctx = gpuhost.current_context()
+        >>> ctx.deallocations.memory_capacity == ctx.device.total_memory
+        True
+        """
         return self._context.device.total_memory
 
     @property
     def is_disabled(self):
-        """Whether a defer_cleanup() / disable() block is active."""
+        """Whether a ``defer_cleanup()`` or ``disable()`` block is active.
+
+        Examples
+        --------
+        >>> dealloc = gpuhost.current_context().deallocations
+        >>> with gpuhost.defer_cleanup():
+        ...     dealloc.is_disabled
+        True
+        >>> dealloc.is_disabled
+        False
+        """
         return _core._defer_cleanup_depth() > 0
 
     def clear(self):
-        """Return the held blocks to the driver, unless disabled."""
+        """Return the held blocks to the driver (cuMemFree), unless disabled.
+
+        Examples
+        --------
+        >>> dealloc = gpuhost.current_context().deallocations
+        >>> d = gpuhost.device_array(1 << 20)
+        >>> del d                                # held by the pool
+        >>> dealloc.clear()
+        >>> len(dealloc)
+        0
+        """
         if not self.is_disabled:
             with self._context.device:
                 self._pool().free_all_blocks()
 
     def disable(self):
-        """Hold every release until the block ends (nests)."""
+        """A context manager holding every release until the block ends (blocks nest).
+
+        Inside it `clear` returns nothing to the driver; it is what
+        ``defer_cleanup()`` enters.
+
+        Returns
+        -------
+        context manager
+
+        Examples
+        --------
+        >>> dealloc = gpuhost.current_context().deallocations
+        >>> with dealloc.disable():
+        ...     d = gpuhost.device_array(1 << 20)
+        ...     del d
+        ...     dealloc.clear()                  # held: nothing is freed yet
+        ...     len(dealloc) >= 1
+        True
+        >>> dealloc.clear()
+        >>> len(dealloc)
+        0
+        """
         return _hold_releases()
 
     def __repr__(self):
@@ -955,29 +1428,80 @@ class DefaultMemoryManager(GetIpcHandleMixin, HostOnlyCUDAMemoryManager):
         self.deallocations = PendingDeallocs(self.context) if self.context is not None else None
 
     def initialize(self):
-        """Nothing to prepare: the pool is made on first use."""
+        """Nothing to prepare (the pool is made on first use).
+
+        Examples
+        --------
+        >>> gpuhost.current_context().memory_manager.initialize()
+        """
 
     def memalloc(self, size):
-        """`size` bytes of device memory from the context's default pool: an
-        OwnedPointer of an AutoFreePointer; back to the pool when the last reference
-        dies."""
+        """`size` bytes of device memory from the context's default pool.
+
+        Parameters
+        ----------
+        size : int
+            Bytes to allocate.
+
+        Returns
+        -------
+        OwnedPointer
+            Of an `AutoFreePointer`; the memory goes back to the pool when the last
+            reference dies.
+
+        Examples
+        --------
+        >>> mgr = gpuhost.current_context().memory_manager
+        >>> p = mgr.memalloc(1024)
+        >>> type(p).__name__, p.size
+        ('OwnedPointer', 1024)
+        """
         with self.context.device:
             alloc = _core.device_alloc(size)
         return self._owned(alloc, AutoFreePointer, DevicePointer(alloc.ptr), size)
 
     def get_memory_info(self):
-        """(free, total) device memory, a MemoryInfo."""
+        """The free and total device memory in bytes, as ``Context.get_memory_info()``.
+
+        Returns
+        -------
+        MemoryInfo
+            A named tuple (free, total).
+
+        Examples
+        --------
+        >>> mgr = gpuhost.current_context().memory_manager
+        >>> mgr.get_memory_info().total == gpuhost.current_context().device.total_memory
+        True
+        """
         return self.context.get_memory_info()
 
     def reset(self):
-        """Free what this manager allocated, and return the pool's held blocks."""
+        """Free what this manager allocated, and return the pool's held blocks.
+
+        Examples
+        --------
+        >>> from gpuhost import memory_manager as mm
+        >>> mgr = mm.DefaultMemoryManager(context=gpuhost.current_context())
+        >>> d = gpuhost.device_array(1 << 20)
+        >>> del d                                # held by the pool
+        >>> mgr.reset()
+        >>> len(mgr.deallocations)
+        0
+        """
         super().reset()
         if self.deallocations is not None:
             self.deallocations.clear()
 
     @property
     def interface_version(self):
-        """The EMM interface version implemented: 1."""
+        """The EMM interface version implemented, 1.
+
+        Examples
+        --------
+        >>> gpuhost.current_context().memory_manager.interface_version
+        1
+        """
         return _SUPPORTED_EMM_INTERFACE_VERSION
 
 
@@ -1112,9 +1636,11 @@ def _install_allocator():
     C fast path (unless set_allocator() installed another allocator)."""
     in_use = _plugin is not None or bool(_managers)
     if in_use:
-        _arrays._allocator, _arrays._manager_defer = _allocate, _defer
-    elif _arrays._allocator is _allocate:
-        _arrays._allocator, _arrays._manager_defer = None, None
+        _arrays.set_array_allocator(_allocate)
+        _arrays.set_manager_defer(_defer)
+    elif _arrays.array_allocator() is _allocate:
+        _arrays.set_array_allocator(None)
+        _arrays.set_manager_defer(None)
 
 
 def _context_reset(context):
@@ -1194,3 +1720,8 @@ def _ensure_memory_manager():
         set_memory_manager(plugin)
     except Exception as e:
         raise RuntimeError("Failed to use memory manager from %s: %s" % (name, e)) from e
+
+
+# Context.reset() and get_memory_info() ask an EMM plugin through these (csrc/context.c),
+# registered when this module is imported (no plugin can be in use before).
+_core._set_helpers(plugin_context_reset=_context_reset, plugin_memory_info=_plugin_memory_info)

@@ -27,6 +27,7 @@ asynchronous error aborts the communicator (ncclCommAbort ends the operations in
 and raises; the rank can then exit or build a new communicator.
 """
 import contextlib
+import inspect
 import os
 import pickle
 import time
@@ -344,11 +345,11 @@ True
         array([1., 1., 1.])
         >>> comm.destroy()
         """
-        from ._modules import _stream_handle
+        from ._kernel_args import stream_handle
 
         s = stream if isinstance(stream, _core.Stream) else (
-            _core.legacy_default_stream() if _stream_handle(stream) in (0, 1)
-            else _core.external_stream(_stream_handle(stream)))
+            _core.legacy_default_stream() if stream_handle(stream) in (0, 1)
+            else _core.external_stream(stream_handle(stream)))
         deadline = None if timeout is None else time.monotonic() + timeout
         while not s.query():
             try:
@@ -372,6 +373,13 @@ True
     def __reduce__(self):
         raise pickle.PicklingError("a Communicator cannot be pickled: share the unique id "
                                    "(get_unique_id()) and build one in each process")
+
+
+# The C type's docstring opens with its text signature ("Communicator(...)\n--\n\n"), which
+# inspect reads, but which help() and the documentation would show as text: the signature
+# is kept as __signature__, and __doc__ goes on without it.
+Communicator.__signature__ = inspect.signature(Communicator)
+Communicator.__doc__ = Communicator.__doc__.partition("\n--\n\n")[2]
 
 
 def _exchange_id(store, rank, timeout):
@@ -401,7 +409,7 @@ def _foreign_array(obj, stream, call, what):
     """A DeviceArray over a buffer argument that is not one, with `stream` ordered after
     the exporter's stream."""
     from ._arrays import as_cuda_array, from_dlpack
-    from ._modules import _order_after
+    from ._kernel_args import order_after
 
     if isinstance(obj, np.ndarray) and not hasattr(obj, "__cuda_array_interface__"):
         raise TypeError("%s(): %s is a host (numpy) array; NCCL needs device memory: copy it "
@@ -416,7 +424,7 @@ def _foreign_array(obj, stream, call, what):
             arr = as_cuda_array(obj, sync=False)
         producer = cai.get("stream") if cai.get("version", 0) >= 3 else None
         if producer is not None:
-            _order_after(producer, stream)
+            order_after(producer, stream)
         return arr
     if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
         return from_dlpack(obj)
@@ -431,3 +439,7 @@ def _empty(shape, like, device, stream):
 
     with _core.get_device(device):
         return _arrays.device_array(shape, like.dtype, stream=stream or 0)
+
+
+# The Communicator's collectives call these (csrc/nccl_collectives.c): registered once.
+_core._set_helpers(nccl_foreign_array=_foreign_array, nccl_empty=_empty)

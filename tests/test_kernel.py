@@ -1,4 +1,4 @@
-"""Modules, kernels and launch (csrc/cumodule.c, csrc/kernel.c, gpuhost/kernels.py).
+"""Modules, kernels and launch (csrc/code_image.c, csrc/kernel.c, gpuhost/kernels.py).
 
 Loading and launching need a real GPU; image checks, PTX parsing and the fake driver's
 refusal run everywhere.
@@ -11,7 +11,7 @@ import pytest
 import gpuhost
 from conftest import DlpackOnly
 from gpuhost import CudaAPIError
-from gpuhost._modules import ptx_param_types
+from gpuhost._code_images import ptx_param_types
 
 rng = np.random.default_rng()
 

@@ -4,9 +4,18 @@
  * get_global() returns hold it, so its code stays loaded while they live; unload() ends
  * its use at once (kernels then refuse to launch) and frees the code as soon as no array
  * refers to it.  Reading the image (a path, PTX parameter types, lowered names) is done in
- * gpuhost/_modules.py.
+ * gpuhost/_code_images.py (the describe_image helper).
  */
-#include "module.h"
+#include "code_image.h"
+
+#include "context.h"
+#include "cuda_api.h"
+#include "errors.h"
+#include "kernel.h"
+#include "release.h"
+#include "services.h"
+#include "state.h"
+#include "code_image_docs.h"
 
 #include <string.h>
 
@@ -100,14 +109,14 @@ module_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs)
     }
     /* (data: bytes, param_types: dict or None, lowered_names: dict or None) */
     argt = PyTuple_Pack(1, image);
-    desc = argt ? gh_call_python("gpuhost._modules", "describe", argt, NULL) : NULL;
+    desc = argt ? gh_helper_call(st, GH_HELPER_DESCRIBE_IMAGE, argt) : NULL;
     Py_XDECREF(argt);
     if (desc == NULL) {
         goto done;
     }
     if (!PyTuple_Check(desc) || PyTuple_GET_SIZE(desc) != 3 ||
         !PyBytes_Check(PyTuple_GET_ITEM(desc, 0))) {
-        PyErr_SetString(PyExc_SystemError, "gpuhost._modules.describe() returned a bad value");
+        PyErr_SetString(PyExc_SystemError, "gpuhost._code_images.describe() returned a bad value");
         goto done;
     }
     ctx = gh_driver_ensure() < 0 ? NULL : gh_current_context(st, -1);
@@ -269,7 +278,8 @@ module_get_global(gh_module *self, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     argt = Py_BuildValue("(OOOOO)", (PyObject *)self, name, raw, dtype, shape);
-    res = argt ? gh_call_python("gpuhost._modules", "global_array", argt, NULL) : NULL;
+    res =
+        argt ? gh_helper_call(gh_state_of_type(Py_TYPE(self)), GH_HELPER_GLOBAL_ARRAY, argt) : NULL;
     Py_XDECREF(argt);
     Py_DECREF(raw);
     return res;
@@ -345,125 +355,37 @@ module_dealloc(gh_module *self)
 }
 
 static PyMethodDef module_methods[] = {
-    {"get_function", (PyCFunction)module_get_function, METH_O,
-     "get_function($self, name, /)\n--\n\n"
-     "The kernel `name` of the module.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "name : str\n"
-     "    The kernel's name: its extern \"C\" name, its mangled symbol, or a name\n"
-     "    expression the source was compiled with ('scale<float>'), which is looked up by\n"
-     "    its lowered name.\n\n"
-     "Returns\n"
-     "-------\n"
-     "Kernel\n\n"
-     "Raises\n"
-     "------\n"
-     "CudaAPIError\n"
-     "    CUDA_ERROR_NOT_FOUND, listing the module's kernels, when it has no such kernel.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> scale = mod.get_function('scale')  # doctest: +SKIP\n"
-     ">>> scale.num_params  # doctest: +SKIP\n"
-     "3"},
+    {"get_function", (PyCFunction)module_get_function, METH_O, module_get_function_doc},
     {"get_global", (PyCFunction)(void (*)(void))module_get_global, METH_VARARGS | METH_KEYWORDS,
-     "get_global($self, /, name, dtype=None, shape=None)\n--\n\n"
-     "A module's __device__ or __constant__ variable, as a DeviceArray viewing it.\n\n"
-     "Writing to the array changes what the kernels read; no copy is made.\n\n"
-     "Parameters\n"
-     "----------\n"
-     "name : str\n"
-     "    The variable's name.\n"
-     "dtype : dtype_like, optional\n"
-     "    The element type; uint8 bytes if None.\n"
-     "shape : int or tuple of int, optional\n"
-     "    The array's shape; all of the variable if None.\n\n"
-     "Returns\n"
-     "-------\n"
-     "DeviceArray\n\n"
-     "Raises\n"
-     "------\n"
-     "CudaAPIError\n"
-     "    CUDA_ERROR_NOT_FOUND when the module has no such variable.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> src = '__constant__ float coeffs[4];'\n"
-     ">>> mod = gpuhost.Module(gpuhost.compile(src))  # doctest: +SKIP\n"
-     ">>> coeffs = mod.get_global('coeffs', np.float32)  # doctest: +SKIP\n"
-     ">>> coeffs.shape  # doctest: +SKIP\n"
-     "(4,)\n"
-     ">>> coeffs.copy_to_device(np.ones(4, np.float32))  # doctest: +SKIP"},
-    {"_get_global", (PyCFunction)module_get_global_raw, METH_O,
-     "_get_global($self, name, /)\n--\n\n(address, size in bytes) of the variable `name`."},
-    {"unload", (PyCFunction)module_unload, METH_NOARGS,
-     "unload($self, /)\n--\n\n"
-     "Stop using the module: its kernels raise CudaAPIError from now on.\n\n"
-     "The code is freed now, or once no array from get_global() refers to it. A Module\n"
-     "is also a context manager that unloads it at the end of the block.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> with gpuhost.Module(code) as mod:  # doctest: +SKIP\n"
-     "...     mod.get_function('scale')[4, 256](d, np.float32(2), d.size)\n"
-     ">>> mod.unloaded  # doctest: +SKIP\n"
-     "True"},
-    {"__enter__", (PyCFunction)module_enter, METH_NOARGS,
-     "__enter__($self, /)\n--\n\nThe module itself."},
-    {"__exit__", (PyCFunction)module_exit, METH_VARARGS,
-     "__exit__($self, *exc_info)\n--\n\nunload()."},
+     module_get_global_doc},
+    {"_get_global", (PyCFunction)module_get_global_raw, METH_O, module__get_global_doc},
+    {"unload", (PyCFunction)module_unload, METH_NOARGS, module_unload_doc},
+    {"__enter__", (PyCFunction)module_enter, METH_NOARGS, module___enter___doc},
+    {"__exit__", (PyCFunction)module_exit, METH_VARARGS, module___exit___doc},
     {NULL, NULL, 0, NULL},
 };
 
 static PyMemberDef module_members[] = {
-    {"info_log", T_OBJECT, offsetof(gh_module, info_log), READONLY,
-     "What the JIT said while loading (empty for most cubins)."},
-    {"lowered_names", T_OBJECT, offsetof(gh_module, lowered), READONLY,
-     "{name expression: lowered name} from the compile, or None."},
-    {"param_types", T_OBJECT, offsetof(gh_module, param_types), READONLY,
-     "{kernel symbol: ((kind, size, align), ...)} read from the PTX, or None."},
+    {"info_log", T_OBJECT, offsetof(gh_module, info_log), READONLY, module_info_log_doc},
+    {"lowered_names", T_OBJECT, offsetof(gh_module, lowered), READONLY, module_lowered_names_doc},
+    {"param_types", T_OBJECT, offsetof(gh_module, param_types), READONLY, module_param_types_doc},
     /* weak references, as numba hands out weakref.proxy(module) */
     {"__weaklistoffset__", T_PYSSIZET, offsetof(gh_module, weakreflist), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
 };
 
 static PyGetSetDef module_getset[] = {
-    {"handle", (getter)module_get_handle, NULL, "The CUmodule as an int (0 once unloaded).", NULL},
-    {"context", (getter)module_get_context, NULL, "The Context the module was loaded in.", NULL},
-    {"unloaded", (getter)module_get_unloaded, NULL,
-     "Whether the module was unloaded (or its context reset).", NULL},
+    {"handle", (getter)module_get_handle, NULL, module_handle_doc, NULL},
+    {"context", (getter)module_get_context, NULL, module_context_doc, NULL},
+    {"unloaded", (getter)module_get_unloaded, NULL, module_unloaded_doc, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PyType_Slot module_slots[] = {
-    {Py_tp_doc, "Module(image)\n--\n\n"
-                "A CUDA module: device code loaded into the current context.\n\n"
-                "PTX is compiled by the driver's JIT; its log is kept in `info_log`.\n\n"
-                "Parameters\n"
-                "----------\n"
-                "image : str, bytes, CompiledCode or path\n"
-                "    PTX (str or bytes), cubin or fatbin bytes, a CompiledCode from\n"
-                "    gpuhost.compile(), or the path of such a file.\n\n"
-                "Raises\n"
-                "------\n"
-                "CudaAPIError\n"
-                "    If the load fails; the message carries the JIT's error log.\n\n"
-                "Examples\n"
-                "--------\n"
-                ">>> src = r'''\n"
-                "... extern \"C\" __global__ void scale(float *x, float a, int n) {\n"
-                "...     int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-                "...     if (i < n) x[i] *= a;\n"
-                "... }'''\n"
-                ">>> mod = gpuhost.Module(gpuhost.compile(src))  # doctest: +SKIP\n"
-                ">>> scale = mod.get_function('scale')  # doctest: +SKIP\n"
-                ">>> d = gpuhost.to_device(np.ones(1000, np.float32))\n"
-                ">>> scale[4, 256](d, np.float32(2), d.size)  # doctest: +SKIP"},
-    {Py_tp_new, module_new},
-    {Py_tp_methods, module_methods},
-    {Py_tp_members, module_members},
-    {Py_tp_getset, module_getset},
-    {Py_tp_repr, module_repr},
-    {Py_tp_dealloc, module_dealloc},
-    {0, NULL},
+    {Py_tp_doc, (void *)module_doc}, {Py_tp_new, module_new},
+    {Py_tp_methods, module_methods}, {Py_tp_members, module_members},
+    {Py_tp_getset, module_getset},   {Py_tp_repr, module_repr},
+    {Py_tp_dealloc, module_dealloc}, {0, NULL},
 };
 
 static PyType_Spec module_spec = {
@@ -616,28 +538,18 @@ done:
     return result;
 }
 
-static PyMethodDef cumodule_functions[] = {
+static PyMethodDef code_image_functions[] = {
     {"link", (PyCFunction)(void (*)(void))mod_link, METH_VARARGS | METH_KEYWORDS,
-     "link(inputs, max_registers=0, debug=False, lineinfo=False)\n--\n\n"
-     "Link [(data, CUjitInputType, name), ...] with the driver's JIT linker.\n\n"
-     "It links in the current context (gpuhost internal; see gpuhost.Linker).\n\n"
-     "Returns\n"
-     "-------\n"
-     "tuple\n"
-     "    (cubin bytes, info log).\n\n"
-     "Raises\n"
-     "------\n"
-     "CudaAPIError\n"
-     "    If linking fails, with the linker's error log."},
+     code_image_link_doc},
     {NULL, NULL, 0, NULL},
 };
 
 int
-gh_cumodule_init_type(PyObject *module, gh_state *st)
+gh_code_image_init_type(PyObject *module, gh_state *st)
 {
     st->ModuleType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &module_spec, NULL);
     if (st->ModuleType == NULL || PyModule_AddType(module, st->ModuleType) < 0) {
         return -1;
     }
-    return PyModule_AddFunctions(module, cumodule_functions);
+    return PyModule_AddFunctions(module, code_image_functions);
 }

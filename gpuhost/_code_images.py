@@ -1,6 +1,6 @@
-"""The Python side of Module and Kernel (csrc/cumodule.c, csrc/kernel.c): reading an
-image (a path, PTX text, cubin, fatbin, CompiledCode), the parameter types in PTX, arrays
-over module globals, and the device pointer of a foreign array passed to a kernel.
+"""The code images behind gpuhost.Module (csrc/code_image.c calls in here): reading an image
+(a path, PTX text, cubin, fatbin, CompiledCode) and telling which it is, the kernels'
+parameter types its PTX declares, and the arrays Module.get_global() makes over its globals.
 """
 import os
 import re
@@ -9,9 +9,9 @@ import numpy as np
 
 from . import _core
 
-_ELF_MAGIC = b"\x7fELF"
-_FATBIN_MAGIC = b"\x50\xed\x55\xba"  # 0xBA55ED50, little-endian
-_LTOIR_MAGICS = (b"\xed\x43\x4e\x7f", b"BC\xc0\xde")
+ELF_MAGIC = b"\x7fELF"
+FATBIN_MAGIC = b"\x50\xed\x55\xba"  # 0xBA55ED50, little-endian
+LTOIR_MAGICS = (b"\xed\x43\x4e\x7f", b"BC\xc0\xde")
 
 _ENTRY = re.compile(r"\.entry\s+([\w$.]+)\s*\(([^)]*)\)")
 _PARAM_TYPE = re.compile(r"\.([usbf])(8|16|32|64)\b")
@@ -79,10 +79,10 @@ def describe(image):
     ptx = getattr(image, "ptx", None)
     if not data:
         raise ValueError("%s is empty: nothing to load" % origin)
-    if data.startswith(_LTOIR_MAGICS):
+    if data.startswith(LTOIR_MAGICS):
         raise ValueError("%s is LTO-IR, which the driver cannot load: compile to cubin or PTX"
                          % origin)
-    if data.startswith(_ELF_MAGIC) or data.startswith(_FATBIN_MAGIC):
+    if data.startswith(ELF_MAGIC) or data.startswith(FATBIN_MAGIC):
         if types is None and isinstance(ptx, (str, bytes)):
             types = ptx_param_types(ptx if isinstance(ptx, str) else ptx.decode("utf-8", "replace"))
         return data, types, lowered
@@ -121,45 +121,5 @@ def global_array(module, name, raw, dtype, shape):
     return _core.make_array(module, ptr, shape, strides, dtype, context=module.context)
 
 
-def _stream_handle(stream):
-    """The CUstream of a launch's stream= argument, as an int (0: the default stream)."""
-    if stream is None or (isinstance(stream, int) and stream == 0):
-        return 0
-    for attr in ("handle", "ptr", "cuda_stream"):
-        value = getattr(stream, attr, None)
-        if isinstance(value, int):
-            return value
-    if hasattr(stream, "__cuda_stream__"):
-        return stream.__cuda_stream__()[1]
-    return int(stream)
-
-
-def _order_after(producer, stream):
-    """Make work queued next on `stream` wait for what is queued on `producer` now."""
-    if producer in (1, 2) and _stream_handle(stream) in (0, 1):
-        return  # the legacy default stream, and the launch is on it too
-    if producer == _stream_handle(stream):
-        return
-    ev = _core.event(timing=False)
-    ev.record(_core.external_stream(producer) if producer not in (1, 2) else
-              (_core.legacy_default_stream() if producer == 1 else
-               _core.per_thread_default_stream()))
-    ev.wait(stream)
-
-
-def foreign_pointer(obj, stream):
-    """(device pointer, device id or -1 where unknown) of a kernel argument that exports the
-    CUDA array interface or DLPack, with the launch stream ordered after the exporter's
-    stream; None when `obj` exports neither."""
-    cai = getattr(obj, "__cuda_array_interface__", None)
-    if cai is not None:
-        ptr = cai["data"][0]
-        producer = cai.get("stream") if cai.get("version", 0) >= 3 else None
-        if producer is not None:
-            _order_after(producer, stream)
-        return ptr or 0, -1
-    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
-        from ._arrays import from_dlpack
-        arr = from_dlpack(obj)
-        return arr.ptr, arr.device.id
-    return None
+# Module(image) and Module.get_global() call these (csrc/code_image.c): registered once.
+_core._set_helpers(describe_image=describe, global_array=global_array)

@@ -1,4 +1,9 @@
-"""``gpuhost.runtime``: versions of the CUDA libraries gpuhost loads."""
+"""``gpuhost.runtime``: versions of the CUDA libraries gpuhost loads.
+
+numba.cuda's name (``cuda.runtime.get_version()``); gpuhost loads no CUDA runtime, and the
+version `get_version` gives is NVRTC's."""
+# The module is gpuhost.runtime to users (gpuhost/__init__.py binds it under that name);
+# its file is named after what it holds.
 from . import _core
 
 __all__ = ["get_version", "driver_version"]

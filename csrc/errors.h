@@ -1,0 +1,34 @@
+/* errors.c: the one raising path.  CUDA, NVRTC and gpuhost's own errors become the
+ * classes of gpuhost/errors.py.
+ */
+#ifndef GPUHOST_ERRORS_H
+#define GPUHOST_ERRORS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "cuda_api.h"
+
+/* Set CudaAPIError (or its out-of-memory subclass) for `res` returned by entry point `id`;
+   returns -1.  `res` must not be CUDA_SUCCESS. */
+int gh_raise_cuda(CUresult res, gh_cu_id id);
+/* gh_raise_cuda with `detail` (e.g. a JIT log; may be NULL) appended to the message. */
+int gh_raise_cuda_detail(CUresult res, gh_cu_id id, const char *detail);
+/* 0 if res is CUDA_SUCCESS, else raise as gh_raise_cuda and return -1. */
+static inline int
+gh_check(CUresult res, gh_cu_id id)
+{
+    return res == CUDA_SUCCESS ? 0 : gh_raise_cuda(res, id);
+}
+/* Raise gpuhost.errors.<cls>(message); returns -1.  For the classes that take one string. */
+int gh_raise(const char *cls, const char *fmt, ...);
+/* The CUresult's enum name ("CUDA_ERROR_OUT_OF_MEMORY"), or NULL for an unknown code. */
+const char *gh_cu_result_name(CUresult res);
+/* Warn (RuntimeWarning, never raise) that cleanup call `id` failed with `res`. */
+void gh_warn_cleanup(CUresult res, gh_cu_id id);
+/* errors.c: raise NvrtcError(code, name, call, log); returns -1. */
+int gh_raise_nvrtc(int code, const char *name, const char *call, const char *log);
+/* New reference to the class gpuhost.errors.<name>, or NULL with an exception set. */
+PyObject *gh_error_class(const char *name);
+
+#endif /* GPUHOST_ERRORS_H */

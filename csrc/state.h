@@ -1,0 +1,134 @@
+/* gpuhost._core's module state (PEP 573): the heap types, the devices made so far, the
+ * releases held by defer_cleanup(), the event cache, the pools, and the Python functions
+ * the C code calls.  It includes nothing of gpuhost's but the driver's declarations: the
+ * ground floor of csrc/, which every file may include.
+ */
+#ifndef GPUHOST_STATE_H
+#define GPUHOST_STATE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <structmember.h>
+
+#include "cuda_api.h"
+
+/* The functions of gpuhost's Python side that the C code calls, registered once by the
+   Python modules that define them (_core._set_helpers(name=function)); services.c calls
+   them.  X(enum, name) */
+#define GH_HELPER_LIST(X)                                                                          \
+    X(DESCRIBE_IMAGE, "describe_image")                                                            \
+    X(GLOBAL_ARRAY, "global_array")                                                                \
+    X(FOREIGN_POINTER, "foreign_pointer")                                                          \
+    X(COPY_DEVICE_LAYOUTS, "copy_device_layouts")                                                  \
+    X(EXPORT_EVENT, "export_event")                                                                \
+    X(NCCL_FOREIGN_ARRAY, "nccl_foreign_array")                                                    \
+    X(NCCL_EMPTY, "nccl_empty")                                                                    \
+    X(GC_COLLECT, "gc_collect")                                                                    \
+    X(ARRAY_GETITEM, "array_getitem")                                                              \
+    X(ARRAY_SETITEM, "array_setitem")                                                              \
+    X(ARRAY_TRANSPOSE, "array_transpose")                                                          \
+    X(ARRAY_GPU_DATA, "array_gpu_data")                                                            \
+    X(ARRAY_HOST, "array_host")                                                                    \
+    X(PLUGIN_CONTEXT_RESET, "plugin_context_reset")                                                \
+    X(PLUGIN_MEMORY_INFO, "plugin_memory_info")                                                    \
+    X(JIT_LAUNCH_OF, "jit_launch_of")
+
+typedef enum {
+#define GH_HELPER_ENUM(e, name) GH_HELPER_##e,
+    GH_HELPER_LIST(GH_HELPER_ENUM)
+#undef GH_HELPER_ENUM
+        GH_HELPER__COUNT
+} gh_helper;
+
+typedef struct gh_context gh_context;
+typedef struct gh_pool gh_pool;
+typedef struct gh_allocation gh_allocation;
+typedef struct gh_state gh_state;
+
+/* What the pools (pool.c, above) do for contexts and allocations (below), registered once at
+   module init so that those files need not know pools: the dependency inverted. */
+typedef struct {
+    /* free the blocks every Pool of `ctx` holds, before the context is reset or released */
+    void (*context_ending)(gh_state *st, gh_context *ctx);
+    /* `size` bytes of device memory in `ctx` from its default Pool, ordered on `stream`
+       (NULL: the legacy default stream); new reference or NULL */
+    gh_allocation *(*device_alloc)(gh_state *st, gh_context *ctx, size_t size, PyObject *stream);
+    /* give a pooled Allocation's memory back to its Pool; never raises */
+    void (*give_back)(gh_allocation *a);
+} gh_pool_hooks;
+
+/* A release of a driver resource that waits: in a defer_cleanup() block, or until a
+   driver callback thread has returned. */
+typedef struct {
+    gh_cu_id id;
+    void *handle;
+    gh_context *ctx; /* strong while held */
+    uint64_t generation;
+} gh_pending_release;
+
+/* A CUevent whose Event was dropped, kept for reuse (event.c). */
+#define GH_EVENT_CACHE 64
+typedef struct {
+    gh_context *ctx; /* strong */
+    uint64_t generation;
+    unsigned int flags;
+    void *handle; /* CUevent */
+} gh_cached_event;
+
+/* Per-module state (PEP 573): the heap types, and the Device objects made so far. */
+struct gh_state {
+    PyTypeObject *DeviceType;
+    PyTypeObject *ContextType;
+    PyTypeObject *MemoryInfoType;
+    PyTypeObject *StreamType;
+    PyTypeObject *EventType;
+    PyTypeObject *AllocationType;
+    PyTypeObject *DeviceArrayType;
+    PyTypeObject *DLPackOwnerType;
+    PyTypeObject *ModuleType;
+    PyTypeObject *KernelType;
+    PyTypeObject *LaunchConfigType;
+    PyTypeObject *JitDispatcherType;
+    PyTypeObject *JitLaunchType;
+    PyTypeObject *PoolType;
+    PyTypeObject *GraphType;
+    PyTypeObject *GraphExecType;
+    PyTypeObject *GraphNodeType;
+    PyTypeObject *NcclCommType;
+    PyObject *devices;        /* list of Device or None, one per ordinal, made on first use */
+    int defer_depth;          /* nesting of defer_cleanup() blocks */
+    gh_pending_release *held; /* releases held by defer_cleanup(), n_held of cap_held */
+    Py_ssize_t n_held, cap_held;
+    gh_cached_event events[GH_EVENT_CACHE]; /* dropped events' handles, for event() to reuse */
+    int n_events;
+    PyObject *default_pools; /* list: each device's default Pool (pool.c) by ordinal, or None */
+    gh_pool *pools;          /* every live Pool, linked through its next_pool (pool.c) */
+    PyObject *helpers[GH_HELPER__COUNT]; /* the Python side's functions (services.c) */
+    gh_pool_hooks pool_hooks;            /* pool.c's, for context.c and memory.c */
+};
+
+/* Whether the interpreter is shutting down (a driver thread must not take the GIL). */
+static inline int
+gh_python_finalizing(void)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing();
+#else
+    return _Py_IsFinalizing();
+#endif
+}
+
+/* The module state of a gpuhost type's instance, or of the module itself. */
+static inline gh_state *
+gh_state_of_type(PyTypeObject *tp)
+{
+    return (gh_state *)PyType_GetModuleState(tp);
+}
+static inline gh_state *
+gh_state_of_module(PyObject *module)
+{
+    return (gh_state *)PyModule_GetState(module);
+}
+
+#endif /* GPUHOST_STATE_H */

@@ -1,0 +1,40 @@
+"""Methods of gpuhost's C types that are written in Python, attached to the types once.
+
+The module defining such a method attaches it when it is imported (gpuhost's __init__
+imports each of them), as pycuda attaches its Python methods to its C++ types:
+
+    @_methods.method(_core.Context)
+    def create_stream(self):
+        ...
+
+The function stays a function of its module; on the type it is the method, named as one
+(``Context.create_stream.__qualname__ == "Context.create_stream"``).  The types stay
+immutable to everyone else: ``_core._attach`` is for gpuhost's own modules, at import.
+"""
+from . import _core
+
+
+def method(cls, name=None):
+    """Decorator: attach the function to `cls` as the method `name` (by default the
+    function's own name), with that ``__name__`` and ``__qualname__``; the function is
+    returned."""
+
+    def attach(fn):
+        fn.__name__ = name or fn.__name__
+        fn.__qualname__ = "%s.%s" % (cls.__name__, fn.__name__)
+        _set(cls, fn.__name__, fn)
+        return fn
+
+    return attach
+
+
+def attribute(cls, name, fget, fset=None, fdel=None):
+    """Attach ``property(fget, fset, fdel)`` to `cls` as `name` (its doc is fget's)."""
+    for fn in (fget, fset, fdel):
+        if fn is not None:
+            fn.__qualname__ = "%s.%s" % (cls.__name__, name)
+    _set(cls, name, property(fget, fset, fdel))
+
+
+def _set(cls, name, value):
+    _core._attach(cls, name, value)

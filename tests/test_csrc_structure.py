@@ -1,0 +1,151 @@
+"""The C sources' structure: dependencies one way, files of a readable size, no C path that
+looks a Python function up by name.
+
+The include graph of csrc/ is read from the sources: a file is named by its stem, so that
+x.c and x.h (and x_docs.h, the docstrings x.c includes) are one node "x", and every
+`#include "y.h"` in any of them is an edge x -> y.  A pair that includes each other's
+header (a type and the file that extends it) is allowed; a circle of three or more is not
+(`longer_cycles`, shared with the Python package's import graph).  state.h, the module
+state, is the ground floor every file may include; module.c, the module's init, is the top
+floor that includes every file's header and that nothing includes.
+
+The fake driver (tests/fakecuda) is held to the same file size.
+"""
+import os
+import re
+
+import pytest
+
+from test_import_graph import longer_cycles
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CSRC = os.path.join(ROOT, "csrc")
+FAKE = os.path.join(ROOT, "tests", "fakecuda")
+MAX_LINES = 1000
+
+
+def _sources(folder, endings=(".c", ".h")):
+    return sorted(f for f in os.listdir(folder) if f.endswith(endings))
+
+
+def _node(filename):
+    stem = filename.rsplit(".", 1)[0]
+    return stem[:-len("_docs")] if stem.endswith("_docs") else stem
+
+
+def include_graph(folder=CSRC):
+    """{node: set of nodes} of csrc/'s quoted includes, files named by their stem."""
+    graph = {}
+    for f in _sources(folder):
+        with open(os.path.join(folder, f)) as fh:
+            text = fh.read()
+        targets = graph.setdefault(_node(f), set())
+        for m in re.finditer(r'^#include "([\w/]+\.h)"', text, re.M):
+            target = _node(m.group(1))
+            if target != _node(f):
+                targets.add(target)
+    return graph
+
+
+def test_the_include_graph_is_read_as_the_docstring_says():
+    graph = include_graph()
+    assert "module" not in set().union(*graph.values())  # nothing includes the top floor
+    assert {"state", "context", "stream", "pool", "kernel"} <= graph["module"]
+    assert graph["state"] <= {"cuda_api"}  # the ground floor includes only the driver's table
+    assert "context_docs" not in graph and "context" in graph  # x_docs.h belongs to x
+
+
+def test_no_include_cycle_longer_than_two():
+    cycles = longer_cycles(include_graph())
+    assert cycles == [], "include circles longer than two files: " + "; ".join(
+        " -> ".join(c) for c in cycles)
+
+
+def test_longer_cycles_would_see_a_circle_through_the_headers(tmp_path):
+    for name, includes in {"a.c": ["b.h"], "b.c": ["c.h"], "c.c": ["a.h"],
+                           "a.h": [], "b.h": [], "c.h": []}.items():
+        (tmp_path / name).write_text("".join('#include "%s"\n' % h for h in includes))
+    assert longer_cycles(include_graph(str(tmp_path))) == [["a", "b", "c", "a"]]
+
+
+@pytest.mark.parametrize("folder", [CSRC, FAKE], ids=["csrc", "fakecuda"])
+def test_no_c_file_over_a_thousand_lines(folder):
+    sizes = {}
+    for f in _sources(folder):
+        with open(os.path.join(folder, f)) as fh:
+            sizes[f] = sum(1 for _ in fh)
+    assert {f: n for f, n in sizes.items() if n > MAX_LINES} == {}
+
+
+def test_no_c_code_looks_gpuhost_python_up_by_name():
+    """The C core calls gpuhost's Python side only through functions it registered once
+    (state.h's GH_HELPER_LIST, services.c), never by importing one of gpuhost's modules and
+    looking a name up, with two exceptions off every hot path: errors.c finds the class of
+    the error it raises, and libload.c asks gpuhost._libpaths where a library is when it
+    first loads it."""
+    importers = {}
+    for f in _sources(CSRC):
+        with open(os.path.join(CSRC, f)) as fh:
+            text = fh.read()
+        assert "gh_call_python" not in text, f
+        if re.search(r'PyImport_\w+\("gpuhost', text):
+            importers[f] = True
+    assert sorted(importers) == ["errors.c", "libload.c"]
+
+
+def test_every_helper_the_c_core_calls_is_registered():
+    import gpuhost  # noqa: F401  (registers them)
+    import gpuhost.dispatcher  # noqa: F401  (imports numba-cuda only on first use)
+    import gpuhost.memory_manager  # noqa: F401
+    import gpuhost.nccl  # noqa: F401
+    from gpuhost import _core
+
+    with open(os.path.join(CSRC, "state.h")) as fh:
+        names = re.findall(r'X\(\w+, "(\w+)"\)', fh.read())
+    assert len(names) >= 10
+    unregistered = [n for n in names if not _core._helper_registered(n)]
+    assert unregistered == []
+
+
+def test_set_helpers_refuses_unknown_names_and_non_callables():
+    from gpuhost import _core
+
+    with pytest.raises(TypeError, match="no helper is called 'nope'"):
+        _core._set_helpers(nope=print)
+    with pytest.raises(TypeError, match="is not callable"):
+        _core._set_helpers(gc_collect=3)
+    with pytest.raises(TypeError, match="keyword arguments only"):
+        _core._set_helpers(print)
+
+
+def test_the_architecture_map_names_every_file_and_no_missing_one():
+    """docs/development/architecture.md's map (README links it) matches the tree: every C
+    file and every module of the package is named there, and every csrc/ or gpuhost/ path
+    it names exists."""
+    with open(os.path.join(ROOT, "docs", "development", "architecture.md")) as fh:
+        page = fh.read()
+    block = page[page.index("## The code, file by file"):]
+    named = set(re.findall(r"[\w./*-]+\.(?:c|h|py|pyi)\b", block))
+    words = set(re.findall(r"[\w.*-]+", block))
+    for f in _sources(CSRC):
+        assert f in named or f in words or (f.endswith("_docs.h") and "*_docs.h" in block), \
+            "csrc/%s is not on the map" % f
+    package = os.path.join(ROOT, "gpuhost")
+    for dirpath, _, files in os.walk(package):
+        rel = os.path.relpath(dirpath, package)
+        for f in files:
+            if f.endswith(".py"):
+                path = f if rel == "." else "%s/%s" % (rel, f)
+                assert path in block or (rel != "." and f == "__init__.py"), \
+                    "gpuhost/%s is not on the map" % path
+    present = set()
+    for dirpath, dirs, files in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("build", "__pycache__")]
+        rel = os.path.relpath(dirpath, ROOT)
+        present.update(files)
+        present.update(os.path.join(rel, f) for f in files)
+    for f in sorted(named - {"cuda.h", "nvrtc.h", "nccl.h"}):  # CUDA's own headers
+        if "*" in f:
+            continue
+        tails = {p for p in present if p == f or p.endswith("/" + f)}
+        assert tails, "the map names %s, which is gone" % f
