@@ -83,32 +83,114 @@ class _PoolStatistics:
 
     @property
     def held_blocks(self):
-        """The number of free blocks kept for reuse."""
+        """The number of free blocks the pool keeps for reuse.
+
+        Examples
+        --------
+        >>> from gpuhost import tools
+        >>> pool = tools.DeviceMemoryPool()
+        >>> a, b = pool.allocate(1000), pool.allocate(5000)
+        >>> pool.held_blocks
+        0
+        >>> del a, b
+        >>> pool.held_blocks
+        2
+        >>> c = pool.allocate(900)                 # reuses the 1024-byte block
+        >>> pool.held_blocks
+        1
+        """
         return self._pool.n_free_blocks
 
     @property
     def active_blocks(self):
-        """The number of blocks handed out and not freed yet."""
+        """The number of blocks handed out and not freed yet.
+
+        Examples
+        --------
+        >>> from gpuhost import tools
+        >>> pool = tools.PageLockedMemoryPool()
+        >>> h = pool.allocate((16, 16), np.float32)
+        >>> v = h[::2]                             # a view keeps the block too
+        >>> del h
+        >>> pool.active_blocks
+        1
+        >>> del v
+        >>> pool.active_blocks
+        0
+        """
         return self._pool.n_used_blocks
 
     @property
     def managed_bytes(self):
-        """Bytes of all the pool's blocks, active and held."""
+        """Bytes of all the pool's blocks, active and held, by size class.
+
+        Examples
+        --------
+        >>> from gpuhost import tools
+        >>> pool = tools.DeviceMemoryPool()
+        >>> a, b = pool.allocate(1000), pool.allocate(4096)
+        >>> del a
+        >>> pool.active_bytes, pool.managed_bytes
+        (4096, 5120)
+        """
         return self._pool.total_bytes
 
     @property
     def active_bytes(self):
-        """Bytes of the active blocks (their size classes)."""
+        """Bytes of the active blocks, counted by size class (1000 bytes asked for count 1024).
+
+        Examples
+        --------
+        >>> from gpuhost import tools
+        >>> pool = tools.DeviceMemoryPool()
+        >>> a = pool.allocate(1000)
+        >>> len(a), pool.active_bytes
+        (1000, 1024)
+        >>> a.free()
+        >>> pool.active_bytes
+        0
+        """
         return self._pool.used_bytes
 
     def free_held(self):
-        """Give the held blocks back to the driver; the pool keeps holding what is freed
-        from now on."""
+        """Give the held blocks back to the driver.
+
+        Blocks in use stay; the pool keeps holding what is freed from now on (see
+        `stop_holding`).
+
+        Examples
+        --------
+        >>> from gpuhost import tools
+        >>> pool = tools.DeviceMemoryPool()
+        >>> a, b = pool.allocate(4096), pool.allocate(4096)
+        >>> del a
+        >>> pool.free_held()
+        >>> pool.held_blocks, pool.active_blocks, pool.managed_bytes
+        (0, 1, 4096)
+        >>> del b                                  # held again
+        >>> pool.held_blocks
+        1
+        """
         self._pool.free_all_blocks()
 
     def stop_holding(self):
-        """Give the held blocks back to the driver, and give blocks back at once when
-        they are freed from now on."""
+        """Give the held blocks back to the driver, and from now on each block as it is freed.
+
+        The pool still hands out new blocks; it only stops caching them.
+
+        Examples
+        --------
+        >>> from gpuhost import tools
+        >>> pool = tools.DeviceMemoryPool()
+        >>> a, b = pool.allocate(4096), pool.allocate(4096)
+        >>> del a
+        >>> pool.stop_holding()
+        >>> pool.held_blocks, pool.active_blocks
+        (0, 1)
+        >>> del b                                  # back to the driver at once
+        >>> pool.held_blocks, pool.managed_bytes
+        (0, 0)
+        """
         self._pool.stop_holding()
 
     def bin_number(self, size):
@@ -125,8 +207,29 @@ class _PoolStatistics:
         return self._pool.bin_number(size)
 
     def alloc_size(self, bin_nr):
-        """The bytes a block of size class `bin_nr` has (what an allocation of that class
-        takes)."""
+        """The bytes a block of size class `bin_nr` has, what an allocation of that class takes.
+
+        The inverse of `bin_number`: ``alloc_size(bin_number(n))`` is the smallest block
+        that holds `n` bytes.
+
+        Parameters
+        ----------
+        bin_nr : int
+            A size class, from 0.
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> from gpuhost import tools
+        >>> pool = tools.DeviceMemoryPool()
+        >>> [pool.alloc_size(b) for b in range(4)]
+        [512, 1024, 1536, 2048]
+        >>> pool.alloc_size(pool.bin_number(5000))
+        5120
+        """
         return self._pool.alloc_size(bin_nr)
 
     def _repr_html_(self):

@@ -419,24 +419,141 @@ class DeviceData:
         return min(self.warp_size * word_size, 128)
 
     def align(self, bytes, word_size=4):  # noqa: A002 - pycuda's parameter name
-        """`bytes` rounded up to align_bytes(word_size)."""
+        """A byte count rounded up to the coalescing alignment, ``align_bytes(word_size)``.
+
+        For the pitch of a row, say, so that each row starts where a warp's loads
+        coalesce.
+
+        Parameters
+        ----------
+        bytes : int
+            The byte count.
+        word_size : {1, 2, 4, 8, 16}, optional
+            Bytes per word the kernel loads; default 4.
+
+        Returns
+        -------
+        int
+
+        Raises
+        ------
+        ValueError
+            Another `word_size`.
+
+        Examples
+        --------
+        >>> from gpuhost import tools
+        >>> dd = tools.DeviceData(0)
+        >>> dd.align(100), dd.align(200), dd.align(100, word_size=1)
+        (128, 256, 128)
+        """
         return _round_up(bytes, self.align_bytes(word_size))
 
     def align_words(self, word_size):
-        """align_bytes(word_size) in words."""
+        """The coalescing alignment in words of `word_size` bytes.
+
+        ``align_bytes(word_size) // word_size``: how many such words a warp's aligned
+        loads cover.
+
+        Parameters
+        ----------
+        word_size : {1, 2, 4, 8, 16}
+            Bytes per word.
+
+        Returns
+        -------
+        int
+
+        Raises
+        ------
+        ValueError
+            Another `word_size`.
+
+        Examples
+        --------
+        >>> from gpuhost import tools
+        >>> dd = tools.DeviceData(0)
+        >>> dd.align_words(1), dd.align_words(4), dd.align_words(8)
+        (32, 32, 16)
+        """
         return self.align_bytes(word_size) // word_size
 
     def align_dtype(self, elements, dtype_size):
-        """`elements` rounded up to a whole number of aligned words of `dtype_size`."""
+        """An element count rounded up to a whole number of aligned words of `dtype_size` bytes.
+
+        The row length, in elements, that keeps each row of a 2D array aligned
+        (``align_words(dtype_size)`` elements at a time).
+
+        Parameters
+        ----------
+        elements : int
+            The element count.
+        dtype_size : {1, 2, 4, 8, 16}
+            Bytes per element.
+
+        Returns
+        -------
+        int
+
+        Raises
+        ------
+        ValueError
+            Another `dtype_size`.
+
+        Examples
+        --------
+        >>> from gpuhost import tools
+        >>> dd = tools.DeviceData(0)
+        >>> dd.align_dtype(100, 4), dd.align_dtype(10, 8)
+        (128, 16)
+        """
         return _round_up(elements, self.align_words(dtype_size))
 
     def coalesce(self, thread_count):
-        """`thread_count` rounded up to a whole number of warps."""
+        """A thread count rounded up to a whole number of warps.
+
+        Parameters
+        ----------
+        thread_count : int
+            The number of threads.
+
+        Returns
+        -------
+        int
+
+        Examples
+        --------
+        >>> from gpuhost import tools
+        >>> dd = tools.DeviceData(0)
+        >>> dd.coalesce(1), dd.coalesce(33), dd.coalesce(64)
+        (32, 64, 64)
+        """
         return _round_up(thread_count, self.warp_size)
 
     @staticmethod
     def make_valid_tex_channel_count(size):
-        """The texture channel count (1, 2 or 4) that holds `size` channels."""
+        """The smallest texture channel count (1, 2 or 4) that holds `size` channels.
+
+        Parameters
+        ----------
+        size : int
+            The channels wanted.
+
+        Returns
+        -------
+        int
+
+        Raises
+        ------
+        ValueError
+            `size` is more than 4.
+
+        Examples
+        --------
+        >>> from gpuhost import tools
+        >>> [tools.DeviceData.make_valid_tex_channel_count(n) for n in (1, 2, 3, 4)]
+        [1, 2, 4, 4]
+        """
         for valid in (1, 2, 4):
             if size <= valid:
                 return valid

@@ -44,8 +44,56 @@ def _stop(procs, grace):
 
 
 def run(script, args=(), nproc=None, grace=5.0):
-    """Run `script` in `nproc` processes; 0 when all succeeded, else the first failure's
-    exit status (128 + the signal number for a process killed by a signal)."""
+    """Run a Python script in `nproc` processes, one per GPU, and wait for them all.
+
+    Process k runs ``python script args...`` with RANK=k, WORLD_SIZE=nproc,
+    LOCAL_RANK=k, LOCAL_WORLD_SIZE=nproc and GPUHOST_STORE (a temporary folder, removed
+    at the end) added to this process's environment; the processes share this one's
+    standard streams. When one fails, the others get SIGTERM, then SIGKILL after `grace`
+    seconds; Ctrl-C stops them all the same way.
+
+    Parameters
+    ----------
+    script : str
+        The path of the Python script each process runs.
+    args : sequence of str, optional
+        Its command-line arguments.
+    nproc : int, optional
+        How many processes; by default the number of GPUs.
+    grace : float, optional
+        Seconds between SIGTERM and SIGKILL when stopping the others; default 5.
+
+    Returns
+    -------
+    int
+        0 when all succeeded, else the first failure's exit status (128 + the signal
+        number for a process killed by a signal; 130 after Ctrl-C).
+
+    Raises
+    ------
+    ValueError
+        `nproc` is less than 1.
+
+    Examples
+    --------
+    >>> import os, shutil, tempfile
+    >>> from gpuhost.launch import run
+    >>> folder = tempfile.mkdtemp()
+    >>> script = os.path.join(folder, "job.py")
+    >>> with open(script, "w") as f:
+    ...     _ = f.write("import os, sys\\n"
+    ...                 "name = os.environ['RANK'] + '-of-' + os.environ['WORLD_SIZE']\\n"
+    ...                 "open(os.path.join(sys.argv[1], name), 'w').close()\\n")
+    >>> run(script, [folder], nproc=2)
+    0
+    >>> sorted(os.listdir(folder))
+    ['0-of-2', '1-of-2', 'job.py']
+    >>> with open(script, "w") as f:   # rank 1 fails: its status is the launcher's
+    ...     _ = f.write("import os, sys; sys.exit(3 if os.environ['RANK'] == '1' else 0)\\n")
+    >>> run(script, nproc=2)
+    3
+    >>> shutil.rmtree(folder)
+    """
     if nproc is None:
         from . import _core
 
@@ -74,8 +122,52 @@ def run(script, args=(), nproc=None, grace=5.0):
 
 
 def main(argv=None):
-    """python -m gpuhost.launch [-n N] [--grace S] script.py args...: run the script in N
-    processes and return run()'s status."""
+    """The entry point of ``python -m gpuhost.launch``, which runs a script in N processes.
+
+    ``python -m gpuhost.launch [-n N] [--grace S] script.py [args ...]`` parses its
+    arguments here and runs the script with `run`; the module exits with the status
+    this returns. ``-n``/``--nproc`` is the number of processes (default one per GPU),
+    ``--grace`` the seconds between SIGTERM and SIGKILL (default 5); the arguments after
+    the script, options included, are the script's.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        The arguments after ``python -m gpuhost.launch``; by default ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        `run`'s status: 0 when every process succeeded.
+
+    Raises
+    ------
+    SystemExit
+        Bad arguments (argparse prints the usage), or ``--help``.
+
+    Examples
+    --------
+    In a shell, two processes, each running ``train.py --epochs 3``::
+
+        $ python -m gpuhost.launch -n 2 train.py --epochs 3
+
+    The same from Python:
+
+    >>> import os, shutil, tempfile
+    >>> from gpuhost.launch import main
+    >>> folder = tempfile.mkdtemp()
+    >>> script = os.path.join(folder, "train.py")
+    >>> with open(script, "w") as f:
+    ...     _ = f.write("import os, sys\\n"
+    ...                 "assert sys.argv[1:] == ['--epochs', '3']\\n"
+    ...                 "open(os.path.join(os.path.dirname(__file__), os.environ['RANK']), "
+    ...                 "'w').close()\\n")
+    >>> main(["-n", "2", script, "--epochs", "3"])
+    0
+    >>> sorted(os.listdir(folder))
+    ['0', '1', 'train.py']
+    >>> shutil.rmtree(folder)
+    """
     opts = _parse(sys.argv[1:] if argv is None else argv)
     return run(opts.script, opts.args, opts.nproc, opts.grace)
 

@@ -93,8 +93,22 @@ def range_push(message, color=None):
 
 
 def range_pop():
-    """Close the innermost range opened by `range_push`; returns the depth it had
-    (negative when no profiler is attached)."""
+    """Close this thread's innermost range opened by `range_push`.
+
+    Returns
+    -------
+    int
+        The depth the range had, the number its `range_push` returned; negative when no
+        profiler is attached.
+
+    Examples
+    --------
+    >>> from gpuhost import nvtx
+    >>> depth = nvtx.range_push("load")
+    >>> d = gpuhost.to_device(np.ones(8))  # the work the range covers
+    >>> nvtx.range_pop() == depth
+    True
+    """
     return _core.nvtx_range_pop()
 
 
@@ -121,8 +135,31 @@ class range:  # noqa: A001 - NVTX's own name, as in the nvtx package
     """
 
     __slots__ = {
-        "message": "The range's message, a str.",
-        "color": "The range's ARGB color as an int, or None for none.",
+        "message": """The range's message, a str.
+
+        The text the profiler shows, ``str(message)`` of what was given.
+
+        Examples
+        --------
+        >>> from gpuhost import nvtx
+        >>> nvtx.range("step").message, nvtx.range(42).message
+        ('step', '42')
+        """,
+        "color": """The range's ARGB color as an int, or None for none.
+
+        A color name is looked up in `COLORS`; an int under ``0x01000000`` (RGB) is made
+        opaque.
+
+        Examples
+        --------
+        >>> from gpuhost import nvtx
+        >>> hex(nvtx.range("step", color="red").color)
+        '0xffff0000'
+        >>> hex(nvtx.range("step", color=0x00FF00).color)
+        '0xff00ff00'
+        >>> print(nvtx.range("step").color)
+        None
+        """,
     }
 
     def __init__(self, message, color=None):

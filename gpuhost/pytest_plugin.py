@@ -45,17 +45,38 @@ _MIB = 2**20
 
 
 def pytest_addoption(parser):
-    """pytest's hook adding the plugin's options: --gpuhost-device and --gpuhost-leak-tolerance.
+    """pytest's hook adding the options ``--gpuhost-device`` and ``--gpuhost-leak-tolerance``.
 
     ``--gpuhost-device N`` runs the tests on device N (its primary context current,
     CUDA_DEVICE=N); ``--gpuhost-leak-tolerance BYTES`` is how far the device's free memory
-    may fall during a test using `gpuhost_leak_check` (default 64 MiB).
+    may fall during a test using `gpuhost_leak_check` (default 64 MiB). They are in the
+    "gpuhost (CUDA)" group of ``pytest --help``. Called by pytest, not by users.
+
+    Parameters
+    ----------
+    parser : pytest.Parser
+        pytest's command-line parser.
 
     Examples
     --------
     On the command line::
 
         pytest --gpuhost-device 1 --gpuhost-leak-tolerance 0
+
+    What the hook adds, shown with a stand-in for pytest's parser:
+
+    >>> from gpuhost import pytest_plugin
+    >>> class Group:
+    ...     def addoption(self, name, **kwargs):
+    ...         print(name, kwargs["metavar"], kwargs["default"])
+    >>> class Parser:
+    ...     def getgroup(self, name, description=""):
+    ...         print("group", name)
+    ...         return Group()
+    >>> pytest_plugin.pytest_addoption(Parser())
+    group gpuhost
+    --gpuhost-device N None
+    --gpuhost-leak-tolerance BYTES 67108864
     """
     group = parser.getgroup("gpuhost", "gpuhost (CUDA)")
     group.addoption("--gpuhost-device", type=int, default=None, metavar="N",
@@ -102,6 +123,11 @@ def pytest_configure(config):
     ``k % device count``; it is selected (``select_device``) before the test modules are
     imported. Called by pytest, not by users.
 
+    Parameters
+    ----------
+    config : pytest.Config
+        pytest's configuration, with the options of `pytest_addoption`.
+
     Raises
     ------
     pytest.UsageError
@@ -116,6 +142,28 @@ def pytest_configure(config):
 
         @pytest.mark.gpus(2)
         def test_peer_copy(): ...
+
+    What it does with ``--gpuhost-device 1``, shown with a stand-in for pytest's
+    configuration:
+
+    >>> import os, types
+    >>> import pytest
+    >>> from gpuhost import pytest_plugin
+    >>> class Config:
+    ...     def __init__(self, device=None):
+    ...         self.option = types.SimpleNamespace(gpuhost_device=device)
+    ...         self.stash = pytest.Stash()
+    ...     def getoption(self, name):
+    ...         return getattr(self.option, name)
+    ...     def addinivalue_line(self, name, line):
+    ...         print(name, "=", line)
+    >>> pytest_plugin.pytest_configure(Config(device=1))
+    markers = cuda: needs a usable CUDA device; skipped otherwise
+    markers = gpus(n): needs at least n CUDA devices; skipped otherwise
+    >>> gpuhost.gpus.current.id, os.environ["CUDA_DEVICE"]
+    (1, '1')
+    >>> del os.environ["CUDA_DEVICE"]           # undone, for what follows here
+    >>> _ = gpuhost.select_device(0)
     """
     config.addinivalue_line("markers", "cuda: needs a usable CUDA device; skipped otherwise")
     config.addinivalue_line("markers", "gpus(n): needs at least n CUDA devices; skipped "

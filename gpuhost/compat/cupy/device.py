@@ -57,11 +57,6 @@ class Device:
     device : int or gpuhost.compat.cupy.device.Device, optional
         An id, a Device (this one's or gpuhost's), or None for the current device.
 
-    Attributes
-    ----------
-    id : int
-        The device's id.
-
     Examples
     --------
     >>> from gpuhost.compat import cupy as cuda
@@ -72,7 +67,24 @@ class Device:
     (0, True)
     """
 
-    __slots__ = ("id", "__weakref__")
+    __slots__ = {
+        "id": """The device's id, an int, its ordinal as in ``gpuhost.gpus[id]``.
+
+        Fixed when the Device is made (None there: the device current then); ``int(dev)``
+        is the same number.
+
+        Examples
+        --------
+        >>> from gpuhost.compat import cupy as cuda
+        >>> cuda.Device(1).id, cuda.Device(gpuhost.gpus[1]).id
+        (1, 1)
+        >>> with cuda.Device(1):
+        ...     dev = cuda.Device()
+        >>> dev.id, int(dev), cuda.Device().id
+        (1, 1, 0)
+        """,
+        "__weakref__": None,
+    }
 
     def __init__(self, device=None):
         if device is None:
@@ -201,7 +213,7 @@ class Device:
 
     @property
     def compute_capability(self):
-        """The compute capability as CuPy writes it: major and minor digits, e.g. "90".
+        """The compute capability as CuPy writes it, major and minor digits (``"90"``).
 
         Examples
         --------
@@ -213,7 +225,7 @@ class Device:
 
     @property
     def pci_bus_id(self):
-        """The PCI bus id, e.g. "0000:3B:00.0" (cudaDeviceGetPCIBusId).
+        """The PCI bus id, as ``"0000:3B:00.0"`` (cudaDeviceGetPCIBusId).
 
         Examples
         --------

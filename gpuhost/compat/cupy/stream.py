@@ -611,7 +611,24 @@ class Event:
     True
     """
 
-    __slots__ = ("_event", "ptr", "__weakref__")
+    __slots__ = {
+        "_event": "The gpuhost Event this one wraps.",
+        "ptr": """The event's handle, the CUevent as an int.
+
+        For handing the event to other CUDA libraries (through ctypes, say); the same
+        as the wrapped gpuhost Event's ``handle``, valid while the Event lives.
+
+        Examples
+        --------
+        >>> from gpuhost.compat import cupy as cuda
+        >>> e = cuda.Event()
+        >>> isinstance(e.ptr, int), e.ptr != 0, e.ptr != cuda.Event().ptr
+        (True, True, True)
+        >>> e
+        <Event ... (device 0)>
+        """,
+        "__weakref__": None,
+    }
 
     def __init__(self, block=False, disable_timing=False, interprocess=False):
         if interprocess and not disable_timing:
