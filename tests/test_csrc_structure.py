@@ -130,7 +130,9 @@ def test_the_architecture_map_names_every_file_and_no_missing_one():
     for f in _sources(CSRC):
         assert f in named or f in words or (f.endswith("_docs.h") and "*_docs.h" in block), \
             "csrc/%s is not on the map" % f
-    package = os.path.join(ROOT, "gpuhost")
+    import gpuhost
+
+    package = os.path.dirname(os.path.abspath(gpuhost.__file__))  # the installed one, too
     for dirpath, _, files in os.walk(package):
         rel = os.path.relpath(dirpath, package)
         for f in files:
@@ -139,11 +141,12 @@ def test_the_architecture_map_names_every_file_and_no_missing_one():
                 assert path in block or (rel != "." and f == "__init__.py"), \
                     "gpuhost/%s is not on the map" % path
     present = set()
-    for dirpath, dirs, files in os.walk(ROOT):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("build", "__pycache__")]
-        rel = os.path.relpath(dirpath, ROOT)
-        present.update(files)
-        present.update(os.path.join(rel, f) for f in files)
+    for top, prefix in ((ROOT, ""), (package, "gpuhost")):
+        for dirpath, dirs, files in os.walk(top):
+            dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("build", "__pycache__")]
+            rel = os.path.join(prefix, os.path.relpath(dirpath, top))
+            present.update(files)
+            present.update(os.path.join(rel, f) for f in files)
     for f in sorted(named - {"cuda.h", "nvrtc.h", "nccl.h"}):  # CUDA's own headers
         if "*" in f:
             continue
