@@ -14,6 +14,7 @@ real kernel's result) says so with ``# doctest: +SKIP``.  The examples' globals 
 import doctest
 import gc
 import importlib
+import importlib.metadata
 import inspect
 import pkgutil
 import re
@@ -132,6 +133,18 @@ def _frozen_heap():
     gc.unfreeze()
 
 
+def _has_numba_cuda():
+    """Whether numba-cuda (gpuhost's jit extra) is installed, without importing it."""
+    try:
+        importlib.metadata.version("numba-cuda")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+HAS_NUMBA_CUDA = _has_numba_cuda()
+
+
 @pytest.mark.parametrize("qual, doc", WITH_EXAMPLES, ids=[q for q, _ in WITH_EXAMPLES])
 def test_docstring_examples_run(qual, doc, fake_kernels, _frozen_heap, monkeypatch):
     test = doctest.DocTestParser().get_doctest(doc, {"gpuhost": gpuhost, "np": np}, qual,
@@ -139,6 +152,10 @@ def test_docstring_examples_run(qual, doc, fake_kernels, _frozen_heap, monkeypat
     if all(example.options.get(doctest.SKIP) for example in test.examples):
         pytest.skip("every example of %s is marked +SKIP (it needs a real GPU, another "
                     "process, IPython or the like)" % qual)
+    if not HAS_NUMBA_CUDA and any(re.search(r"\bjit\b", example.source)
+                                  for example in test.examples):
+        pytest.skip("the examples of %s compile a Python kernel: they need numba-cuda "
+                    "(gpuhost's jit extra), which is not installed" % qual)
     report = []
     runner = doctest.DocTestRunner(optionflags=FLAGS, verbose=False)
     # The examples start where a user's session does, on device 0 (under pytest-xdist,
