@@ -152,3 +152,12 @@ def test_the_architecture_map_names_every_file_and_no_missing_one():
             continue
         tails = {p for p in present if p == f or p.endswith("/" + f)}
         assert tails, "the map names %s, which is gone" % f
+
+
+def test_plan_layout_and_helper_registered_refuse_bad_input():
+    from gpuhost import _core
+
+    with pytest.raises(TypeError, match="plan_layout\\(\\) takes a DeviceArray, not list"):
+        _core.plan_layout([1, 2])
+    with pytest.raises(ValueError, match="no helper is called 'nope'"):
+        _core._helper_registered("nope")
