@@ -31,6 +31,8 @@ gh_context_of(gh_state *st, gh_device *dev)
     ctx->generation = 0;
     ctx->stale = NULL;
     ctx->ended_by = NULL;
+    ctx->order_event = NULL;
+    ctx->order_generation = 0;
     ctx->weakreflist = NULL;
     PyObject_GC_Track(ctx);
     dev->context = (PyObject *)ctx; /* the Device owns it */
@@ -74,6 +76,13 @@ context_release(gh_context *ctx, const char *why)
     if (ctx->handle == NULL) {
         return;
     }
+    if (ctx->order_event != NULL && ctx->order_generation == ctx->generation) {
+        res = gh_cu.EventDestroy(ctx->order_event);
+        if (res != CUDA_SUCCESS) {
+            gh_warn_cleanup(res, GH_CU_EventDestroy);
+        }
+    }
+    ctx->order_event = NULL;
     res = gh_cu.DevicePrimaryCtxRelease(ctx->device->handle);
     if (res != CUDA_SUCCESS) {
         gh_warn_cleanup(res, GH_CU_DevicePrimaryCtxRelease);

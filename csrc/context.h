@@ -19,6 +19,10 @@ struct gh_context {
     /* What ended the last generation, for the errors of objects made before it (a static
        string: "gpuhost.close()" or "a reset() of the device"), or NULL. */
     const char *ended_by;
+    /* The event that orders one stream after another (gh_stream_order_after), made on first
+       use in generation `order_generation`, destroyed when gpuhost's retain ends. */
+    CUevent order_event;
+    uint64_t order_generation;
 };
 
 int gh_context_init_type(PyObject *module, gh_state *st);

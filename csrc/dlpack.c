@@ -51,8 +51,8 @@ dl_dtype_of(PyArray_Descr *d, gh_dl_dtype *out)
     }
 }
 
-static PyArray_Descr *
-descr_of(gh_dl_dtype t)
+void *
+gh_dlpack_descr_of(gh_dl_dtype t)
 {
     static const char kinds[] = {'i', 'u', 'f', 0, 0, 'c', 'b'};
     char spec[16];
@@ -164,11 +164,6 @@ order_streams(gh_devicearray *a, CUstream consumer)
 {
     gh_state *st = gh_state_of_type(Py_TYPE(a));
     gh_stream_ref producer;
-    CUevent ev = NULL;
-    CUresult res, destroyed;
-    gh_cu_id id = GH_CU_EventCreate;
-    int pushed;
-
     if (gh_stream_resolve(st, a->stream, &producer) < 0) {
         return -1;
     }
@@ -178,26 +173,7 @@ order_streams(gh_devicearray *a, CUstream consumer)
     if (producer.handle == consumer) {
         return 0;
     }
-    if (gh_context_enter(a->context, &pushed) < 0) {
-        return -1;
-    }
-    res = gh_cu.EventCreate(&ev, CU_EVENT_DISABLE_TIMING);
-    if (res == CUDA_SUCCESS) {
-        id = GH_CU_EventRecord;
-        res = gh_cu.EventRecord(ev, producer.handle);
-        if (res == CUDA_SUCCESS) {
-            id = GH_CU_StreamWaitEvent;
-            res = gh_cu.StreamWaitEvent(consumer, ev, 0);
-        }
-        destroyed = gh_cu.EventDestroy(ev); /* released once the wait has been satisfied */
-        if (destroyed != CUDA_SUCCESS) {
-            gh_warn_cleanup(destroyed, GH_CU_EventDestroy);
-        }
-    }
-    if (gh_context_leave(a->context, pushed) < 0) {
-        return -1;
-    }
-    return gh_check(res, id);
+    return gh_stream_order_after(a->context, producer.handle, a->context, consumer);
 }
 
 static int
@@ -336,81 +312,69 @@ static PyType_Spec dl_owner_spec = {
     .slots = dl_owner_slots,
 };
 
-static PyObject *
-mod_dlpack_import(PyObject *module, PyObject *capsule)
+int
+gh_dlpack_take(gh_state *st, PyObject *capsule, gh_dl_tensor **t, PyObject **owner)
 {
-    gh_state *st = gh_state_of_module(module);
     gh_dl_managed_versioned *v = NULL;
     gh_dl_managed *l = NULL;
-    gh_dl_tensor *t;
-    npy_intp shape[GH_MAXDIMS], strides[GH_MAXDIMS];
-    PyArray_Descr *descr;
-    gh_device *dev;
-    gh_context *ctx;
-    dl_owner *owner;
-    PyObject *res;
+    dl_owner *o;
 
     if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
         v = PyCapsule_GetPointer(capsule, "dltensor_versioned");
-        t = &v->dl_tensor;
         if (v->version.major != 1) {
             PyErr_Format(PyExc_BufferError, "DLPack version %u.%u is not supported",
                          v->version.major, v->version.minor);
-            return NULL;
+            return -1;
         }
+        *t = &v->dl_tensor;
     }
     else if (PyCapsule_IsValid(capsule, "dltensor")) {
         l = PyCapsule_GetPointer(capsule, "dltensor");
-        t = &l->dl_tensor;
+        *t = &l->dl_tensor;
     }
     else {
-        PyErr_SetString(
-            PyExc_TypeError,
-            "expected an unconsumed DLPack capsule ('dltensor' or 'dltensor_versioned')");
-        return NULL;
+        PyErr_SetString(PyExc_TypeError,
+                        (PyCapsule_IsValid(capsule, "used_dltensor") ||
+                         PyCapsule_IsValid(capsule, "used_dltensor_versioned"))
+                            ? "this DLPack capsule was consumed already: a capsule can be "
+                              "imported once"
+                            : "expected an unconsumed DLPack capsule ('dltensor' or "
+                              "'dltensor_versioned')");
+        return -1;
     }
-    if (t->device.device_type != GH_DL_CUDA && t->device.device_type != GH_DL_CUDA_MANAGED) {
-        PyErr_Format(PyExc_BufferError,
-                     "the tensor is not in CUDA device memory (DLPack device type %d)",
-                     (int)t->device.device_type);
-        return NULL;
+    if ((o = PyObject_New(dl_owner, st->DLPackOwnerType)) == NULL) {
+        return -1;
     }
-    if (t->ndim < 0 || t->ndim > GH_MAXDIMS) {
-        PyErr_Format(PyExc_BufferError, "a DLPack tensor with %d dimensions", (int)t->ndim);
-        return NULL;
-    }
-    descr = descr_of(t->dtype);
-    if (descr == NULL) {
-        return NULL;
-    }
-    for (int i = t->ndim - 1; i >= 0; i--) {
-        shape[i] = (npy_intp)t->shape[i];
-        strides[i] = t->strides ? (npy_intp)t->strides[i] * PyDataType_ELSIZE(descr)
-                                : (i == t->ndim - 1 ? PyDataType_ELSIZE(descr)
-                                                    : strides[i + 1] * shape[i + 1]);
-    }
-    if ((dev = gh_device_get(st, t->device.device_id)) == NULL ||
-        (ctx = gh_context_of(st, dev)) == NULL || gh_context_activate(ctx) < 0 ||
-        (owner = PyObject_New(dl_owner, st->DLPackOwnerType)) == NULL) {
-        Py_DECREF(descr);
-        return NULL;
-    }
-    owner->legacy = l;
-    owner->versioned = v;
+    o->legacy = l;
+    o->versioned = v;
     /* consumed: the owner calls the deleter, the capsule must not */
     PyCapsule_SetName(capsule, v ? "used_dltensor_versioned" : "used_dltensor");
-    res = gh_devicearray_new(st, ctx, ctx->generation,
-                             (CUdeviceptr)(uintptr_t)t->data + t->byte_offset, (PyObject *)owner,
-                             descr, t->ndim, shape, strides, NULL);
-    Py_DECREF(owner);
-    Py_DECREF(descr);
-    return res;
+    *owner = (PyObject *)o;
+    return 0;
 }
 
-static PyMethodDef dlpack_module_methods[] = {
-    {"dlpack_import", mod_dlpack_import, METH_O, dlpack_module_dlpack_import_doc},
-    {NULL, NULL, 0, NULL},
-};
+PyObject *
+gh_dlpack_own(gh_state *st, gh_dl_managed_versioned *m)
+{
+    dl_owner *o = PyObject_New(dl_owner, st->DLPackOwnerType);
+    if (o == NULL) {
+        if (m->deleter != NULL) {
+            m->deleter(m);
+        }
+        return NULL;
+    }
+    o->legacy = NULL;
+    o->versioned = m;
+    return (PyObject *)o;
+}
+
+/* Whether a versioned capsule's tensor was exported read-only (its flags). */
+int
+gh_dlpack_owner_readonly(PyObject *owner)
+{
+    dl_owner *o = (dl_owner *)owner;
+    return o->versioned != NULL && (o->versioned->flags & GH_DL_FLAG_READ_ONLY) != 0;
+}
 
 int
 gh_dlpack_init(PyObject *module, gh_state *st)
@@ -419,5 +383,5 @@ gh_dlpack_init(PyObject *module, gh_state *st)
     if (st->DLPackOwnerType == NULL) {
         return -1;
     }
-    return PyModule_AddFunctions(module, dlpack_module_methods);
+    return 0;
 }

@@ -59,7 +59,40 @@ typedef struct gh_dl_managed_versioned {
     gh_dl_tensor dl_tensor;
 } gh_dl_managed_versioned;
 
+/* DLPack's C exchange API (DLPack 1.3, dmlc/dlpack#174): a producer type's
+   __dlpack_c_exchange_api__ is a PyCapsule named "dlpack_exchange_api" of this table.  Each
+   function returns 0, or -1 with a Python exception set. */
+typedef struct gh_dl_exchange_header {
+    gh_dl_version version;
+    struct gh_dl_exchange_header *prev_api;
+} gh_dl_exchange_header;
+
+typedef struct {
+    gh_dl_exchange_header header;
+    void *managed_tensor_allocator;
+    int (*managed_tensor_from_py_object_no_sync)(void *py_object, gh_dl_managed_versioned **out);
+    void *managed_tensor_to_py_object_no_sync;
+    /* fills a DLTensor the caller owns, valid while the object lives; may be NULL */
+    int (*dltensor_from_py_object_no_sync)(void *py_object, gh_dl_tensor *out);
+    /* the producer's current stream on a device (NULL: its default stream) */
+    int (*current_work_stream)(int32_t device_type, int32_t device_id, void **out_stream);
+} gh_dl_exchange_api;
+
+#define GH_DL_EXCHANGE_CAPSULE "dlpack_exchange_api"
+
 int gh_dlpack_init(PyObject *module, gh_state *st);
+/* The NumPy dtype of a DLPack dtype (new reference), or NULL with BufferError. */
+void *gh_dlpack_descr_of(gh_dl_dtype t);
+/* Take over an unconsumed DLPack capsule ('dltensor' or 'dltensor_versioned', which is
+   renamed as used): *t is its tensor, *owner a new object whose end calls the producer's
+   deleter.  0, or -1 with TypeError (not such a capsule, or consumed already) or BufferError
+   (an unknown major version). */
+int gh_dlpack_take(gh_state *st, PyObject *capsule, gh_dl_tensor **t, PyObject **owner);
+/* Whether the tensor an owner of gh_dlpack_take holds was exported read-only. */
+int gh_dlpack_owner_readonly(PyObject *owner);
+/* An owner (as gh_dlpack_take's) of a versioned tensor the caller took from a producer;
+   new reference, or NULL (the deleter has then been called). */
+PyObject *gh_dlpack_own(gh_state *st, gh_dl_managed_versioned *m);
 /* DeviceArray.__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None). */
 PyObject *gh_dlpack_export(gh_devicearray *a, PyObject *args, PyObject *kwargs);
 

@@ -7,7 +7,10 @@
  * its n items' plans follow).
  */
 
+#include "cuda_api.h"
 #include "devicearray.h"
+#include "dlpack.h"
+#include "interop.h"
 #include "jit.h"
 #include "kernel.h"
 #include "state.h"
@@ -15,17 +18,48 @@
 #define NO_IMPORT_ARRAY
 #define PY_ARRAY_UNIQUE_SYMBOL gh_ARRAY_API
 #include <numpy/arrayobject.h>
+#include <numpy/arrayscalars.h>
 
 #include <string.h>
 
 /* ---- keys: what selects an overload ---- */
 
-/* Append n bytes; 0 if they do not fit (the launch is then not keyed). */
+void
+gh_jit_keybuf_init(jit_keybuf *kb)
+{
+    kb->bytes = kb->small;
+    kb->n = 0;
+    kb->cap = JIT_KEY_SMALL;
+    kb->keep = NULL;
+}
+
+void
+gh_jit_keybuf_free(jit_keybuf *kb)
+{
+    if (kb->bytes != kb->small) {
+        PyMem_Free(kb->bytes);
+    }
+    kb->bytes = kb->small;
+    Py_CLEAR(kb->keep);
+}
+
+/* Append n bytes, growing the key past the stack's; 0 if memory runs out (the launch is
+   then not keyed: numba's rules take it). */
 static int
 key_put(jit_keybuf *kb, const void *src, size_t n)
 {
-    if (kb->n + (Py_ssize_t)n > JIT_KEY_MAX) {
-        return 0;
+    if (kb->n + (Py_ssize_t)n > kb->cap) {
+        Py_ssize_t cap = 2 * (kb->n + (Py_ssize_t)n);
+        unsigned char *grown = PyMem_Malloc((size_t)cap);
+        if (grown == NULL) {
+            return 0;
+        }
+        memcpy(grown, kb->bytes, (size_t)kb->n);
+        if (kb->bytes != kb->small) {
+            PyMem_Free(kb->bytes);
+        }
+        kb->bytes = grown;
+        kb->cap = cap;
     }
     memcpy(kb->bytes + kb->n, src, n);
     kb->n += (Py_ssize_t)n;
@@ -61,37 +95,144 @@ key_dtype(jit_keybuf *kb, PyArray_Descr *d, int keep)
 }
 
 /* numba's layout of an array: 'C' (C-contiguous), 'F' (Fortran-contiguous) or 'A';
-   extents of 1 do not decide, an empty array is contiguous. */
+   extents of 1 do not decide, an empty array is contiguous (interop.c's rule, which is
+   also numba's for other libraries' arrays read through DLPack). */
 char
 gh_jit_array_layout(const gh_devicearray *a)
 {
-    Py_ssize_t itemsize = PyDataType_ELSIZE((PyArray_Descr *)a->dtype), step = itemsize;
-    int c = 1, f = 1;
-    if (a->ndim == 1) { /* the common case: C (and F) when contiguous or of one element */
-        return (a->strides[0] == itemsize || a->shape[0] <= 1) ? 'C' : 'A';
-    }
-    for (int i = 0; i < a->ndim; i++) {
-        if (a->shape[i] == 0) {
-            return 'C';
-        }
-    }
-    for (int i = a->ndim - 1; i >= 0; i--) {
-        if (a->shape[i] != 1 && a->strides[i] != step) {
-            c = 0;
-        }
-        step *= a->shape[i];
-    }
-    step = itemsize;
-    for (int i = 0; i < a->ndim; i++) {
-        if (a->shape[i] != 1 && a->strides[i] != step) {
-            f = 0;
-        }
-        step *= a->shape[i];
-    }
-    return c ? 'C' : (f ? 'F' : 'A');
+    return gh_layout_of(a->ndim, a->shape, a->strides,
+                        PyDataType_ELSIZE((PyArray_Descr *)a->dtype));
 }
 
-static int key_arg(gh_state *st, jit_keybuf *kb, PyObject *arg, int depth, int keep);
+/* ---- other libraries' arrays: read once, keyed, packed, ordered ---- */
+
+void
+gh_jit_views_init(jit_views *vs, gh_state *st, PyObject *stream)
+{
+    vs->v = vs->small;
+    vs->n = vs->next = 0;
+    vs->cap = JIT_VIEWS_SMALL;
+    vs->use_ready = 0;
+    vs->stream = stream;
+    vs->st = st;
+}
+
+void
+gh_jit_views_free(jit_views *vs)
+{
+    for (int i = 0; i < vs->n; i++) {
+        gh_foreign_release(&vs->v[i]);
+    }
+    if (vs->v != vs->small) {
+        PyMem_Free(vs->v);
+    }
+    vs->v = vs->small;
+    vs->n = vs->next = 0;
+}
+
+/* The launch's use of other libraries' arrays, its stream resolved on first need. */
+static gh_foreign_use *
+views_use(jit_views *vs)
+{
+    gh_stream_ref ref;
+    if (!vs->use_ready) {
+        if (gh_stream_resolve(vs->st, vs->stream, &ref) < 0) {
+            return NULL;
+        }
+        gh_foreign_use_init(&vs->use, vs->st, ref.context, ref.handle, GH_FOREIGN_LAYOUT);
+        vs->use_ready = 1;
+    }
+    return &vs->use;
+}
+
+/* Room for one more view; NULL with MemoryError. */
+static gh_foreign *
+views_slot(jit_views *vs)
+{
+    if (vs->n == vs->cap) {
+        gh_foreign *grown = PyMem_Malloc(sizeof(gh_foreign) * (size_t)vs->cap * 2);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        memcpy(grown, vs->v, sizeof(gh_foreign) * (size_t)vs->n);
+        if (vs->v != vs->small) {
+            PyMem_Free(vs->v);
+        }
+        vs->v = grown;
+        vs->cap *= 2;
+    }
+    return &vs->v[vs->n];
+}
+
+int
+gh_jit_views_order(jit_views *vs, gh_kernel *k)
+{
+    if (vs->n == 0) {
+        return 0;
+    }
+    vs->use.context = k->module->context;
+    for (int i = 0; i < vs->n; i++) {
+        if (gh_foreign_order(&vs->use, &vs->v[i]) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A plain numeric dtype of native byte order, keyed by its number (as DeviceArrays are). */
+static int
+plain_dtype(PyArray_Descr *d)
+{
+    int num = d->type_num;
+    return (num <= NPY_CLONGDOUBLE || num == NPY_HALF) && PyDataType_ISNOTSWAPPED(d) &&
+           !PyDataType_HASFIELDS(d) && !PyDataType_HASSUBARRAY(d);
+}
+
+/* Key another library's array as numba-cuda 0.30 types it (interop.c reads it): dtype,
+   ndim, numba's layout, read-only.  1 keyed, 0 not keyed here, -1 error. */
+static int
+key_foreign(jit_keybuf *kb, jit_views *vs, PyObject *arg)
+{
+    gh_foreign_use *u = views_use(vs);
+    gh_foreign *f = u ? views_slot(vs) : NULL;
+    unsigned char key[7];
+    char layout;
+    int r;
+    if (f == NULL) {
+        return -1;
+    }
+    u->index = vs->arg;
+    if ((r = gh_foreign_read(u, arg, f)) < 0) {
+        return -1;
+    }
+    if (r != 1) {
+        return 0; /* no device array: numba's rules decide what it is */
+    }
+    vs->n++; /* read: released with the views */
+    if (f->numba_typed || (layout = gh_foreign_numba_layout(f)) == 0) {
+        return 0; /* typed by numba itself, or numba's typing fails: its rules say so */
+    }
+    key[0] = 'A';
+    if (f->descr != NULL && plain_dtype((PyArray_Descr *)f->descr)) {
+        key[1] = 'n'; /* the same key as a DeviceArray's: numba types both alike */
+        key[2] = (unsigned char)((PyArray_Descr *)f->descr)->type_num;
+        key[3] = (unsigned char)f->ndim, key[4] = (unsigned char)layout;
+        key[5] = (unsigned char)f->readonly;
+        return key_put(kb, key, 6);
+    }
+    if (f->descr == NULL && f->dl.code == GH_DL_BFLOAT && f->dl.bits == 16) {
+        key[1] = 'L', key[2] = f->dl.code, key[3] = (unsigned char)f->ndim;
+        key[4] = (unsigned char)layout, key[5] = (unsigned char)f->readonly;
+        return key_put(kb, key, 6);
+    }
+    if (f->descr == NULL) {
+        return gh_foreign_raise_type(u, arg, f);
+    }
+    return 0;
+}
+
+static int key_arg(gh_state *st, jit_keybuf *kb, PyObject *arg, int depth, int keep, jit_views *vs);
 
 /* The numeric NumPy scalar types numba maps one to one (long double aside). */
 static int
@@ -105,7 +246,7 @@ plain_numpy_scalar(PyObject *arg)
 
 /* Key one argument as numba types it: 1 keyed, 0 not keyed here, -1 error. */
 static int
-key_arg(gh_state *st, jit_keybuf *kb, PyObject *arg, int depth, int keep)
+key_arg(gh_state *st, jit_keybuf *kb, PyObject *arg, int depth, int keep, jit_views *vs)
 {
     PyTypeObject *tp = Py_TYPE(arg);
     if (tp == st->DeviceArrayType) {
@@ -167,7 +308,7 @@ key_arg(gh_state *st, jit_keybuf *kb, PyObject *arg, int depth, int keep)
             return 0;
         }
         for (Py_ssize_t i = 0; i < n; i++) {
-            int r = key_arg(st, kb, PyTuple_GET_ITEM(arg, i), depth + 1, keep);
+            int r = key_arg(st, kb, PyTuple_GET_ITEM(arg, i), depth + 1, keep, vs);
             if (r <= 0) {
                 return r;
             }
@@ -177,19 +318,27 @@ key_arg(gh_state *st, jit_keybuf *kb, PyObject *arg, int depth, int keep)
     if (plain_numpy_scalar(arg)) {
         return key_byte(kb, 's') && key_put(kb, &tp, sizeof(tp));
     }
-    return 0;
+    if (vs == NULL || PyArray_Check(arg) || arg == Py_None) {
+        return 0; /* host arrays are numba's to copy in and out */
+    }
+    return key_foreign(kb, vs, arg);
 }
 
 int
-gh_jit_key_args(gh_state *st, jit_keybuf *kb, PyObject *const *args, Py_ssize_t nargs, int keep)
+gh_jit_key_args(gh_state *st, jit_keybuf *kb, PyObject *const *args, Py_ssize_t nargs, int keep,
+                jit_views *vs)
 {
-    kb->n = 0;
-    kb->keep = NULL;
-    if (nargs > 255 || !key_byte(kb, (int)nargs)) {
+    uint32_t count = (uint32_t)nargs;
+    gh_jit_keybuf_init(kb);
+    if (!key_put(kb, &count, sizeof(count))) {
         return 0;
     }
     for (Py_ssize_t i = 0; i < nargs; i++) {
-        int r = key_arg(st, kb, args[i], 0, keep);
+        int r;
+        if (vs != NULL) {
+            vs->arg = i; /* for the messages of a foreign argument's reading */
+        }
+        r = key_arg(st, kb, args[i], 0, keep, vs);
         if (r <= 0) {
             return r;
         }
@@ -241,22 +390,22 @@ int_value(PyObject *arg, unsigned long long *out)
 
 /* An array: meminfo, parent, nitems, itemsize, data, shape..., strides..., each 8 bytes
    (the sizes were checked against the kernel when the plan was added: not again here). */
+/* meminfo, parent, nitems, itemsize, data, shape..., strides... of one array argument. */
 static int
-pack_array(gh_kernel *k, jit_packer *pk, PyObject *arg, int ndim)
+pack_layout(jit_packer *pk, CUdeviceptr ptr, Py_ssize_t itemsize, int ndim, const Py_ssize_t *shape,
+            const Py_ssize_t *strides)
 {
-    gh_devicearray *a = (gh_devicearray *)arg;
     int n = 5 + 2 * ndim;
-    if (Py_TYPE(arg) != pk->array_type || a->ndim != ndim || a->context != k->module->context ||
-        a->generation != a->context->generation || pk->n + n > pk->nparams) {
-        return 0; /* the slow path reports it */
+    if (pk->n + n > pk->nparams) {
+        return 0;
     }
     /* locals, not pk's fields: the stores through the buffer could alias them */
     const gh_param *p = pk->params + pk->n;
     char *buf = pk->buf;
     void **ptrs = pk->ptrs + pk->n;
-    long long head[5] = {0, 0, 1, PyDataType_ELSIZE((PyArray_Descr *)a->dtype), (long long)a->ptr};
+    long long head[5] = {0, 0, 1, (long long)itemsize, (long long)ptr};
     for (int i = 0; i < ndim; i++) {
-        long long extent = a->shape[i], stride = a->strides[i];
+        long long extent = shape[i], stride = strides[i];
         char *d_extent = buf + p[5 + i].offset, *d_stride = buf + p[5 + ndim + i].offset;
         head[2] *= extent;
         memcpy(d_extent, &extent, 8);
@@ -273,15 +422,63 @@ pack_array(gh_kernel *k, jit_packer *pk, PyObject *arg, int ndim)
     return 1;
 }
 
+/* Whether another library's array is memory kernel k's device reaches as its own: the
+   exporter's device, or (not said, several devices) the driver's answer. */
+static int
+foreign_on_device(gh_kernel *k, const gh_foreign *f)
+{
+    int ordinal = f->device;
+    gh_context *ctx = k->module->context;
+    gh_state *st = gh_state_of_type(Py_TYPE(k));
+    if (ordinal < 0 && (st->devices == NULL || PyList_GET_SIZE(st->devices) < 2)) {
+        return 1; /* one device: all device memory is its */
+    }
+    if (ordinal < 0 && f->ptr != 0 &&
+        gh_cu.PointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, f->ptr) !=
+            CUDA_SUCCESS) {
+        ordinal = -1;
+    }
+    return ordinal < 0 || ordinal == ctx->device->id;
+}
+
+static int
+pack_array(gh_kernel *k, jit_packer *pk, PyObject *arg, int ndim)
+{
+    gh_devicearray *a = (gh_devicearray *)arg;
+    if (Py_TYPE(arg) != pk->array_type) {
+        jit_views *vs = pk->views;
+        gh_foreign *f = (vs != NULL && vs->next < vs->n) ? &vs->v[vs->next] : NULL;
+        if (f == NULL || f->obj != arg || f->ndim != ndim ||
+            (f->device != k->module->context->device->id && !foreign_on_device(k, f))) {
+            return 0; /* the slow path reports it */
+        }
+        vs->next++;
+        return pack_layout(pk, f->ptr, f->itemsize, ndim, f->shape, f->strides);
+    }
+    if (a->ndim != ndim || a->context != k->module->context ||
+        a->generation != a->context->generation) {
+        return 0; /* the slow path reports it */
+    }
+    return pack_layout(pk, a->ptr, PyDataType_ELSIZE((PyArray_Descr *)a->dtype), ndim, a->shape,
+                       a->strides);
+}
+
 static int
 pack_float(jit_packer *pk, PyObject *arg, int size)
 {
     double x;
     char *dst;
+    if (size == 4 && PyArray_IsScalar(arg, Float)) { /* np.float32: its bits as they are */
+        if ((dst = next_param(pk, 4)) == NULL) {
+            return 0;
+        }
+        memcpy(dst, &PyArrayScalar_VAL(arg, Float), 4);
+        return 1;
+    }
     if (PyComplex_Check(arg) || PyArray_IsScalar(arg, ComplexFloating)) {
         return 0;
     }
-    x = PyFloat_AsDouble(arg);
+    x = PyFloat_CheckExact(arg) ? PyFloat_AS_DOUBLE(arg) : PyFloat_AsDouble(arg);
     if (x == -1.0 && PyErr_Occurred()) {
         PyErr_Clear();
         return 0;

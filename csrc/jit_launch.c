@@ -129,10 +129,11 @@ slow_launch(gh_jitlaunch *self, PyObject *const *args, Py_ssize_t nargs)
     return res;
 }
 
-/* Pack by the entry's plan and launch k: 1 launched, 0 not packed here, -1 error. */
+/* Pack by the entry's plan (other libraries' arrays from `vs`, read while keying) and
+   launch k, its stream ordered after theirs: 1 launched, 0 not packed here, -1 error. */
 static int
 launch_entry(gh_jitlaunch *self, jit_entry *e, gh_kernel *k, PyObject *const *args,
-             Py_ssize_t nargs)
+             Py_ssize_t nargs, jit_views *vs)
 {
     union {
         max_align_t align;
@@ -140,7 +141,8 @@ launch_entry(gh_jitlaunch *self, jit_entry *e, gh_kernel *k, PyObject *const *ar
     } small;
     void *small_ptrs[JIT_PARAMS_MAX];
     jit_packer pk = {small.bytes, small_ptrs, k->params,
-                     0,           k->nparams, gh_state_of_type(Py_TYPE(self))->DeviceArrayType};
+                     0,           k->nparams, gh_state_of_type(Py_TYPE(self))->DeviceArrayType,
+                     vs};
     Py_ssize_t pos = 0;
     launch_dims d = self->dims;
     int ok = 1, r;
@@ -159,8 +161,10 @@ launch_entry(gh_jitlaunch *self, jit_entry *e, gh_kernel *k, PyObject *const *ar
     r = 0;
     if (ok && pk.n == k->nparams) {
         d.cooperative = e->cooperative;
-        r = (gh_kernel_check_dims(k, &d) < 0 || gh_kernel_launch_params(k, &d, pk.ptrs) < 0) ? -1
-                                                                                             : 1;
+        r = (gh_kernel_check_dims(k, &d) < 0 || gh_jit_views_order(vs, k) < 0 ||
+             gh_kernel_launch_params(k, &d, pk.ptrs) < 0)
+                ? -1
+                : 1;
     }
     if (pk.buf != small.bytes) {
         PyMem_Free(pk.buf);
@@ -168,14 +172,32 @@ launch_entry(gh_jitlaunch *self, jit_entry *e, gh_kernel *k, PyObject *const *ar
     return r;
 }
 
+/* The kernel of the launch's context: a gpuhost stream's (where the launch goes; sparing the
+   driver the question), else the current one, as numba launches.  NULL: none here (with an
+   error, or not: PyErr_Occurred). */
+static gh_kernel *
+launch_kernel(gh_state *st, gh_jitlaunch *self, const jit_entry *e)
+{
+    gh_context *ctx;
+    if (self->dims.stream != NULL && Py_IS_TYPE(self->dims.stream, st->StreamType) &&
+        ((gh_stream *)self->dims.stream)->kind == GH_STREAM_OWNED) {
+        ctx = ((gh_stream *)self->dims.stream)->context;
+    }
+    else if ((ctx = gh_context_current_or_null(st)) == NULL) {
+        return NULL;
+    }
+    return entry_kernel(e, ctx);
+}
+
 static PyObject *
 jitlaunch_vectorcall(gh_jitlaunch *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     gh_state *st = gh_state_of_type(Py_TYPE(self));
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *res = NULL;
     jit_keybuf kb;
+    jit_views vs;
     jit_entry *e;
-    gh_context *ctx;
     gh_kernel *k;
     int r;
 
@@ -186,31 +208,27 @@ jitlaunch_vectorcall(gh_jitlaunch *self, PyObject *const *args, size_t nargsf, P
     if (self->callbacks != NULL && PyList_GET_SIZE(self->callbacks) > 0) {
         return slow_launch(self, args, nargs);
     }
-    r = gh_jit_key_args(st, &kb, args, nargs, 0);
+    gh_jit_views_init(&vs, st, self->dims.stream);
+    r = gh_jit_key_args(st, &kb, args, nargs, 0, &vs);
     if (r < 0) {
-        return NULL;
+        goto done;
     }
     if (r == 0 || (e = find_entry(self->dispatcher, &kb)) == NULL ||
-        (e->lcs && !same_dims(&e->lcs_dims, &self->dims))) {
-        return slow_launch(self, args, nargs);
+        (e->lcs && !same_dims(&e->lcs_dims, &self->dims)) ||
+        (k = launch_kernel(st, self, e)) == NULL) {
+        if (!PyErr_Occurred()) {
+            res = slow_launch(self, args, nargs);
+        }
+        goto done;
     }
-    /* The kernel of the launch's context: a gpuhost stream's (where the launch goes;
-       sparing the driver the question), else the current one, as numba launches. */
-    if (self->dims.stream != NULL && Py_IS_TYPE(self->dims.stream, st->StreamType) &&
-        ((gh_stream *)self->dims.stream)->kind == GH_STREAM_OWNED) {
-        ctx = ((gh_stream *)self->dims.stream)->context;
+    r = launch_entry(self, e, k, args, nargs, &vs);
+    if (r >= 0) {
+        res = r ? Py_NewRef(Py_None) : slow_launch(self, args, nargs);
     }
-    else if ((ctx = gh_context_current_or_null(st)) == NULL) {
-        return PyErr_Occurred() ? NULL : slow_launch(self, args, nargs);
-    }
-    if ((k = entry_kernel(e, ctx)) == NULL) {
-        return slow_launch(self, args, nargs);
-    }
-    r = launch_entry(self, e, k, args, nargs);
-    if (r < 0) {
-        return NULL;
-    }
-    return r ? Py_NewRef(Py_None) : slow_launch(self, args, nargs);
+done:
+    gh_jit_views_free(&vs);
+    gh_jit_keybuf_free(&kb);
+    return res;
 }
 
 static PyObject *
@@ -456,20 +474,23 @@ jitdispatcher_key(gh_jitdispatcher *self, PyObject *args)
 {
     gh_state *st = dispatcher_state((PyObject *)self);
     jit_keybuf kb;
+    jit_views vs;
     PyObject *res;
     int r;
     if (!PyTuple_Check(args)) {
         PyErr_SetString(PyExc_TypeError, "_jit_key() takes a tuple of arguments");
         return NULL;
     }
-    r = gh_jit_key_args(st, &kb, &PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args), 1);
+    gh_jit_views_init(&vs, st, NULL);
+    r = gh_jit_key_args(st, &kb, &PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args), 1, &vs);
+    gh_jit_views_free(&vs);
     if (r <= 0) {
-        Py_XDECREF(kb.keep);
+        gh_jit_keybuf_free(&kb);
         return r < 0 ? NULL : Py_NewRef(Py_None);
     }
     res = Py_BuildValue("(y#N)", (const char *)kb.bytes, kb.n,
                         kb.keep ? PyList_AsTuple(kb.keep) : PyTuple_New(0));
-    Py_XDECREF(kb.keep);
+    gh_jit_keybuf_free(&kb);
     return res;
 }
 
@@ -537,13 +558,10 @@ jitdispatcher_add(gh_jitdispatcher *self, PyObject *args)
         return NULL;
     }
     k = (gh_kernel *)kernel;
-    if (keylen > JIT_KEY_MAX || check_plan(k, (const unsigned char *)plan, planlen, nargs) < 0) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_ValueError, "_jit_add(): key too long");
-        }
+    if (check_plan(k, (const unsigned char *)plan, planlen, nargs) < 0) {
         return NULL;
     }
-    memcpy(kb.bytes, key, (size_t)keylen);
+    kb.bytes = (unsigned char *)key; /* find_entry reads bytes and n alone */
     kb.n = keylen;
     if ((e = find_entry(self, &kb)) == NULL) {
         if (self->n_entries >= JIT_ENTRIES_MAX) {
@@ -642,6 +660,8 @@ jitdispatcher_pack(gh_jitdispatcher *self, PyObject *args)
     Py_ssize_t planlen, pos = 0;
     PyObject *argt, *kernel, *res = NULL;
     jit_packer pk;
+    jit_keybuf kb;
+    jit_views vs;
     gh_kernel *k;
     int ok = 1;
 
@@ -662,12 +682,18 @@ jitdispatcher_pack(gh_jitdispatcher *self, PyObject *args)
     pk.n = 0;
     pk.nparams = k->nparams;
     pk.array_type = st->DeviceArrayType;
+    pk.views = &vs;
+    gh_jit_views_init(&vs, st, NULL); /* other libraries' arrays: read as a launch keys them */
+    ok = gh_jit_key_args(st, &kb, &PyTuple_GET_ITEM(argt, 0), PyTuple_GET_SIZE(argt), 0, &vs) >= 0;
+    gh_jit_keybuf_free(&kb);
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(argt) && ok; i++) {
         ok = gh_jit_pack_planned(k, &pk, (const unsigned char *)plan, planlen, &pos,
                                  PyTuple_GET_ITEM(argt, i));
     }
-    res = (ok && pk.n == k->nparams) ? PyBytes_FromStringAndSize(pk.buf, (Py_ssize_t)k->argsize)
-                                     : Py_NewRef(Py_None);
+    res = PyErr_Occurred()             ? NULL
+          : (ok && pk.n == k->nparams) ? PyBytes_FromStringAndSize(pk.buf, (Py_ssize_t)k->argsize)
+                                       : Py_NewRef(Py_None);
+    gh_jit_views_free(&vs);
     PyMem_Free(pk.buf);
     return res;
 }

@@ -153,7 +153,7 @@ kernel_launch(gh_kernel *k, const launch_dims *d, PyObject *const *args, Py_ssiz
     if (gh_stream_resolve(st, d->stream, &ref) < 0 || check_stream_context(k, &ref) < 0) {
         return NULL;
     }
-    if (gh_kernel_pack(st, k, args, nargs, d->stream, &ab) < 0) {
+    if (gh_kernel_pack(st, k, args, nargs, &ref, &ab) < 0) {
         goto done;
     }
     if (launch_packed(st, k, d, &ref, ab.ptrs) < 0) {

@@ -6,6 +6,7 @@
 #define GPUHOST_KERNEL_H
 
 #include "code_image.h"
+#include "stream.h"
 
 /* float16 arguments are packed with PyFloat_Pack2, public from Python 3.11. */
 #if PY_VERSION_HEX < 0x030B0000
@@ -94,11 +95,13 @@ int gh_same_items(PyObject *a, PyObject *b);
    parameters known) with `nargs` arguments.  0, or -1 with the error set. */
 int gh_kernel_check_call(gh_kernel *k, gh_cu_id id, Py_ssize_t nargs);
 
-/* Check and pack `args` (nargs == k->nparams, checked) into `ab`, for a launch ordered on
-   `stream` (borrowed, may be NULL: the default stream); release with gh_argbuf_free even
-   on failure.  0, or -1 with TypeError/OverflowError/ValueError naming the parameter. */
+/* Check and pack `args` (nargs == k->nparams, checked) into `ab`, for a launch on the
+   resolved stream `ref` (NULL: a launch with no stream, as a graph's kernel node), which
+   is ordered after the streams of other libraries' arrays among them; release with
+   gh_argbuf_free even on failure.  0, or -1 with TypeError/OverflowError/ValueError naming
+   the parameter. */
 int gh_kernel_pack(gh_state *st, gh_kernel *k, PyObject *const *args, Py_ssize_t nargs,
-                   PyObject *stream, gh_argbuf *ab);
+                   const gh_stream_ref *ref, gh_argbuf *ab);
 void gh_argbuf_free(gh_argbuf *ab);
 
 /* CudaSupportError: kernel k's parameters cannot be known.  Returns -1. */

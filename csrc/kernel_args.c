@@ -11,9 +11,10 @@
 #include "device.h"
 #include "devicearray.h"
 #include "errors.h"
+#include "interop.h"
 #include "kernel.h"
-#include "services.h"
 #include "state.h"
+#include "stream.h"
 
 #define NO_IMPORT_ARRAY
 #define PY_ARRAY_UNIQUE_SYMBOL gh_ARRAY_API
@@ -350,8 +351,9 @@ reach_arg(gh_state *st, gh_kernel *k, Py_ssize_t i, CUdeviceptr ptr, int ordinal
     unsigned int memtype = 0;
     int pushed, can = 0;
 
-    if (ordinal == home->id || ptr == 0) {
-        return 0;
+    if (ordinal == home->id || ptr == 0 ||
+        (ordinal < 0 && st->devices != NULL && PyList_GET_SIZE(st->devices) < 2)) {
+        return 0; /* one device: all device memory is its */
     }
     if (gh_context_enter(ctx, &pushed) < 0) {
         return -1;
@@ -386,36 +388,29 @@ reach_arg(gh_state *st, gh_kernel *k, Py_ssize_t i, CUdeviceptr ptr, int ordinal
     return gh_context_peer_access(ctx, dev, 1);
 }
 
-/* An object exporting the CUDA array interface or DLPack: its device pointer, with the
-   launch stream made to wait for the exporter's stream (the foreign_pointer helper). */
+/* Another library's device array (DLPack's C exchange API, CuPy, the CUDA array interface,
+   __dlpack__): its address, with the launch's stream ordered after the exporter's (`u` is the
+   launch's; NULL where the launch has no stream, as a graph's kernel node). */
 static int
-pack_foreign(gh_state *st, gh_kernel *k, Py_ssize_t i, PyObject *arg, PyObject *stream, char *dst)
+pack_foreign(gh_state *st, gh_kernel *k, Py_ssize_t i, PyObject *arg, gh_foreign_use *u, char *dst)
 {
-    PyObject *argt = PyTuple_Pack(2, arg, stream ? stream : Py_None), *res;
-    unsigned long long ptr;
-    int ordinal;
-    res = argt ? gh_helper_call(st, GH_HELPER_FOREIGN_POINTER, argt) : NULL;
-    Py_XDECREF(argt);
-    if (res == NULL) {
-        return -1;
+    gh_foreign f;
+    int r, ordered = u->consumer != GH_NO_STREAM;
+    u->index = i;
+    r = gh_foreign_read(u, arg, &f);
+    if (r <= 0) {
+        return r < 0 ? -1 : arg_error(k, i, PyExc_TypeError, "cannot take", arg);
     }
-    if (res == Py_None) {
-        Py_DECREF(res);
-        return arg_error(k, i, PyExc_TypeError, "cannot take", arg);
-    }
-    if (!PyArg_ParseTuple(res, "Ki:foreign_pointer", &ptr, &ordinal)) {
-        Py_DECREF(res);
-        return -1;
-    }
-    Py_DECREF(res);
-    if (pack_pointer(k, i, arg, (CUdeviceptr)ptr, dst) < 0) {
-        return -1;
-    }
-    return reach_arg(st, k, i, (CUdeviceptr)ptr, ordinal);
+    r = (pack_pointer(k, i, arg, f.ptr, dst) < 0 || reach_arg(st, k, i, f.ptr, f.device) < 0 ||
+         (ordered && gh_foreign_order(u, &f) < 0))
+            ? -1
+            : 0;
+    gh_foreign_release(&f);
+    return r;
 }
 
 static int
-pack_arg(gh_state *st, gh_kernel *k, Py_ssize_t i, PyObject *arg, PyObject *stream, char *dst)
+pack_arg(gh_state *st, gh_kernel *k, Py_ssize_t i, PyObject *arg, gh_foreign_use *u, char *dst)
 {
     const gh_param *p = &k->params[i];
     PyTypeObject *tp = Py_TYPE(arg);
@@ -460,7 +455,7 @@ pack_arg(gh_state *st, gh_kernel *k, Py_ssize_t i, PyObject *arg, PyObject *stre
     }
     if (PyArray_Check(arg)) {
         if (!PyArray_CheckExact(arg) && PyObject_HasAttrString(arg, "__cuda_array_interface__")) {
-            return pack_foreign(st, k, i, arg, stream, dst); /* mapped or managed memory */
+            return pack_foreign(st, k, i, arg, u, dst); /* mapped or managed memory */
         }
         return arg_error(k, i, PyExc_TypeError,
                          "cannot take a host array; copy it to the device (gpuhost.to_device) "
@@ -477,7 +472,7 @@ pack_arg(gh_state *st, gh_kernel *k, Py_ssize_t i, PyObject *arg, PyObject *stre
     if (PyComplex_Check(arg)) {
         return pack_complex(k, i, arg, dst);
     }
-    return pack_foreign(st, k, i, arg, stream, dst);
+    return pack_foreign(st, k, i, arg, u, dst);
 }
 
 int
@@ -560,8 +555,10 @@ pack_fast(gh_state *st, gh_kernel *k, const gh_param *p, PyObject *arg, char *ds
 
 int
 gh_kernel_pack(gh_state *st, gh_kernel *k, PyObject *const *args, Py_ssize_t nargs,
-               PyObject *stream, gh_argbuf *ab)
+               const gh_stream_ref *ref, gh_argbuf *ab)
 {
+    gh_foreign_use u;
+    int u_ready = 0;
     ab->buf = ab->small.bytes;
     ab->ptrs = ab->small_ptrs;
     if (k->nparams > GH_SMALL_ARGS || k->argsize > GH_SMALL_ARGBUF) {
@@ -575,8 +572,17 @@ gh_kernel_pack(gh_state *st, gh_kernel *k, PyObject *const *args, Py_ssize_t nar
     }
     for (Py_ssize_t i = 0; i < nargs; i++) {
         ab->ptrs[i] = ab->buf + k->params[i].offset;
-        if (!pack_fast(st, k, &k->params[i], args[i], ab->ptrs[i]) &&
-            pack_arg(st, k, i, args[i], stream, ab->ptrs[i]) < 0) {
+        if (pack_fast(st, k, &k->params[i], args[i], ab->ptrs[i])) {
+            continue;
+        }
+        if (!u_ready) {
+            gh_foreign_use_init(&u, st, ref && ref->context ? ref->context : k->module->context,
+                                ref ? ref->handle : GH_NO_STREAM, GH_FOREIGN_POINTER);
+            u.who = k->name;
+            u.what = "parameter";
+            u_ready = 1;
+        }
+        if (pack_arg(st, k, i, args[i], &u, ab->ptrs[i]) < 0) {
             return -1;
         }
     }

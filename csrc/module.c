@@ -19,6 +19,7 @@
 #include "dlpack.h"
 #include "event.h"
 #include "graph.h"
+#include "interop.h"
 #include "jit.h"
 #include "kernel.h"
 #include "memory.h"
@@ -38,7 +39,7 @@
 static PyMethodDef *const function_tables[] = {
     gh_driver_methods,  gh_nvrtc_methods,   gh_current_methods,    gh_services_methods,
     gh_release_methods, gh_nvtx_methods,    gh_jit_methods,        gh_address_methods,
-    gh_program_methods, gh_display_methods, gh_array_copy_methods,
+    gh_program_methods, gh_display_methods, gh_array_copy_methods, gh_interop_methods,
 };
 
 static int
@@ -89,7 +90,8 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->NcclCommType);
     Py_VISIT(st->default_pools);
     Py_VISIT(st->devices);
-    return gh_services_traverse(st, visit, arg);
+    int r = gh_interop_traverse(st, visit, arg);
+    return r != 0 ? r : gh_services_traverse(st, visit, arg);
 }
 
 static int
@@ -117,6 +119,7 @@ module_clear(PyObject *module)
     Py_CLEAR(st->GraphExecType);
     Py_CLEAR(st->GraphNodeType);
     Py_CLEAR(st->NcclCommType);
+    gh_interop_clear(st);
     gh_services_clear(st);
     return 0;
 }

@@ -9,6 +9,7 @@
 
 #include "context.h"
 #include "devicearray.h"
+#include "interop.h"
 #include "nccl_api.h"
 #include "nccl_comm.h"
 #include "services.h"
@@ -90,23 +91,11 @@ get_buffer(gh_state *st, gh_nccl_comm *self, PyObject *obj, PyObject *stream, co
 {
     gh_devicearray *a;
     out->a = NULL;
-    if (PyObject_TypeCheck(obj, st->DeviceArrayType)) {
-        Py_INCREF(obj);
-        out->a = (gh_devicearray *)obj;
-    }
-    else {
-        PyObject *args = Py_BuildValue("(OOss)", obj, stream ? stream : Py_None, call, what);
-        PyObject *res = args ? gh_helper_call(st, GH_HELPER_NCCL_FOREIGN_ARRAY, args) : NULL;
-        Py_XDECREF(args);
-        if (res == NULL) {
-            return -1;
-        }
-        if (!PyObject_TypeCheck(res, st->DeviceArrayType)) {
-            Py_DECREF(res);
-            PyErr_SetString(PyExc_TypeError, "_foreign_array() must return a DeviceArray");
-            return -1;
-        }
-        out->a = (gh_devicearray *)res;
+    /* another library's array: a view over its memory, the stream ordered after its
+       exporter's (interop.c) */
+    out->a = (gh_devicearray *)gh_foreign_device_array(st, obj, stream, call, what);
+    if (out->a == NULL) {
+        return -1;
     }
     a = out->a;
     if ((a->generation != a->context->generation || a->context->handle == NULL) &&

@@ -19,10 +19,8 @@
 #define GH_HELPER_LIST(X)                                                                          \
     X(DESCRIBE_IMAGE, "describe_image")                                                            \
     X(GLOBAL_ARRAY, "global_array")                                                                \
-    X(FOREIGN_POINTER, "foreign_pointer")                                                          \
     X(COPY_DEVICE_LAYOUTS, "copy_device_layouts")                                                  \
     X(EXPORT_EVENT, "export_event")                                                                \
-    X(NCCL_FOREIGN_ARRAY, "nccl_foreign_array")                                                    \
     X(NCCL_EMPTY, "nccl_empty")                                                                    \
     X(GC_COLLECT, "gc_collect")                                                                    \
     X(ARRAY_GETITEM, "array_getitem")                                                              \
@@ -76,6 +74,19 @@ typedef struct {
     void *handle; /* CUevent */
 } gh_cached_event;
 
+/* A type whose instances interop.c reads as device arrays, and how (learnt once a type). */
+#define GH_FOREIGN_TYPES 16
+typedef struct {
+    PyTypeObject *type;   /* strong */
+    unsigned int version; /* type->tp_version_tag when it was learnt */
+    int kind;             /* interop.c's GH_FROM_* (0: no device array) */
+    char has_dlpack;      /* the type has __dlpack__ */
+    char numba_typed;     /* the type has numba's _numba_type_ */
+    char checked;         /* kind GH_FROM_CUPY: read once both ways and found the same */
+    const void *api;      /* kind GH_FROM_EXCHANGE: its DLPackExchangeAPI */
+    PyObject *stream_fn;  /* kind GH_FROM_CUPY: CuPy's get_current_stream (strong) */
+} gh_foreign_type;
+
 /* Per-module state (PEP 573): the heap types, and the Device objects made so far. */
 struct gh_state {
     PyTypeObject *DeviceType;
@@ -104,8 +115,12 @@ struct gh_state {
     int n_events;
     PyObject *default_pools; /* list: each device's default Pool (pool.c) by ordinal, or None */
     gh_pool *pools;          /* every live Pool, linked through its next_pool (pool.c) */
-    PyObject *helpers[GH_HELPER__COUNT]; /* the Python side's functions (services.c) */
-    gh_pool_hooks pool_hooks;            /* pool.c's, for context.c and memory.c */
+    PyObject *helpers[GH_HELPER__COUNT];             /* the Python side's functions (services.c) */
+    gh_pool_hooks pool_hooks;                        /* pool.c's, for context.c and memory.c */
+    gh_foreign_type foreign_types[GH_FOREIGN_TYPES]; /* exporters' types seen (interop.c) */
+    int n_foreign_types;
+    PyObject *typestrs;          /* dict: CUDA array interface typestr -> NumPy dtype (interop.c) */
+    PyObject *interop_names[16]; /* interned attribute and key names (interop.c) */
 };
 
 /* Whether the interpreter is shutting down (a driver thread must not take the GIL). */

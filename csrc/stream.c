@@ -152,6 +152,61 @@ gh_stream_resolve(gh_state *st, PyObject *obj, gh_stream_ref *out)
     return 0;
 }
 
+/* ---- ordering one stream after another ---- */
+
+/* The context's ordering event, made on first use; `ctx` is current.  A CUresult. */
+static CUresult
+order_event(gh_context *ctx, CUevent *out)
+{
+    CUresult res = CUDA_SUCCESS;
+    if (ctx->order_event == NULL || ctx->order_generation != ctx->generation) {
+        ctx->order_event = NULL;
+        res = gh_cu.EventCreate(&ctx->order_event, CU_EVENT_DISABLE_TIMING);
+        ctx->order_generation = ctx->generation;
+    }
+    *out = ctx->order_event;
+    return res;
+}
+
+/* One event serves every ordering: cuStreamWaitEvent waits for the record made just before
+   it, and later records do not change what an earlier wait waits for.  The GIL is held
+   from the record to the wait, so no other thread of gpuhost records in between. */
+int
+gh_stream_order_after(gh_context *pctx, CUstream producer, gh_context *cctx, CUstream consumer)
+{
+    CUevent ev = NULL;
+    CUresult res;
+    gh_cu_id id = GH_CU_EventCreate;
+    int pushed;
+
+    if (gh_context_activate(pctx) < 0 || gh_context_enter(pctx, &pushed) < 0) {
+        return -1;
+    }
+    res = order_event(pctx, &ev);
+    if (res == CUDA_SUCCESS) {
+        id = GH_CU_EventRecord;
+        res = gh_cu.EventRecord(ev, producer);
+    }
+    if (res == CUDA_SUCCESS && cctx == pctx) {
+        id = GH_CU_StreamWaitEvent;
+        res = gh_cu.StreamWaitEvent(consumer, ev, 0);
+    }
+    if (gh_context_leave(pctx, pushed) < 0 || gh_check(res, id) < 0) {
+        return -1;
+    }
+    if (cctx == pctx) {
+        return 0;
+    }
+    if (gh_context_activate(cctx) < 0 || gh_context_enter(cctx, &pushed) < 0) {
+        return -1;
+    }
+    res = gh_cu.StreamWaitEvent(consumer, ev, 0);
+    if (gh_context_leave(cctx, pushed) < 0) {
+        return -1;
+    }
+    return gh_check(res, GH_CU_StreamWaitEvent);
+}
+
 /* ---- making Stream objects ---- */
 
 static gh_stream *
@@ -231,6 +286,16 @@ done:
     return self;
 }
 
+PyObject *
+gh_stream_of_handle(gh_state *st, gh_context *ctx, CUstream handle)
+{
+    gh_stream_kind kind = handle == NULL                   ? GH_STREAM_DEFAULT
+                          : handle == CU_STREAM_LEGACY     ? GH_STREAM_LEGACY
+                          : handle == CU_STREAM_PER_THREAD ? GH_STREAM_PER_THREAD
+                                                           : GH_STREAM_EXTERNAL;
+    return (PyObject *)stream_wrap(st, ctx, handle, kind);
+}
+
 static PyObject *
 mod_default_stream(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
@@ -282,6 +347,28 @@ mod_external_stream(PyObject *module, PyObject *arg)
     return stream_of_current(module, (CUstream)ptr, GH_STREAM_EXTERNAL);
 }
 
+/* _as_stream(stream): a Stream object for any stream= argument (the resolver's view). */
+static PyObject *
+mod_as_stream(PyObject *module, PyObject *arg)
+{
+    gh_state *st = gh_state_of_module(module);
+    gh_stream_ref ref;
+    gh_context *ctx;
+    PyObject *res;
+    if (gh_stream_resolve(st, arg, &ref) < 0) {
+        return NULL;
+    }
+    if (Py_IS_TYPE(arg, st->StreamType)) {
+        return Py_NewRef(arg);
+    }
+    if ((ctx = gh_current_context(st, -1)) == NULL) {
+        return NULL;
+    }
+    res = gh_stream_of_handle(st, ctx, ref.handle);
+    Py_DECREF(ctx);
+    return res;
+}
+
 PyMethodDef gh_stream_module_methods[] = {
     {"stream", (PyCFunction)(void (*)(void))mod_stream, METH_VARARGS | METH_KEYWORDS,
      stream_module_stream_doc},
@@ -291,6 +378,7 @@ PyMethodDef gh_stream_module_methods[] = {
     {"per_thread_default_stream", mod_per_thread_default_stream, METH_NOARGS,
      stream_module_per_thread_default_stream_doc},
     {"external_stream", mod_external_stream, METH_O, stream_module_external_stream_doc},
+    {"_as_stream", mod_as_stream, METH_O, stream_module__as_stream_doc},
     {NULL, NULL, 0, NULL},
 };
 

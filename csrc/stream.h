@@ -52,6 +52,14 @@ int gh_stream_enter(gh_stream *self, gh_cu_id id, int *pushed);
    or an object exporting __cuda_stream__ (cuda.core, CuPy) or a CuPy / PyTorch stream.
    0, or -1 with TypeError naming what is accepted. */
 int gh_stream_resolve(gh_state *st, PyObject *obj, gh_stream_ref *out);
+/* A Stream object over `handle` of context `ctx`, not gpuhost's to destroy: the default
+   stream (NULL), the legacy or per-thread one, or an external stream.  New reference. */
+PyObject *gh_stream_of_handle(gh_state *st, gh_context *ctx, CUstream handle);
+/* Make work queued next on `consumer` (of context `cctx`) wait for the work queued so far on
+   `producer` (of context `pctx`): the context's reused event recorded on one and waited for
+   on the other, no event made per call.  Handles as the driver takes them (NULL: the
+   context's default stream).  0 or -1 with CudaAPIError. */
+int gh_stream_order_after(gh_context *pctx, CUstream producer, gh_context *cctx, CUstream consumer);
 /* The host function of graph host nodes and captured host functions: `data` is a
    (fn,) or (fn, arg) tuple the graph keeps; fn() or fn(arg) runs with the GIL. */
 void CUDA_CB gh_host_fn_trampoline(void *data);

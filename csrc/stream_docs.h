@@ -300,4 +300,30 @@ PyDoc_STRVAR(stream_doc,
              ">>> h\n"
              "array([0, 1, 2])");
 
+PyDoc_STRVAR(
+    stream_module__as_stream_doc,
+    "_as_stream(stream, /)\n--\n\n"
+    "A gpuhost Stream for any ``stream=`` argument (gpuhost internal).\n\n"
+    "The argument is resolved as every ``stream=`` is: a gpuhost Stream (returned as it\n"
+    "is), None or 0 (the default stream), or another library's stream (``__cuda_stream__``,\n"
+    "CuPy's, PyTorch's), wrapped without being owned.\n\n"
+    "Parameters\n"
+    "----------\n"
+    "stream : object\n"
+    "    A stream argument.\n\n"
+    "Returns\n"
+    "-------\n"
+    "Stream\n\n"
+    "Raises\n"
+    "------\n"
+    "TypeError\n"
+    "    `stream` is no stream gpuhost knows.\n\n"
+    "Examples\n"
+    "--------\n"
+    ">>> s = gpuhost.stream()\n"
+    ">>> gpuhost._core._as_stream(s) is s\n"
+    "True\n"
+    ">>> gpuhost._core._as_stream(None)\n"
+    "<Default CUDA stream on <CUDA device 0 'Fake CUDA Device 0'>>");
+
 #endif /* GH_STREAM_DOCS_H */

@@ -56,7 +56,6 @@ from ._core import Allocation, DeviceArray
 from ._ipc import IpcArrayHandle, IpcEventHandle, open_ipc_array
 from ._streamtools import profiling
 from . import _context_api  # noqa: F401  (attaches numba's Context methods to Context)
-from . import _kernel_args  # noqa: F401  (the C launch asks it for foreign arrays' pointers)
 from .devices import close, detect, gpus, list_devices, require_context
 from .devices import DeviceSummary, summary
 from .devices import cuda_error, is_supported_version

@@ -244,27 +244,14 @@ def is_cuda_array(obj):
     return hasattr(obj, "__cuda_array_interface__")
 
 
-def _exports_cuda_dlpack(obj):
-    """Whether obj exports a CUDA tensor through DLPack alone (JAX, or any DLPack producer)."""
-    dev = getattr(obj, "__dlpack_device__", None)
-    if dev is None or not hasattr(obj, "__dlpack__"):
-        return False
-    try:
-        return dev()[0] in (2, 13)  # kDLCUDA, kDLCUDAManaged
-    except Exception:
-        return False
-
-
-def _device_source(obj):
-    """obj as a DeviceArray when it is device memory: a DeviceArray, an object exporting
-    the CUDA array interface, or a CUDA DLPack tensor; else None."""
+def _device_source(obj, stream=None):
+    """obj as a DeviceArray when it is device memory (a DeviceArray, or another library's
+    device array, with `stream` ordered after its exporter's), else None: host data."""
     if isinstance(obj, _core.DeviceArray):
         return obj
-    if is_cuda_array(obj):
-        return as_cuda_array(obj)
-    if _exports_cuda_dlpack(obj):
-        return from_dlpack(obj)
-    return None
+    if isinstance(obj, np.ndarray) and not hasattr(obj, "__cuda_array_interface__"):
+        return None
+    return _core._foreign_array(obj, stream, host_ok=True)
 
 
 def _kernel_stream(dev, stream):
@@ -633,161 +620,11 @@ def mapped(*arrays, stream=0, portable=False, wc=False):
             reg.close()  # unregistered now, as numba does, even if the arrays live on
 
 
-_CAI_VERSIONS = (0, 1, 2, 3)  # the CUDA array interface versions gpuhost reads
-
-
-def _cai_bound_stream(handle):
-    """The stream an imported array is bound to, from its interface's `stream`."""
-    if handle == 1:
-        return _core.legacy_default_stream()
-    if handle == 2:
-        return _core.per_thread_default_stream()
-    return _core.external_stream(handle)
-
-
-def from_cuda_array_interface(desc, owner=None, sync=True):
-    """A DeviceArray over the memory a ``__cuda_array_interface__`` dict describes.
-
-    No copy: the array views the exporter's memory. The exporter's stream becomes the
-    array's stream (as an external stream). Memory exported read-only
-    (``data=(ptr, True)``) gives a read-only array.
-
-    Parameters
-    ----------
-    desc : dict
-        The interface's dict (versions 0 to 3).
-    owner : object, optional
-        Kept alive as long as the array: the object that owns the memory.
-    sync : bool, optional
-        Synchronize the exporter's stream first (default True, as the protocol asks).
-
-    Returns
-    -------
-    DeviceArray
-
-    Raises
-    ------
-    ValueError
-        A version gpuhost does not know, stream 0, or a null pointer with elements.
-    NotImplementedError
-        `desc` has a mask.
-
-    Examples
-    --------
-    >>> src = gpuhost.to_device(np.arange(3.0))
-    >>> d = gpuhost.from_cuda_array_interface(src.__cuda_array_interface__, owner=src)
-    >>> d.ptr == src.ptr, d.copy_to_host()
-    (True, array([0., 1., 2.]))
-    """
-    version = desc.get("version")
-    if version not in _CAI_VERSIONS:
-        raise ValueError("__cuda_array_interface__ version %r is not one gpuhost knows "
-                         "(%s)" % (version, ", ".join(map(str, _CAI_VERSIONS))))
-    if desc.get("mask") is not None:
-        raise NotImplementedError("Masked arrays are not supported")
-    shape = _shape(desc["shape"])
-    dtype = _dtype(desc.get("typestr"))
-    if "descr" in desc and dtype.kind == "V":
-        dtype = _dtype(desc["descr"])
-    strides = desc.get("strides")
-    if strides is None:
-        strides = _layout(shape, dtype, None, "C")[2]
-    ptr, readonly = desc["data"]
-    if not ptr and math.prod(shape) != 0:
-        raise ValueError("__cuda_array_interface__ data pointer is null for an array of shape "
-                         "%s: no memory to use" % (tuple(shape),))
-    handle = desc.get("stream") if version >= 3 else None
-    stream = None
-    if handle is not None:
-        if handle == 0:
-            raise ValueError("__cuda_array_interface__ stream 0 is forbidden by the protocol")
-        stream = _cai_bound_stream(handle)
-        if sync and handle not in (1, 2):
-            stream.synchronize()
-    return _core.make_array(owner, ptr, shape, strides, dtype, stream, readonly=bool(readonly))
-
-
-def from_dlpack(obj):
-    """A DeviceArray over a CUDA tensor exported through DLPack, without a copy.
-
-    Takes PyTorch, CuPy and JAX arrays, and any object with ``__dlpack__``. The producer is
-    asked to order its work before the legacy default stream, which gpuhost's default
-    copies use.
-
-    Parameters
-    ----------
-    obj : object
-        An object with ``__dlpack__`` (and ``__dlpack_device__``) in CUDA memory.
-
-    Returns
-    -------
-    DeviceArray
-        Over the tensor's memory; it keeps the tensor alive.
-
-    Raises
-    ------
-    TypeError
-        `obj` does not export ``__dlpack__``.
-    BufferError
-        The tensor is not in CUDA memory: copy it with `to_device`.
-
-    Examples
-    --------
-    >>> src = gpuhost.to_device(np.arange(3, dtype=np.int64))
-    >>> gpuhost.from_dlpack(src) is src          # a gpuhost array is returned as it is
-    True
-    >>> import torch                                   # doctest: +SKIP
-    >>> d = gpuhost.from_dlpack(torch.ones(3, device="cuda"))   # doctest: +SKIP
-    """
-    if isinstance(obj, _core.DeviceArray):
-        return obj
-    if not hasattr(obj, "__dlpack__"):
-        raise TypeError("%s does not export __dlpack__" % type(obj).__name__)
-    if hasattr(obj, "__dlpack_device__"):
-        device_type, _ = obj.__dlpack_device__()
-        if device_type not in (2, 13):  # kDLCUDA, kDLCUDAManaged
-            raise BufferError("the tensor is not in CUDA device memory (DLPack device type %d): "
-                              "copy it with to_device()" % device_type)
-    try:
-        capsule = obj.__dlpack__(stream=1, max_version=(1, 0))
-    except TypeError:  # a producer older than DLPack 1.0
-        capsule = obj.__dlpack__(stream=1)
-    return _core.dlpack_import(capsule)
-
-
-def as_cuda_array(obj, sync=True):
-    """A DeviceArray over `obj`'s memory, without a copy (numba's ``as_cuda_array``).
-
-    Parameters
-    ----------
-    obj : object
-        An object exporting ``__cuda_array_interface__``: a CuPy array, a PyTorch CUDA
-        tensor, a numba device array, a mapped array...
-    sync : bool, optional
-        Synchronize the exporter's stream first (default True).
-
-    Returns
-    -------
-    DeviceArray
-        Over the same memory; it keeps `obj` alive.
-
-    Raises
-    ------
-    TypeError
-        `obj` does not export the CUDA array interface.
-
-    Examples
-    --------
-    >>> m = gpuhost.mapped_array(2, np.float32)
-    >>> m[:] = 3
-    >>> gpuhost.as_cuda_array(m).copy_to_host()
-    array([3., 3.], dtype=float32)
-    """
-    if isinstance(obj, _core.DeviceArray):
-        return obj
-    if not is_cuda_array(obj):
-        raise TypeError("%s does not export __cuda_array_interface__" % type(obj).__name__)
-    return from_cuda_array_interface(obj.__cuda_array_interface__, owner=obj, sync=sync)
+# The CUDA array interface and DLPack are read in C (csrc/interop.c), the same way a kernel
+# launch reads other libraries' arrays.
+from_cuda_array_interface = _core.from_cuda_array_interface
+as_cuda_array = _core.as_cuda_array
+from_dlpack = _core.from_dlpack
 
 
 @contextlib.contextmanager
@@ -828,7 +665,7 @@ def copy_device_layouts(dev, ary, stream):
     """DeviceArray.copy_to_device(ary) for what the C copy does not take itself: a device
     array of another layout or device, a foreign device array (CUDA array interface,
     DLPack), or a host object that is not a numpy array (a list, a scalar)."""
-    src = _device_source(ary)
+    src = _device_source(ary, stream)
     if src is not None:
         if src is not ary and src.shape == dev.shape and src.dtype == dev.dtype:
             return dev.copy_to_device(src, stream=stream)  # contiguous case: a device copy

@@ -391,27 +391,18 @@ def _stream(stream):
     return None if (isinstance(stream, int) and stream == 0) else stream
 
 
-def _is_foreign_device_array(obj):
+def _numba_typed_foreign(obj):
+    """numba's own device arrays (and others numba types by ``_numba_type_``): launched as
+    gpuhost DeviceArrays over their memory, as gpuhost types those."""
     return (not isinstance(obj, (_core.DeviceArray, np.ndarray))
-            and (hasattr(obj, "__cuda_array_interface__") or hasattr(obj, "__dlpack__")))
-
-
-def _c_keyable_foreign(obj):
-    """A foreign device array that C may key as a gpuhost DeviceArray over its memory:
-    not numba's own arrays, which numba types by their full dtype, nor arrays of a type
-    the CUDA array interface's typestr cannot say (records, bfloat16: "|V2")."""
-    if not _is_foreign_device_array(obj) or hasattr(type(obj), "_numba_type_"):
-        return False
-    kind = getattr(getattr(obj, "dtype", None), "kind", None)
-    if not isinstance(kind, str):  # PyTorch's dtypes have no kind: the interface says
-        cai = getattr(obj, "__cuda_array_interface__", None)
-        kind = cai["typestr"][1] if cai else ""
-    return kind != "V"
+            and hasattr(type(obj), "_numba_type_")
+            and hasattr(obj, "__cuda_array_interface__"))
 
 
 def _device_arrays(args):
-    """`args` with every foreign device array (CuPy, PyTorch, numba, ...) as a gpuhost
-    DeviceArray over the same memory, or None when there is none (also inside tuples)."""
+    """`args` with numba's own device arrays as gpuhost DeviceArrays over the same memory,
+    or None when there is none (also inside tuples).  Other libraries' arrays (PyTorch,
+    CuPy, ...) stay as they are: numba types them and csrc/jit_args.c keys them alike."""
     changed = False
     out = []
     for a in args:
@@ -419,11 +410,8 @@ def _device_arrays(args):
             inner = _device_arrays(a)
             if inner is not None:
                 a, changed = tuple(inner), True
-        elif _c_keyable_foreign(a):
-            from ._arrays import as_cuda_array, from_dlpack
-
-            a = (as_cuda_array(a) if hasattr(a, "__cuda_array_interface__")
-                 else from_dlpack(a))
+        elif _numba_typed_foreign(a):
+            a = _core.as_cuda_array(a)
             changed = True
         out.append(a)
     return out if changed else None
@@ -443,16 +431,18 @@ def _device_view(ctx, retr, value, ty, stream):
         from ._arrays import as_cuda_array
 
         return as_cuda_array(value)  # mapped or managed memory: the device reaches it
-    if isinstance(value, _core.DeviceArray):
-        if value.context is not ctx:
-            raise ValueError("a device array of device %d was passed to a kernel launched on "
-                             "device %d" % (value.context.device.id, ctx.device.id))
-        return value
-    if _is_foreign_device_array(value):
-        from ._arrays import as_cuda_array, from_dlpack
-
-        return (as_cuda_array(value) if hasattr(value, "__cuda_array_interface__")
-                else from_dlpack(value))
+    if not isinstance(value, (np.ndarray, np.void)):
+        # a device array: gpuhost's, or another library's read in C (the launch's stream
+        # ordered after its exporter's); a dtype NumPy lacks (bfloat16) travels as bytes
+        dev = _core._foreign_array(value, _stream(stream), void_ok=True, host_ok=True)
+        if dev is None and hasattr(value, "__dlpack__"):
+            raise TypeError("%s is in host memory, not device memory; move it to the GPU "
+                            "first" % type(value).__name__)
+        if dev is not None:
+            if dev.context is not ctx:
+                raise ValueError("a device array of device %d was passed to a kernel launched "
+                                 "on device %d" % (dev.context.device.id, ctx.device.id))
+            return dev
     host = value
     if isinstance(value, np.void):
         host = np.array(value, dtype=value.dtype)  # a record: copied in as an array of one

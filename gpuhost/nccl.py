@@ -345,11 +345,7 @@ True
         array([1., 1., 1.])
         >>> comm.destroy()
         """
-        from ._kernel_args import stream_handle
-
-        s = stream if isinstance(stream, _core.Stream) else (
-            _core.legacy_default_stream() if stream_handle(stream) in (0, 1)
-            else _core.external_stream(stream_handle(stream)))
+        s = _core._as_stream(stream)
         deadline = None if timeout is None else time.monotonic() + timeout
         while not s.query():
             try:
@@ -405,34 +401,6 @@ def _exchange_id(store, rank, timeout):
 
 # ---- helpers the C extension calls (csrc/nccl_comm.c) ----
 
-def _foreign_array(obj, stream, call, what):
-    """A DeviceArray over a buffer argument that is not one, with `stream` ordered after
-    the exporter's stream."""
-    from ._arrays import as_cuda_array, from_dlpack
-    from ._kernel_args import order_after
-
-    if isinstance(obj, np.ndarray) and not hasattr(obj, "__cuda_array_interface__"):
-        raise TypeError("%s(): %s is a host (numpy) array; NCCL needs device memory: copy it "
-                        "with gpuhost.to_device() first" % (call, what))
-    cai = getattr(obj, "__cuda_array_interface__", None)
-    if cai is not None:
-        info = _core._pointer_info(cai["data"][0]) if cai["data"][0] else None
-        if info is not None and info[0] >= 0:  # viewed in the memory's own device's context
-            with _core.get_device(info[0]):
-                arr = as_cuda_array(obj, sync=False)
-        else:
-            arr = as_cuda_array(obj, sync=False)
-        producer = cai.get("stream") if cai.get("version", 0) >= 3 else None
-        if producer is not None:
-            order_after(producer, stream)
-        return arr
-    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
-        return from_dlpack(obj)
-    raise TypeError("%s(): %s must be a device array (a gpuhost DeviceArray, or an object "
-                    "exporting __cuda_array_interface__ or DLPack), not %s"
-                    % (call, what, type(obj).__name__))
-
-
 def _empty(shape, like, device, stream):
     """A new array of `like`'s dtype on `device`, for a result."""
     from . import _arrays
@@ -442,4 +410,4 @@ def _empty(shape, like, device, stream):
 
 
 # The Communicator's collectives call these (csrc/nccl_collectives.c): registered once.
-_core._set_helpers(nccl_foreign_array=_foreign_array, nccl_empty=_empty)
+_core._set_helpers(nccl_empty=_empty)

@@ -17,6 +17,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -25,6 +26,7 @@ CSRC = os.path.join(ROOT, "csrc")
 LIB_NAME = "libfakecuda.so"
 NCCL_NAME = "libfakenccl.so.2"
 NCCL_SOURCES = [os.path.join(HERE, "fakenccl", "fakenccl.c")]
+DLPACK_SOURCES = [os.path.join(HERE, "fakedlpack", "fakedlpack.c")]
 
 # Frame pointers: fakecuda_take_fault_site() walks the library's own frames to its caller.
 CFLAGS = ["-std=c11", "-O1", "-g", "-fPIC", "-shared", "-pthread", "-fvisibility=hidden",
@@ -71,6 +73,9 @@ def compile_command(output, srcs=None):
     """The compiler's argv writing the library (default: the fake driver) to `output`."""
     cc = shlex.split(os.environ.get("CC") or "cc")
     extra = shlex.split(os.environ.get("FAKECUDA_CFLAGS", ""))
+    if srcs == DLPACK_SOURCES:  # a Python extension module: this interpreter's headers
+        includes = ["-I", sysconfig.get_paths()["include"]]
+        return (cc + CFLAGS + WARNINGS + includes + extra + srcs + ["-o", output])
     includes = [arg for d in cuda_include_dirs() for arg in ("-I", d)]
     return (cc + CFLAGS + WARNINGS + ["-I", CSRC, "-I", HERE] + includes
             + extra + (srcs or sources()) + ["-o", output, "-lm"])
@@ -107,6 +112,23 @@ def _out_dir(out_dir):
 def nccl_path(out_dir=None):
     """Where build() puts libfakenccl.so.2."""
     return os.path.join(_out_dir(out_dir), NCCL_NAME)
+
+
+def fakedlpack_module(out_dir=None):
+    """The module _fakedlpack (tests/fakecuda/fakedlpack/: a producer of DLPack's C exchange
+    API), built for this interpreter when out of date, imported from its file."""
+    import importlib.machinery
+
+    lib = os.path.join(_out_dir(out_dir), "_fakedlpack" + sysconfig.get_config_var("EXT_SUFFIX"))
+    _build_one(lib, DLPACK_SOURCES, DLPACK_SOURCES)
+    if "_fakedlpack" in sys.modules:
+        return sys.modules["_fakedlpack"]
+    loader = importlib.machinery.ExtensionFileLoader("_fakedlpack", lib)
+    spec = importlib.util.spec_from_file_location("_fakedlpack", lib, loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    sys.modules["_fakedlpack"] = module
+    return module
 
 
 def build(out_dir=None):
