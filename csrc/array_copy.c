@@ -673,6 +673,81 @@ memset_rows(CUdeviceptr ptr, int unit, unsigned int value, size_t width, size_t 
     }
 }
 
+/* Fill `rows` (height) x `width` units at ptr, `pitch` apart, on `stream` as memset does. */
+static int
+memset_planned(gh_devicearray *self, CUdeviceptr ptr, int unit, unsigned int value, size_t width,
+               size_t height, size_t pitch, PyObject *stream)
+{
+    gh_stream_ref ref;
+    gh_cu_id id = GH_CU_MemsetD8;
+    CUresult res;
+    int pushed;
+    if (copy_stream(self, stream, &ref, NULL) < 0 ||
+        gh_context_check_alive(self->context, self->generation, GH_CU_MemsetD8) < 0) {
+        return -1;
+    }
+    if (width == 0 || height == 0) {
+        return 0;
+    }
+    if (gh_context_enter(self->context, &pushed) < 0) {
+        return -1;
+    }
+    if (!ref.is_default) {
+        res = memset_rows(ptr, unit, value, width, height, pitch, &ref, &id);
+    }
+    else {
+        Py_BEGIN_ALLOW_THREADS
+        res = memset_rows(ptr, unit, value, width, height, pitch, &ref, &id);
+        Py_END_ALLOW_THREADS
+    }
+    if (gh_context_leave(self->context, pushed) < 0) {
+        return -1;
+    }
+    return gh_check(res, id);
+}
+
+int
+gh_array_fill(gh_devicearray *a, const char *item, PyObject *stream)
+{
+    Py_ssize_t size = PyDataType_ELSIZE((PyArray_Descr *)a->dtype), width, height, pitch;
+    int unit = 0, flipped[GH_MAXDIMS], n;
+    gh_axis axes[GH_MAXDIMS];
+    unsigned int value = 0;
+    CUdeviceptr ptr;
+
+    for (int u = 1; u <= 4 && unit == 0; u *= 2) { /* the item repeats a 1-, 2- or 4-byte unit */
+        int repeats = size % u == 0;
+        for (Py_ssize_t i = u; repeats && i < size; i += u) {
+            repeats = memcmp(item, item + i, (size_t)u) == 0;
+        }
+        unit = repeats ? u : 0;
+    }
+    if (unit == 0) {
+        return 0;
+    }
+    if (gh_devicearray_size(a) == 0) {
+        return 1;
+    }
+    plan_layout(a, &ptr, axes, &n, flipped);
+    if (n == 0) {
+        axes[0].len = 1, axes[0].stride = size, n = 1;
+    }
+    if (axes[n - 1].stride != size || n > 2) {
+        return 0;
+    }
+    width = axes[n - 1].len * size / unit;
+    height = n == 2 ? axes[0].len : 1;
+    pitch = n == 2 ? axes[0].stride : width * unit;
+    if (pitch % unit != 0) {
+        return 0;
+    }
+    memcpy(&value, item, (size_t)unit); /* little-endian: the unit's bytes as the driver sets */
+    return memset_planned(a, ptr, unit, value, (size_t)width, (size_t)height, (size_t)pitch,
+                          stream) < 0
+               ? -1
+               : 1;
+}
+
 /* _core.memset(array, ptr, unit, value, width, height, pitch, stream): fill part of
    `array`'s memory with a 1-, 2- or 4-byte pattern (planned in gpuhost/_arrays.py). */
 static PyObject *
@@ -682,44 +757,20 @@ mod_memset(PyObject *module, PyObject *args)
     PyObject *array, *stream;
     unsigned long long ptr;
     unsigned int value;
-    int unit, pushed;
+    int unit;
     Py_ssize_t width, height, pitch;
-    gh_stream_ref ref;
-    gh_devicearray *self;
-    gh_cu_id id = GH_CU_MemsetD8;
-    CUresult res;
 
     if (!PyArg_ParseTuple(args, "O!KiInnnO:memset", st->DeviceArrayType, &array, &ptr, &unit,
                           &value, &width, &height, &pitch, &stream)) {
         return NULL;
     }
-    self = (gh_devicearray *)array;
     if ((unit != 1 && unit != 2 && unit != 4) || width < 0 || height < 0 || pitch < 0) {
         PyErr_SetString(PyExc_ValueError, "memset takes a unit of 1, 2 or 4 bytes and "
                                           "non-negative sizes");
         return NULL;
     }
-    if (copy_stream(self, stream == Py_None ? NULL : stream, &ref, NULL) < 0 ||
-        gh_context_check_alive(self->context, self->generation, GH_CU_MemsetD8) < 0) {
-        return NULL;
-    }
-    if (width == 0 || height == 0) {
-        Py_RETURN_NONE;
-    }
-    if (gh_context_enter(self->context, &pushed) < 0) {
-        return NULL;
-    }
-    if (!ref.is_default) {
-        res = memset_rows((CUdeviceptr)ptr, unit, value, (size_t)width, (size_t)height,
-                          (size_t)pitch, &ref, &id);
-    }
-    else {
-        Py_BEGIN_ALLOW_THREADS
-        res = memset_rows((CUdeviceptr)ptr, unit, value, (size_t)width, (size_t)height,
-                          (size_t)pitch, &ref, &id);
-        Py_END_ALLOW_THREADS
-    }
-    if (gh_context_leave(self->context, pushed) < 0 || gh_check(res, id) < 0) {
+    if (memset_planned((gh_devicearray *)array, (CUdeviceptr)ptr, unit, value, (size_t)width,
+                       (size_t)height, (size_t)pitch, stream == Py_None ? NULL : stream) < 0) {
         return NULL;
     }
     Py_RETURN_NONE;

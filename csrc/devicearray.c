@@ -220,16 +220,18 @@ view_of(gh_devicearray *self, CUdeviceptr ptr, int ndim, const npy_intp *shape,
 }
 
 /* self[key] for the common keys, without Python: a slice, an int, or a tuple of them
-   indexing at most ndim axes and not every axis with an int.  The view, or NotImplemented
-   for any other key and any index out of range (planned, and errors worded, in Python). */
+   indexing at most ndim axes.  The view (0-d where every axis is indexed by an int, and
+   *element then says so, with the byte offset in *offset), or NotImplemented for any other
+   key and any index out of range (planned, and errors worded, in Python). */
 static PyObject *
-fast_view(gh_devicearray *self, PyObject *key)
+key_view(gh_devicearray *self, PyObject *key, int *element, npy_intp *offset_out)
 {
     PyObject *const *items = &key;
     Py_ssize_t n = 1, start, stop, step;
     npy_intp shape[GH_MAXDIMS], strides[GH_MAXDIMS], offset = 0;
     int out = 0, ints = 0;
 
+    *element = 0;
     if (PyTuple_CheckExact(key)) {
         items = &PyTuple_GET_ITEM(key, 0);
         n = PyTuple_GET_SIZE(key);
@@ -269,9 +271,8 @@ fast_view(gh_devicearray *self, PyObject *key)
             Py_RETURN_NOTIMPLEMENTED;
         }
     }
-    if (ints == self->ndim) {
-        Py_RETURN_NOTIMPLEMENTED; /* an element: a numpy scalar, read in Python */
-    }
+    *element = ints == self->ndim;
+    *offset_out = offset;
     for (int i = (int)n; i < self->ndim; i++, out++) {
         shape[out] = self->shape[i];
         strides[out] = self->strides[i];
@@ -279,10 +280,28 @@ fast_view(gh_devicearray *self, PyObject *key)
     return view_of(self, self->ptr + (CUdeviceptr)offset, out, shape, strides, self->stream);
 }
 
+PyObject *
+gh_devicearray_key_view(gh_devicearray *self, PyObject *key)
+{
+    npy_intp offset;
+    int element;
+    return key_view(self, key, &element, &offset);
+}
+
 static PyObject *
 da_getitem(PyObject *self, PyObject *key)
 {
-    PyObject *args, *res = fast_view((gh_devicearray *)self, key);
+    gh_state *st = gh_state_of_type(Py_TYPE(self));
+    PyObject *args, *res;
+    npy_intp offset = 0;
+    int element;
+    res = key_view((gh_devicearray *)self, key, &element, &offset);
+    if (res != NULL && element && st->array_hooks.element != NULL) {
+        Py_SETREF(res, st->array_hooks.element(self, offset)); /* a NumPy scalar, read in C */
+    }
+    else if (res != NULL && element) {
+        Py_SETREF(res, Py_NewRef(Py_NotImplemented));
+    }
     if (res != Py_NotImplemented) {
         return res;
     }
@@ -299,6 +318,7 @@ da_getitem(PyObject *self, PyObject *key)
 static int
 da_setitem(PyObject *self, PyObject *key, PyObject *value)
 {
+    gh_state *st = gh_state_of_type(Py_TYPE(self));
     PyObject *args, *res;
     if (value == NULL) {
         PyErr_SetString(PyExc_TypeError, "device array elements cannot be deleted");
@@ -306,6 +326,12 @@ da_setitem(PyObject *self, PyObject *key, PyObject *value)
     }
     if (gh_devicearray_check_writable((gh_devicearray *)self, "assignment") < 0) {
         return -1;
+    }
+    if (st->array_hooks.assign != NULL) {
+        int done = st->array_hooks.assign(self, key, value); /* the common cases, in C */
+        if (done != 0) {
+            return done < 0 ? -1 : 0;
+        }
     }
     args = PyTuple_Pack(2, key, value);
     if (args == NULL) {

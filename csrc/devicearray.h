@@ -32,6 +32,10 @@ PyObject *gh_devicearray_new(gh_state *st, gh_context *ctx, uint64_t generation,
                              PyObject *owner, void *dtype, int ndim, const Py_ssize_t *shape,
                              const Py_ssize_t *strides, PyObject *stream);
 
+/* The view self[key] for a key of slices and ints (every axis indexed by an int: a 0-d
+   view of that element); NotImplemented for other keys and out-of-range ints; NULL with an
+   error.  New reference. */
+PyObject *gh_devicearray_key_view(gh_devicearray *self, PyObject *key);
 /* Whether `a` is C-contiguous (fortran 0) or Fortran-contiguous (fortran 1). */
 int gh_devicearray_is_contiguous(const gh_devicearray *a, int fortran);
 /* The number of elements of `a`. */

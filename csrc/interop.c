@@ -658,8 +658,20 @@ check_cupy(gh_foreign_use *u, gh_foreign_type *e, PyObject *obj, gh_foreign *f)
     return same;
 }
 
+static int read_any(gh_foreign_use *u, PyObject *obj, gh_foreign *f);
+
 int
 gh_foreign_read(gh_foreign_use *u, PyObject *obj, gh_foreign *f)
+{
+    int rc = read_any(u, obj, f);
+    if (rc != 1) {
+        gh_foreign_release(f); /* what a failed or empty read took: nothing to release after */
+    }
+    return rc;
+}
+
+static int
+read_any(gh_foreign_use *u, PyObject *obj, gh_foreign *f)
 {
     gh_foreign_type *e = foreign_type(u->st, Py_TYPE(obj));
     PyObject *dict;

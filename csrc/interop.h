@@ -72,7 +72,8 @@ typedef struct {
 void gh_foreign_use_init(gh_foreign_use *u, gh_state *st, gh_context *ctx, CUstream consumer,
                          int need);
 
-/* Read `obj` as a device array: 1 read (release it with gh_foreign_release), 0 `obj`
+/* Read `obj` as a device array: 1 read (release it with gh_foreign_release; any other
+   answer leaves nothing to release), 0 `obj`
    exports no device array (nothing raised), 2 it is a tensor in host memory and the use
    said host_ok (nothing raised), -1 error (a malformed export, host memory, a
    consumed capsule...: the exception names the parameter the use is at). */

@@ -8,6 +8,7 @@
 
 #include "address_api.h"
 #include "array_copy.h"
+#include "array_index.h"
 #include "capture.h"
 #include "context.h"
 #include "cuda_api.h"
@@ -55,7 +56,8 @@ module_exec(PyObject *module)
         gh_devicearray_init_type(module, st) < 0 || gh_dlpack_init(module, st) < 0 ||
         gh_code_image_init_type(module, st) < 0 || gh_kernel_init_type(module, st) < 0 ||
         gh_jit_init_type(module, st) < 0 || gh_pool_init_type(module, st) < 0 ||
-        gh_graph_init_type(module, st) < 0 || gh_nccl_init(module, st) < 0) {
+        gh_graph_init_type(module, st) < 0 || gh_nccl_init(module, st) < 0 ||
+        gh_array_index_init(module, st) < 0) {
         return -1;
     }
     for (size_t i = 0; i < sizeof(function_tables) / sizeof(function_tables[0]); i++) {

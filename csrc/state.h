@@ -56,6 +56,16 @@ typedef struct {
     void (*give_back)(gh_allocation *a);
 } gh_pool_hooks;
 
+/* DeviceArray indexing done in array_index.c (above devicearray.c, which calls these),
+   registered once at module init: the dependency inverted, as for the pools. */
+typedef struct {
+    /* `self`'s element at byte offset `offset` from its pointer: a NumPy scalar (new
+       reference), NotImplemented (gpuhost's Python side reads it), or NULL with an error */
+    PyObject *(*element)(PyObject *self, Py_ssize_t offset);
+    /* self[key] = value: 1 done, 0 left to gpuhost's Python side, -1 error */
+    int (*assign)(PyObject *self, PyObject *key, PyObject *value);
+} gh_array_hooks;
+
 /* A release of a driver resource that waits: in a defer_cleanup() block, or until a
    driver callback thread has returned. */
 typedef struct {
@@ -117,6 +127,7 @@ struct gh_state {
     gh_pool *pools;          /* every live Pool, linked through its next_pool (pool.c) */
     PyObject *helpers[GH_HELPER__COUNT];             /* the Python side's functions (services.c) */
     gh_pool_hooks pool_hooks;                        /* pool.c's, for context.c and memory.c */
+    gh_array_hooks array_hooks;                      /* array_index.c's, for devicearray.c */
     gh_foreign_type foreign_types[GH_FOREIGN_TYPES]; /* exporters' types seen (interop.c) */
     int n_foreign_types;
     PyObject *typestrs;          /* dict: CUDA array interface typestr -> NumPy dtype (interop.c) */
