@@ -78,6 +78,9 @@ from .errors import (
 )
 
 from ._version import __version__
+from . import _numba
+
+_numba.watch_for_numba()  # numba-cuda's own functions take gpuhost Streams (imports nothing)
 
 import gc as _gc
 

@@ -501,3 +501,41 @@ def test_nccl_takes_foreign_buffers(fd):
             comm.all_reduce(tensor_over(fd, send, device=CPU), recv)
     finally:
         comm.destroy()
+
+
+# ---- gpuhost Streams in numba-cuda's own functions ----
+
+NUMBA_STREAMS = """
+import os, sys
+import numpy as np
+np.row_stack = getattr(np, "row_stack", np.vstack)
+numba_first = sys.argv[1] == "numba-first"
+if numba_first:
+    from numba.cuda.cudadrv import driver
+import gpuhost
+if not numba_first:
+    from numba.cuda.cudadrv import driver
+s = gpuhost.stream()
+assert driver._stream_handle(s) == s.handle and driver._stream_handle(0) == 0
+try:
+    driver._stream_handle(object())
+except TypeError as e:
+    assert "Expected a Stream object or 0" in str(e)
+else:
+    raise AssertionError("numba's own refusal is gone")
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("order", ["numba-first", "gpuhost-first"])
+def test_numba_cuda_functions_take_gpuhost_streams(order):
+    import importlib.util
+    import subprocess
+
+    if importlib.util.find_spec("numba_cuda") is None:
+        pytest.skip("needs numba-cuda (the jit extra)")
+
+    env = dict(__import__("os").environ)
+    proc = subprocess.run([sys.executable, "-c", NUMBA_STREAMS, order], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
