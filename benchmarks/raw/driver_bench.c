@@ -116,6 +116,27 @@ bench_init(void)
     return 0;
 }
 
+/* n synchronous cuMemsetD32 of `bytes` bytes (as a fill on the default stream makes
+   them); microseconds per memset. */
+double
+bench_memset(size_t bytes, int n)
+{
+    CUdeviceptr p;
+    double t0, t;
+    if (cuMemAlloc(&p, bytes) != CUDA_SUCCESS) {
+        return -1.0;
+    }
+    cuMemsetD32(p, 0, bytes / 4);
+    t0 = now_us();
+    for (int i = 0; i < n; i++) {
+        cuMemsetD32(p, 0, bytes / 4);
+    }
+    t = (now_us() - t0) / n;
+    cuCtxSynchronize();
+    cuMemFree(p);
+    return t;
+}
+
 /* n records on an idle stream; synchronized outside the timed window. */
 double
 bench_event_record(int n)
