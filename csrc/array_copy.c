@@ -692,14 +692,9 @@ memset_planned(gh_devicearray *self, CUdeviceptr ptr, int unit, unsigned int val
     if (gh_context_enter(self->context, &pushed) < 0) {
         return -1;
     }
-    if (!ref.is_default) {
-        res = memset_rows(ptr, unit, value, width, height, pitch, &ref, &id);
-    }
-    else {
-        Py_BEGIN_ALLOW_THREADS
-        res = memset_rows(ptr, unit, value, width, height, pitch, &ref, &id);
-        Py_END_ALLOW_THREADS
-    }
+    /* a memset of device memory is queued, even the default stream's: kept with the GIL,
+       as launches are (taking it back costs more than the call) */
+    res = memset_rows(ptr, unit, value, width, height, pitch, &ref, &id);
     if (gh_context_leave(self->context, pushed) < 0) {
         return -1;
     }

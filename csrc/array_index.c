@@ -17,6 +17,8 @@
 #define PY_ARRAY_UNIQUE_SYMBOL gh_ARRAY_API
 #include <numpy/arrayobject.h>
 
+#include <math.h>
+
 /* self[i, j, ...]: the element at byte `offset`, copied to the host as copy_to_host copies
    (on the array's stream), as a NumPy scalar; records stay on the device (Python's). */
 static PyObject *
@@ -93,6 +95,21 @@ same_shape(const gh_devicearray *a, int ndim, const Py_ssize_t *shape)
     return 1;
 }
 
+/* Whether value is a Python 0, 0.0 (not -0.0) or False: zero bytes in any numeric dtype. */
+static int
+is_zero(PyObject *value)
+{
+    if (PyLong_CheckExact(value) || PyBool_Check(value)) {
+        int overflow = 0;
+        return PyLong_AsLongLongAndOverflow(value, &overflow) == 0 && !overflow;
+    }
+    if (PyFloat_CheckExact(value)) {
+        double x = PyFloat_AS_DOUBLE(value);
+        return x == 0.0 && !signbit(x);
+    }
+    return 0;
+}
+
 /* target.copy_to_device(src): 1, or -1. */
 static int
 copy_in(gh_devicearray *target, PyObject *src)
@@ -121,6 +138,12 @@ assign_to(gh_state *st, gh_devicearray *target, PyObject *value)
     }
     if (PyErr_Occurred()) {
         return -1;
+    }
+    if (is_zero(value) && PyTypeNum_ISNUMBER(((PyArray_Descr *)target->dtype)->type_num)) {
+        char zeros[64] = {0}; /* a numeric zero is zero bytes at every width */
+        if (PyDataType_ELSIZE((PyArray_Descr *)target->dtype) <= (Py_ssize_t)sizeof(zeros)) {
+            return gh_array_fill(target, zeros, NULL);
+        }
     }
     Py_INCREF(target->dtype); /* PyArray_FromAny steals it */
     host = PyArray_FromAny(value, (PyArray_Descr *)target->dtype, 0, 0, NPY_ARRAY_FORCECAST, NULL);

@@ -40,6 +40,9 @@ const char *const gh_interop_name_text[N__COUNT] = {
     "dtype",
     "__dlpack__",
     "max_version",
+    "ndim",
+    "_c_contiguous",
+    "size",
 };
 
 PyObject *
@@ -215,7 +218,8 @@ foreign_type(gh_state *st, PyTypeObject *tp)
     for (int i = 0; i < st->n_foreign_types; i++) {
         e = &st->foreign_types[i];
         if (e->type == tp) {
-            if (e->version == tp->tp_version_tag && e->version != 0) {
+            /* a tag of 0 is one not assigned yet (some types keep none): trusted */
+            if (e->version == tp->tp_version_tag || tp->tp_version_tag == 0) {
                 return e;
             }
             type_entry_clear(e); /* the type changed since: learn it again */
@@ -235,6 +239,18 @@ foreign_type(gh_state *st, PyTypeObject *tp)
     }
     st->n_foreign_types++;
     return e;
+}
+
+int
+gh_foreign_known(gh_state *st, PyTypeObject *tp)
+{
+    for (int i = 0; i < st->n_foreign_types; i++) {
+        if (st->foreign_types[i].type == tp) {
+            int kind = st->foreign_types[i].kind;
+            return kind == GH_FROM_EXCHANGE || kind == GH_FROM_CUPY;
+        }
+    }
+    return 0;
 }
 
 /* ---- DLPack tensors (the exchange API's, or a capsule's) ---- */
@@ -311,7 +327,7 @@ gh_foreign_fill_dl(gh_foreign_use *u, PyObject *obj, const gh_dl_tensor *t, gh_f
     }
     f->dl = t->dtype;
     f->itemsize = t->dtype.bits / 8;
-    num = dl_type_num(t->dtype);
+    num = u->need == GH_FOREIGN_LAYOUT ? dl_type_num(t->dtype) : -1;
     if (num >= 0) {
         f->descr = (PyObject *)PyArray_DescrFromType(num);
     }
@@ -461,54 +477,97 @@ gh_foreign_int_tuple(const gh_foreign_use *u, PyObject *obj, PyObject *tuple, in
     return 0;
 }
 
+/* An int attribute of obj (a Py_ssize_t); -1 with an error. */
+static Py_ssize_t
+int_attr(gh_state *st, PyObject *obj, int n)
+{
+    PyObject *v = PyObject_GetAttr(obj, gh_interop_name(st, n));
+    Py_ssize_t x = v ? PyLong_AsSsize_t(v) : -1;
+    Py_XDECREF(v);
+    return x;
+}
+
+/* A CuPy array's layout: from its size and contiguity flag where it is 0-d or a C-ordered
+   vector (no tuple made), else from its shape and strides. */
+static int
+cupy_layout(gh_foreign_use *u, PyObject *obj, gh_foreign *f)
+{
+    gh_state *st = u->st;
+    PyObject *v = PyObject_GetAttr(obj, gh_interop_name(st, N_DTYPE));
+    Py_ssize_t ndim;
+    int contiguous;
+    if (v == NULL || !PyArray_DescrCheck(v)) {
+        Py_XDECREF(v);
+        return PyErr_Occurred()
+                   ? -1
+                   : gh_foreign_raise(u, PyExc_TypeError, "%s's dtype is not a NumPy dtype",
+                                      Py_TYPE(obj)->tp_name);
+    }
+    f->descr = v;
+    f->itemsize = PyDataType_ELSIZE((PyArray_Descr *)v);
+    if ((ndim = int_attr(st, obj, N_NDIM)) < 0 || ndim > GH_MAXDIMS) {
+        return PyErr_Occurred() ? -1
+                                : gh_foreign_raise(u, PyExc_TypeError, "%s has %zd dimensions",
+                                                   Py_TYPE(obj)->tp_name, ndim);
+    }
+    f->ndim = (int)ndim;
+    if (ndim <= 1) {
+        v = PyObject_GetAttr(obj, gh_interop_name(st, N_C_CONTIGUOUS));
+        contiguous = v ? PyObject_IsTrue(v) : -1;
+        Py_XDECREF(v);
+        if (contiguous < 0) {
+            return -1;
+        }
+        if (ndim == 0 || contiguous) {
+            if (ndim == 1 && (f->shape[0] = int_attr(st, obj, N_SIZE)) < 0) {
+                return -1;
+            }
+            f->strides[0] = f->itemsize;
+            return 0;
+        }
+    }
+    v = PyObject_GetAttr(obj, gh_interop_name(st, N_SHAPE));
+    if (v == NULL || gh_foreign_int_tuple(u, obj, v, f->ndim, f->shape, "shape") < 0) {
+        Py_XDECREF(v);
+        return -1;
+    }
+    Py_SETREF(v, PyObject_GetAttr(obj, gh_interop_name(st, N_STRIDES)));
+    if (v == NULL || gh_foreign_int_tuple(u, obj, v, f->ndim, f->strides, "strides") < 0) {
+        Py_XDECREF(v);
+        return -1;
+    }
+    Py_DECREF(v);
+    return 0;
+}
+
 static int
 read_cupy(gh_foreign_use *u, const gh_foreign_type *e, PyObject *obj, gh_foreign *f)
 {
     gh_state *st = u->st;
     PyObject *data = PyObject_GetAttr(obj, gh_interop_name(st, N_DATA)), *v = NULL;
     void *ptr;
-    long dev;
     int rc = -1;
 
     if (data == NULL || (v = PyObject_GetAttr(data, gh_interop_name(st, N_PTR))) == NULL) {
         goto done;
     }
     ptr = PyLong_AsVoidPtr(v);
-    Py_SETREF(v, PyObject_GetAttr(data, gh_interop_name(st, N_DEVICE_ID)));
-    if ((ptr == NULL && PyErr_Occurred()) || v == NULL ||
-        ((dev = PyLong_AsLong(v)) == -1 && PyErr_Occurred())) {
+    if (ptr == NULL && PyErr_Occurred()) {
         goto done;
     }
     f->ptr = (CUdeviceptr)(uintptr_t)ptr;
-    f->device = (int)dev;
     f->source = GH_FROM_CUPY;
-    if (u->need == GH_FOREIGN_LAYOUT) {
-        Py_SETREF(v, PyObject_GetAttr(obj, gh_interop_name(st, N_SHAPE)));
-        if (v == NULL || !PyTuple_Check(v) || PyTuple_GET_SIZE(v) > GH_MAXDIMS) {
-            goto bad;
-        }
-        f->ndim = (int)PyTuple_GET_SIZE(v);
-        if (gh_foreign_int_tuple(u, obj, v, f->ndim, f->shape, "shape") < 0) {
+    if (st->devices != NULL && PyList_GET_SIZE(st->devices) > 1) { /* one device: its own */
+        Py_ssize_t dev = int_attr(st, data, N_DEVICE_ID);
+        if (dev < 0) {
             goto done;
         }
-        Py_SETREF(v, PyObject_GetAttr(obj, gh_interop_name(st, N_STRIDES)));
-        if (v == NULL || gh_foreign_int_tuple(u, obj, v, f->ndim, f->strides, "strides") < 0) {
-            goto done;
-        }
-        Py_SETREF(v, PyObject_GetAttr(obj, gh_interop_name(st, N_DTYPE)));
-        if (v == NULL || !PyArray_DescrCheck(v)) {
-            goto bad;
-        }
-        f->descr = Py_NewRef(v);
-        f->itemsize = PyDataType_ELSIZE((PyArray_Descr *)v);
+        f->device = (int)dev;
+    }
+    if (u->need == GH_FOREIGN_LAYOUT && cupy_layout(u, obj, f) < 0) {
+        goto done;
     }
     rc = current_stream(u, e, f->device, f, ask_cupy);
-    goto done;
-bad:
-    if (!PyErr_Occurred()) {
-        gh_foreign_raise(u, PyExc_TypeError, "%s's shape or dtype is not what CuPy's are",
-                         Py_TYPE(obj)->tp_name);
-    }
 done:
     Py_XDECREF(v);
     Py_XDECREF(data);
@@ -649,8 +708,10 @@ check_cupy(gh_foreign_use *u, gh_foreign_type *e, PyObject *obj, gh_foreign *f)
     same = c.ptr == f->ptr &&
            (u->need != GH_FOREIGN_LAYOUT ||
             (c.ndim == f->ndim && memcmp(c.shape, f->shape, sizeof(Py_ssize_t) * c.ndim) == 0 &&
-             memcmp(c.strides, f->strides, sizeof(Py_ssize_t) * c.ndim) == 0 &&
              PyArray_EquivTypes((PyArray_Descr *)c.descr, (PyArray_Descr *)f->descr)));
+    for (int i = 0; same && u->need == GH_FOREIGN_LAYOUT && i < c.ndim; i++) {
+        same = c.shape[i] <= 1 || c.strides[i] == f->strides[i]; /* extents of 1: any */
+    }
     gh_foreign_release(&c);
     if (!same) {
         e->kind = GH_FROM_CAI;

@@ -68,6 +68,10 @@ typedef struct {
 /* A use's `consumer` when it has no stream to order (a graph's kernel node). */
 #define GH_NO_STREAM ((CUstream)(uintptr_t)-1)
 
+/* Whether instances of `tp` are known (learnt before) to be other libraries' device arrays
+   read through the exchange API or CuPy's attributes: a launch goes to them at once. */
+int gh_foreign_known(gh_state *st, PyTypeObject *tp);
+
 /* Start a use on `consumer` (NULL: the default stream) in `ctx` (NULL: the current one). */
 void gh_foreign_use_init(gh_foreign_use *u, gh_state *st, gh_context *ctx, CUstream consumer,
                          int need);

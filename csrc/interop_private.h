@@ -21,9 +21,14 @@ enum {
     N_DTYPE,
     N_DLPACK,
     N_MAX_VERSION,
+    N_NDIM,
+    N_C_CONTIGUOUS,
+    N_SIZE,
     N__COUNT
 };
 extern const char *const gh_interop_name_text[N__COUNT];
+/* the module state's room for them (state.h: interop_names) */
+_Static_assert(N__COUNT <= 24, "state.h's interop_names is too short");
 
 /* The interned name `n` (borrowed; made on first use, kept in the module state). */
 PyObject *gh_interop_name(gh_state *st, int n);

@@ -8,9 +8,9 @@
 #include "interop.h"
 #include "kernel.h"
 
-#define JIT_KEY_SMALL   512 /* bytes of a launch's key kept on the stack */
-#define JIT_DEPTH_MAX   8   /* nesting of tuples */
-#define JIT_VIEWS_SMALL 8   /* other libraries' arrays of a launch read on the stack */
+#define JIT_KEY_SMALL   4096 /* bytes of a launch's key kept on the stack */
+#define JIT_DEPTH_MAX   8    /* nesting of tuples */
+#define JIT_VIEWS_SMALL 8    /* other libraries' arrays of a launch read on the stack */
 
 typedef struct {
     unsigned char small[JIT_KEY_SMALL];

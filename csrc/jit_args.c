@@ -244,11 +244,33 @@ plain_numpy_scalar(PyObject *arg)
            !(Py_TYPE(arg)->tp_flags & Py_TPFLAGS_HEAPTYPE);
 }
 
+/* The common NumPy scalar types by a small number (the others are keyed by their type's
+   address): 1 .. 14, or 0. */
+static int
+numpy_scalar_code(PyTypeObject *tp)
+{
+    PyTypeObject *const known[] = {
+        &PyFloatArrType_Type,     &PyDoubleArrType_Type,   &PyHalfArrType_Type,
+        &PyByteArrType_Type,      &PyShortArrType_Type,    &PyIntArrType_Type,
+        &PyLongArrType_Type,      &PyLongLongArrType_Type, &PyUByteArrType_Type,
+        &PyUShortArrType_Type,    &PyUIntArrType_Type,     &PyULongArrType_Type,
+        &PyULongLongArrType_Type, &PyBoolArrType_Type,     &PyCFloatArrType_Type,
+        &PyCDoubleArrType_Type,
+    };
+    for (int i = 0; i < (int)(sizeof(known) / sizeof(known[0])); i++) {
+        if (tp == known[i]) {
+            return i + 1;
+        }
+    }
+    return 0;
+}
+
 /* Key one argument as numba types it: 1 keyed, 0 not keyed here, -1 error. */
 static int
 key_arg(gh_state *st, jit_keybuf *kb, PyObject *arg, int depth, int keep, jit_views *vs)
 {
     PyTypeObject *tp = Py_TYPE(arg);
+    int code;
     if (tp == st->DeviceArrayType) {
         gh_devicearray *a = (gh_devicearray *)arg;
         PyArray_Descr *d = (PyArray_Descr *)a->dtype;
@@ -276,6 +298,9 @@ key_arg(gh_state *st, jit_keybuf *kb, PyObject *arg, int depth, int keep, jit_vi
         }
         return key_byte(kb, a->ndim) && key_byte(kb, gh_jit_array_layout(a)) &&
                key_byte(kb, a->readonly);
+    }
+    if (vs != NULL && gh_foreign_known(st, tp)) {
+        return key_foreign(kb, vs, arg); /* learnt to be another library's array */
     }
     if (tp == &PyLong_Type) {
         /* numba: int64 when it fits, uint64 for 2**63 .. 2**64-1, else an error */
@@ -314,6 +339,10 @@ key_arg(gh_state *st, jit_keybuf *kb, PyObject *arg, int depth, int keep, jit_vi
             }
         }
         return 1;
+    }
+    if ((code = numpy_scalar_code(tp)) != 0) {
+        unsigned char key[2] = {'S', (unsigned char)code};
+        return key_put(kb, key, 2);
     }
     if (plain_numpy_scalar(arg)) {
         return key_byte(kb, 's') && key_put(kb, &tp, sizeof(tp));

@@ -582,7 +582,10 @@ gh_kernel_pack(gh_state *st, gh_kernel *k, PyObject *const *args, Py_ssize_t nar
             u.what = "parameter";
             u_ready = 1;
         }
-        if (pack_arg(st, k, i, args[i], &u, ab->ptrs[i]) < 0) {
+        /* a type learnt to be another library's array: straight to its reading */
+        if ((gh_foreign_known(st, Py_TYPE(args[i]))
+                 ? pack_foreign(st, k, i, args[i], &u, ab->ptrs[i])
+                 : pack_arg(st, k, i, args[i], &u, ab->ptrs[i])) < 0) {
             return -1;
         }
     }

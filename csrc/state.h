@@ -131,7 +131,7 @@ struct gh_state {
     gh_foreign_type foreign_types[GH_FOREIGN_TYPES]; /* exporters' types seen (interop.c) */
     int n_foreign_types;
     PyObject *typestrs;          /* dict: CUDA array interface typestr -> NumPy dtype (interop.c) */
-    PyObject *interop_names[16]; /* interned attribute and key names (interop.c) */
+    PyObject *interop_names[24]; /* interned attribute and key names (interop.c) */
 };
 
 /* Whether the interpreter is shutting down (a driver thread must not take the GIL). */

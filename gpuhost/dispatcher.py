@@ -298,9 +298,8 @@ class Dispatcher(_core.JitDispatcher):
     # ---- the launch, where C did not do it all ----
 
     def _slow_launch(self, launch, args):
-        converted = _device_arrays(args)
-        if converted is not None:
-            return launch(*converted)  # all device arrays now: C knows them
+        # numba types every argument (other libraries' arrays too, as csrc/jit_args.c keys
+        # them); what it compiles is registered for C's launches (_remember)
         overload, disp = _numba.resolve(self._numba, launch, args)
         for callback in launch.pre_launch_callbacks:
             callback(overload, launch)
@@ -389,32 +388,6 @@ def _launch_context(stream):
 
 def _stream(stream):
     return None if (isinstance(stream, int) and stream == 0) else stream
-
-
-def _numba_typed_foreign(obj):
-    """numba's own device arrays (and others numba types by ``_numba_type_``): launched as
-    gpuhost DeviceArrays over their memory, as gpuhost types those."""
-    return (not isinstance(obj, (_core.DeviceArray, np.ndarray))
-            and hasattr(type(obj), "_numba_type_")
-            and hasattr(obj, "__cuda_array_interface__"))
-
-
-def _device_arrays(args):
-    """`args` with numba's own device arrays as gpuhost DeviceArrays over the same memory,
-    or None when there is none (also inside tuples).  Other libraries' arrays (PyTorch,
-    CuPy, ...) stay as they are: numba types them and csrc/jit_args.c keys them alike."""
-    changed = False
-    out = []
-    for a in args:
-        if isinstance(a, tuple):
-            inner = _device_arrays(a)
-            if inner is not None:
-                a, changed = tuple(inner), True
-        elif _numba_typed_foreign(a):
-            a = _core.as_cuda_array(a)
-            changed = True
-        out.append(a)
-    return out if changed else None
 
 
 def _device_view(ctx, retr, value, ty, stream):

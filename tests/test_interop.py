@@ -539,3 +539,72 @@ def test_numba_cuda_functions_take_gpuhost_streams(order):
     proc = subprocess.run([sys.executable, "-c", NUMBA_STREAMS, order], env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+# ---- CuPy's arrays through their attributes (a stand-in CuPy, in a subprocess) ----
+
+CUPY_STANDIN = r"""
+import sys, types
+import numpy as np
+cupy = types.ModuleType("cupy"); cuda = types.ModuleType("cupy.cuda")
+cupy.cuda = cuda
+sys.modules["cupy"], sys.modules["cupy.cuda"] = cupy, cuda
+import gpuhost
+from gpuhost import _core
+
+class Stream:
+    ptr = 0
+current = Stream()
+calls = []
+def get_current_stream():
+    calls.append(1)
+    return current
+cuda.get_current_stream = get_current_stream
+
+class MemoryPointer:
+    def __init__(self, ptr):
+        self.ptr, self.device_id = ptr, 0
+
+class ndarray:
+    __slots__ = ("_dev", "lie", "data", "dtype", "size", "ndim", "shape", "strides",
+                 "_c_contiguous")  # attributes of the type, as CuPy's (Cython) are
+
+    def __init__(self, dev, lie=False):
+        self._dev, self.lie = dev, lie
+        self.data = MemoryPointer(dev.ptr + (dev.dtype.itemsize if lie else 0))
+        self.dtype, self.size, self.ndim = dev.dtype, dev.size, dev.ndim
+        self.shape, self.strides = dev.shape, dev.strides
+        self._c_contiguous = dev.is_c_contiguous()
+    @property
+    def __cuda_array_interface__(self):
+        return self._dev.__cuda_array_interface__
+ndarray.__module__ = "cupy._core.core"
+
+dev = gpuhost.to_device(np.arange(12.0).reshape(3, 4))
+for arr in (ndarray(dev), ndarray(dev[:, 1:]), ndarray(dev[1]), ndarray(dev[1:2, 2])):
+    info = _core._foreign_info(arr)
+    assert info["source"] == "p", info
+    assert (info["ptr"], info["shape"]) == (arr._dev.ptr, arr._dev.shape), info
+    assert all(a == b for a, b, n in zip(info["strides"], arr._dev.strides, arr._dev.shape)
+               if n > 1), info  # extents of 1 have no stride to keep
+    assert info["producer"] == 1  # CuPy's default stream: the legacy one
+s = gpuhost.stream()
+current.ptr = s.handle
+assert _core._foreign_info(ndarray(dev), stream=s)["producer"] == s.handle
+
+class liar(ndarray):
+    __slots__ = ()
+liar.__module__, liar.__name__, liar.__qualname__ = "cupy._core.core", "ndarray", "ndarray"
+info = _core._foreign_info(liar(dev, lie=True))  # its attributes and interface disagree
+assert info["source"] == "c" and info["ptr"] == dev.ptr, info
+print("ok")
+"""
+
+
+def test_cupy_arrays_are_read_through_their_attributes_checked_once():
+    import os
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-c", CUPY_STANDIN], env=dict(os.environ),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
