@@ -314,6 +314,61 @@ def test_a_pool_over_cupys_allocators_frees_twice_and_empties(allocator):
         assert pool.n_free_blocks() == 0
 
 
+ALLOCATOR_FUNCTIONS = [
+    (memory, "_malloc"), (memory, "malloc_managed"), (memory, "malloc_async"), (memory, "alloc"),
+    (gpuhost.memory, "_malloc"), (gpuhost.memory, "malloc_managed"),
+    (gpuhost.memory, "malloc_async"), (gpuhost.memory, "alloc"),
+    (pinned_memory, "alloc_pinned_memory"), (gpuhost.memory, "_malloc_pinned"),
+]
+
+
+@pytest.mark.parametrize("module, name", ALLOCATOR_FUNCTIONS,
+                         ids=["%s.%s" % (m.__name__, n) for m, n in ALLOCATOR_FUNCTIONS])
+def test_allocator_functions_kept_on_a_class_do_not_bind_as_cupys_builtins(module, name):
+    """CuPy's parametrized tests keep its allocator functions (builtins) as class
+    attributes and call ``self.allocator(size)``: gpuhost's behave the same."""
+    fn = getattr(module, name)
+
+    class Params:  # as cupy.testing.parameterize makes its test classes
+        allocator = fn
+
+    case = Params()
+    assert case.allocator is fn and Params.allocator is fn  # CuPy's tests compare by identity
+    n = int(RNG.integers(1, 4096))
+    with cuda.Device():
+        p = case.allocator(n)
+    data = RNG.integers(0, 256, n, dtype=np.uint8)
+    back = np.zeros_like(data)
+    if module is pinned_memory or name == "_malloc_pinned":
+        ctypes.memmove(p.ptr, data.ctypes.data, n)
+        ctypes.memmove(back.ctypes.data, p.ptr, n)
+    else:
+        p.copy_from_host(data.ctypes.data, n)
+        p.copy_to_host(back.ctypes.data, n)
+    np.testing.assert_array_equal(back, data)
+    assert fn.__name__ == name and repr(fn) == "<built-in function %s>" % name
+    assert pickle.loads(pickle.dumps(fn)) is fn  # by reference, as a module's function
+
+
+def test_allocator_setters_and_getters_do_not_bind_either():
+    class Params:
+        set_allocator = memory.set_allocator
+        get_allocator = memory.get_allocator
+        set_pinned = pinned_memory.set_pinned_memory_allocator
+
+    case = Params()
+    pool = memory.MemoryPool()
+    case.set_allocator(pool.malloc)
+    assert case.get_allocator() == pool.malloc
+    case.set_allocator(None)
+    assert memory.get_allocator() is memory._malloc or memory.get_allocator() is \
+        gpuhost.memory._malloc
+    case.set_pinned(None)
+    assert pinned_memory.alloc_pinned_memory(16).ptr != 0
+    pinned_memory.set_pinned_memory_allocator(
+        pinned_memory.get_default_pinned_memory_pool().malloc)
+
+
 def test_pinned_pool_hands_out_pooled_pinned_memory():
     pool = pinned_memory.PinnedMemoryPool()
     mem = pool.malloc(1).mem
