@@ -80,7 +80,10 @@ format_uuid(const CUuuid *uuid)
 static gh_device *
 device_new(gh_state *st, int ordinal)
 {
-    char name[256], bus_id[64];
+    /* The bus id in the documented 13 bytes ("0000:3B:00.0"), as CuPy asks for it: in a
+       larger buffer the driver writes an 8-digit domain ("00000000:3B:00.0"), a form its
+       own cuDeviceGetByPCIBusId refuses (CUDA_ERROR_INVALID_VALUE). */
+    char name[256], bus_id[13];
     CUuuid uuid;
     gh_device *self = PyObject_GC_New(gh_device, st->DeviceType);
 
