@@ -1,6 +1,6 @@
 /* Driver calls on raw addresses rather than gpuhost objects: unified-address copies,
- * managed-memory prefetch and advice, pointer attributes, the device lookup by PCI bus id,
- * and the attributes of a device's default memory pool.  The C side of
+ * managed-memory prefetch and advice, pointer attributes and allocation ranges, the device
+ * lookup by PCI bus id, and the attributes of a device's default memory pool.  The C side of
  * runtime-style APIs (gpuhost.compat.cupy.runtime) and of the managed-memory hints
  * (gpuhost.memory, gpuhost.compat.cupy.memory).
  *
@@ -241,6 +241,33 @@ mod_pointer_info(PyObject *module, PyObject *arg)
                          memtype == CU_MEMORYTYPE_HOST ? Py_True : Py_False);
 }
 
+/* (base, size) of the allocation holding device address `ptr` (cuMemGetAddressRange), in
+   the current context: numba's driver.device_extents. */
+static PyObject *
+mod_mem_address_range(PyObject *module, PyObject *arg)
+{
+    gh_state *st = gh_state_of_module(module);
+    unsigned long long ptr = PyLong_AsUnsignedLongLong(arg);
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    gh_context *ctx;
+    int pushed;
+    CUresult res;
+
+    if (PyErr_Occurred() || (ctx = gh_current_context(st, -1)) == NULL) {
+        return NULL;
+    }
+    if (gh_context_enter(ctx, &pushed) < 0) {
+        Py_DECREF(ctx);
+        return NULL;
+    }
+    res = gh_cu.MemGetAddressRange(&base, &size, (CUdeviceptr)ptr);
+    if (leave_and_check(ctx, pushed, res, GH_CU_MemGetAddressRange) < 0) {
+        return NULL;
+    }
+    return Py_BuildValue("KK", (unsigned long long)base, (unsigned long long)size);
+}
+
 /* The memory-pool attributes mempool_attribute() reads and writes, by name. */
 static const struct {
     const char *name;
@@ -317,6 +344,7 @@ PyMethodDef gh_address_methods[] = {
     {"mem_advise", (PyCFunction)(void (*)(void))mod_mem_advise, METH_VARARGS | METH_KEYWORDS,
      address_mem_advise_doc},
     {"_pointer_info", mod_pointer_info, METH_O, address__pointer_info_doc},
+    {"_mem_address_range", mod_mem_address_range, METH_O, address__mem_address_range_doc},
     {"mempool_attribute", mod_mempool_attribute, METH_VARARGS, address_mempool_attribute_doc},
     {"device_by_pci_bus_id", mod_device_by_pci_bus_id, METH_O, address_device_by_pci_bus_id_doc},
     {NULL, NULL, 0, NULL},

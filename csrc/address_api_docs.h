@@ -85,6 +85,11 @@ PyDoc_STRVAR(
     ">>> m = gpuhost.memory.malloc_managed(1024)\n"
     ">>> gpuhost._core.mem_advise(m.ptr, 1024, 1, 0)");
 
+PyDoc_STRVAR(address__mem_address_range_doc,
+             "_mem_address_range(ptr, /)\n--\n\n"
+             "(base, size) of the allocation that holds device address `ptr` "
+             "(cuMemGetAddressRange).");
+
 PyDoc_STRVAR(address__pointer_info_doc,
              "_pointer_info(ptr, /)\n--\n\n"
              "(device, device pointer, host pointer, managed, host memory) of address `ptr`.\n\n"

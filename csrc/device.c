@@ -103,6 +103,13 @@ device_new(gh_state *st, int ordinal)
     }
     name[sizeof(name) - 1] = '\0';
     bus_id[sizeof(bus_id) - 1] = '\0';
+    /* In a buffer this long the driver writes an 8-digit domain ("00000000:3B:00.0"), a form
+       its own cuDeviceGetByPCIBusId refuses (CUDA_ERROR_INVALID_VALUE); the documented form
+       has 4 digits ("0000:3B:00.0", what CuPy's 13-byte buffer gets): the 4 leading zeros
+       go (a domain past 0xFFFF keeps its digits). */
+    if (strlen(bus_id) > 8 && bus_id[8] == ':' && strncmp(bus_id, "0000", 4) == 0) {
+        memmove(bus_id, bus_id + 4, strlen(bus_id + 4) + 1);
+    }
     self->name = PyUnicode_DecodeUTF8(name, strlen(name), "replace");
     self->uuid = format_uuid(&uuid);
     self->pci_bus_id = PyUnicode_FromString(bus_id);

@@ -154,7 +154,9 @@ PyDoc_STRVAR(
 
 PyDoc_STRVAR(device_pci_bus_id_doc,
              "The PCI bus id, in hex.\n\n"
-             "Its form is `domain:bus:device.function`, as nvidia-smi shows it.\n\n"
+             "Its form is `domain:bus:device.function` with a 4-digit domain, as CUDA documents\n"
+             "it and CuPy reads it, the form cuDeviceGetByPCIBusId takes back (nvidia-smi's\n"
+             "8-digit domain it refuses).\n\n"
              "Examples\n"
              "--------\n"
              ">>> gpuhost.gpus[0].pci_bus_id\n"

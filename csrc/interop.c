@@ -665,7 +665,11 @@ read_dlpack(gh_foreign_use *u, PyObject *obj, gh_foreign *f)
     PyObject *capsule = call_dlpack(u, obj);
     int rc;
     if (capsule == NULL) {
-        int type = dlpack_device_type(obj);
+        PyObject *exc_type, *exc, *tb; /* kept while asking where the tensor is */
+        int type;
+        PyErr_Fetch(&exc_type, &exc, &tb);
+        type = dlpack_device_type(obj);
+        PyErr_Restore(exc_type, exc, tb);
         if (type > 0 && type != GH_DL_CUDA && type != GH_DL_CUDA_MANAGED) {
             PyErr_Clear();
             if (u->host_ok) {

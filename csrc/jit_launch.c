@@ -161,10 +161,16 @@ launch_entry(gh_jitlaunch *self, jit_entry *e, gh_kernel *k, PyObject *const *ar
     r = 0;
     if (ok && pk.n == k->nparams) {
         d.cooperative = e->cooperative;
-        r = (gh_kernel_check_dims(k, &d) < 0 || gh_jit_views_order(vs, k) < 0 ||
-             gh_kernel_launch_params(k, &d, pk.ptrs) < 0)
-                ? -1
-                : 1;
+        if (gh_kernel_check_dims(k, &d) < 0) {
+            /* dimensions the driver refuses (past the device's or the kernel's limits, its
+               launch_bounds): the slow path raises that as numba's launch does */
+            PyErr_Clear();
+        }
+        else {
+            r = (gh_jit_views_order(vs, k) < 0 || gh_kernel_launch_params(k, &d, pk.ptrs) < 0)
+                    ? -1
+                    : 1;
+        }
     }
     if (pk.buf != small.bytes) {
         PyMem_Free(pk.buf);

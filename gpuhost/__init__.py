@@ -102,7 +102,10 @@ _LAZY = {"CompiledCode": "compiler", "compile": "compiler", "compile_ptx": "comp
 _LAZY.update(dict.fromkeys(
     ("BaseCUDAMemoryManager", "GetIpcHandleMixin", "HostOnlyCUDAMemoryManager", "IpcHandle",
      "MappedMemory", "MemoryPointer", "PinnedMemory", "set_memory_manager"), "memory_manager"))
-_LAZY_MODULES = ("memory", "memory_manager", "tools")
+_LAZY_MODULES = ("memory", "memory_manager", "tools", "cudadrv", "descriptor")
+# numba.cuda's attributes that are modules of numba's driver package: cuda.devicearray is
+# cuda.cudadrv.devicearray, cuda.driver is cuda.cudadrv.driver (gpuhost.cudadrv's, there).
+_MODULE_ALIASES = {"devicearray": "cudadrv.devicearray", "driver": "cudadrv.driver"}
 
 
 def __getattr__(name):
@@ -117,6 +120,10 @@ def __getattr__(name):
         return _numba_name(name)
     if name in _LAZY_MODULES:
         return import_module("." + name, __name__)  # the import sets the attribute
+    if name in _MODULE_ALIASES:
+        value = import_module("." + _MODULE_ALIASES[name], __name__)
+        globals()[name] = value
+        return value
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError("module 'gpuhost' has no attribute %r" % name)
@@ -150,7 +157,7 @@ def _numba_name(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY) | set(_LAZY_MODULES))
+    return sorted(set(globals()) | set(_LAZY) | set(_LAZY_MODULES) | set(_MODULE_ALIASES))
 
 
 def get_current_device():

@@ -183,27 +183,98 @@ def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0):
     return _core.make_array(owner, ptr, shape, strides, dtype, stream)
 
 
-def _like(ary, name):
-    """(shape, dtype, order) of `ary` for the *_like functions (its order if contiguous);
-    TypeError naming `name` for an object without .shape and .dtype."""
+def _numpy_contiguity(shape, strides, itemsize):
+    """(C_CONTIGUOUS, F_CONTIGUOUS) as numpy sets them for this layout: an array with no
+    elements is both; dimensions of length 1 do not count."""
+    if 0 in shape:
+        return True, True
+    flags = []
+    for dims in (reversed(range(len(shape))), range(len(shape))):
+        expect, ok = itemsize, True
+        for i in dims:
+            if shape[i] != 1:
+                ok = ok and strides[i] == expect
+                expect *= shape[i]
+        flags.append(ok)
+    return tuple(flags)
+
+
+def _like_strides(shape, strides, itemsize, c_contiguous, f_contiguous):
+    """(strides or None, order) of a new contiguous array like one of this layout, by
+    numba's rule (numba.cuda.api._contiguous_strides_like_array, after NumPy's
+    PyArray_NewLikeArrayWithShape): a contiguous array, or one of at most one dimension,
+    keeps its order ("F" when only Fortran-contiguous); any other gets its dimensions laid
+    out in the order of their strides, smallest first (signed, ties in dimension order)."""
+    order = "F" if f_contiguous and not c_contiguous else "C"
+    if c_contiguous or f_contiguous or len(shape) <= 1:
+        return None, order
+    new, acc = [0] * len(shape), itemsize
+    for i in sorted(range(len(shape)), key=lambda i: strides[i]):
+        new[i] = acc
+        acc *= shape[i]
+    return tuple(new), order
+
+
+def _foreign_layout(ary, name):
+    """(shape, dtype, strides) of an object that exports an array without being a numpy or
+    gpuhost array, read as a launch reads it (csrc/interop.c: the CUDA array interface,
+    DLPack); host memory exported through DLPack is read by numpy.  None when it exports
+    neither; TypeError saying why when its export cannot be read."""
+    if not (hasattr(ary, "__cuda_array_interface__") or hasattr(ary, "__dlpack__")):
+        return None
     try:
-        shape, dtype = ary.shape, ary.dtype
-    except AttributeError:
-        raise TypeError("%s() takes an array (an object with .shape and .dtype), not %s"
-                        % (name, type(ary).__name__)) from None
-    flags = getattr(ary, "flags", None)
-    order = "F" if flags is not None and flags["F_CONTIGUOUS"] and not flags["C_CONTIGUOUS"] \
-        else "C"
-    return shape, dtype, order
+        view = _core._foreign_array(ary, host_ok=True, void_ok=True)
+        if view is None:  # host memory exported through DLPack
+            view = np.from_dlpack(ary)
+    except (BufferError, TypeError, ValueError, RuntimeError, NotImplementedError) as e:
+        raise TypeError("%s() cannot read the layout of a %s (%s: %s)"
+                        % (name, type(ary).__name__, type(e).__name__, e)) from e
+    return view.shape, view.dtype, view.strides
+
+
+def _like(ary, name):
+    """(shape, dtype, strides or None, order) of a new array like `ary`, for the *_like
+    functions: numba's rule (`_like_strides`) over the layout of a numpy or gpuhost array,
+    of what a foreign array exports (CUDA array interface, DLPack), or of any object with
+    .shape and .dtype (and .strides, if it has them; else C order). TypeError naming `name`
+    for anything else."""
+    if isinstance(ary, (np.ndarray, _core.DeviceArray)):
+        flags = ary.flags
+        strides, order = _like_strides(ary.shape, ary.strides, ary.dtype.itemsize,
+                                       flags["C_CONTIGUOUS"], flags["F_CONTIGUOUS"])
+        return ary.shape, ary.dtype, strides, order
+    layout = _foreign_layout(ary, name)
+    if layout is None:
+        try:
+            shape, dtype = _shape(ary.shape), _dtype(ary.dtype)
+        except AttributeError:
+            raise TypeError("%s() takes an array (an object with .shape and .dtype, or one "
+                            "exporting __cuda_array_interface__ or __dlpack__), not %s"
+                            % (name, type(ary).__name__)) from None
+        strides = getattr(ary, "strides", None)
+        strides = (_contiguous_strides(shape, dtype.itemsize) if strides is None
+                   else tuple(operator.index(s) for s in strides))
+        layout = shape, dtype, strides
+    shape, dtype, strides = layout
+    strides, order = _like_strides(shape, strides, dtype.itemsize,
+                                   *_numpy_contiguity(shape, strides, dtype.itemsize))
+    return shape, dtype, strides, order
 
 
 def device_array_like(ary, stream=0):
-    """A new device array with the shape and dtype of `ary` (its order if contiguous).
+    """A new, contiguous device array of `ary`'s shape and dtype, laid out in its order.
+
+    The layout follows numba's rule (and NumPy's ``empty_like``): a contiguous `ary` keeps
+    its order (C, or F when it is only Fortran-contiguous); a strided view, a transposed
+    one, gets a contiguous layout whose dimensions are in the order of `ary`'s strides,
+    smallest first: a Fortran-ordered view stays Fortran-ordered.
 
     Parameters
     ----------
     ary : array_like
-        Any object with ``.shape`` and ``.dtype``: a numpy array, a device array, ...
+        A numpy array, a device array, an object exporting ``__cuda_array_interface__``
+        (CuPy, PyTorch, numba) or ``__dlpack__``, or any object with ``.shape`` and
+        ``.dtype`` (and ``.strides``; without them, C order).
     stream : Stream, optional
         As for `device_array`; 0 (the default) is the default stream.
 
@@ -215,7 +286,8 @@ def device_array_like(ary, stream=0):
     Raises
     ------
     TypeError
-        `ary` has no ``.shape`` or ``.dtype``.
+        `ary` is none of those, or its ``__cuda_array_interface__`` or DLPack export
+        cannot be read (the message says why).
 
     Examples
     --------
@@ -223,9 +295,12 @@ def device_array_like(ary, stream=0):
     >>> d = gpuhost.device_array_like(host)
     >>> d.shape, d.dtype, d.is_f_contiguous()
     ((4, 5), dtype('int16'), True)
+    >>> view = np.zeros((5, 12), order="F")[:, ::2]    # Fortran-ordered, not contiguous
+    >>> gpuhost.device_array_like(view).strides
+    (8, 40)
     """
-    shape, dtype, order = _like(ary, "device_array_like")
-    return device_array(shape, dtype, order=order, stream=stream)
+    shape, dtype, strides, order = _like(ary, "device_array_like")
+    return device_array(shape, dtype, strides, order, stream=stream)
 
 
 def is_cuda_array(obj):
@@ -327,7 +402,7 @@ def to_device(obj, stream=0, copy=True, to=None):
     if src is not None:
         return src
     host = _host_array(obj)
-    dev = device_array(host.shape, host.dtype, order=_like(host, "to_device")[2], stream=stream)
+    dev = device_array(host.shape, host.dtype, order=_like(host, "to_device")[3], stream=stream)
     if copy:
         dev.copy_to_device(host, stream=stream)
     return dev
@@ -380,10 +455,13 @@ def pinned_array(shape, dtype=np.float64, strides=None, order="C"):
 def pinned_array_like(ary):
     """A new, uninitialized pinned host array of `ary`'s shape, dtype and order.
 
+    The layout is `device_array_like`'s (numba's rule): contiguous, in `ary`'s order.
+
     Parameters
     ----------
     ary : array_like
-        Any object with ``.shape`` and ``.dtype`` (a device array too).
+        As for `device_array_like`: a numpy or device array, a foreign array, any object
+        with ``.shape`` and ``.dtype``.
 
     Returns
     -------
@@ -397,8 +475,8 @@ def pinned_array_like(ary):
     >>> d.copy_to_host(h)
     array([0, 1, 2, 3])
     """
-    shape, dtype, order = _like(ary, "pinned_array_like")
-    return pinned_array(shape, dtype, order=order)
+    shape, dtype, strides, order = _like(ary, "pinned_array_like")
+    return pinned_array(shape, dtype, strides, order)
 
 
 class MappedArray(np.ndarray):
@@ -482,10 +560,13 @@ def mapped_array(shape, dtype=np.float64, strides=None, order="C", stream=0, por
 def mapped_array_like(ary, stream=0, portable=False, wc=False):
     """A new, uninitialized mapped host array of `ary`'s shape, dtype and order.
 
+    The layout is `device_array_like`'s (numba's rule): contiguous, in `ary`'s order.
+
     Parameters
     ----------
     ary : array_like
-        Any object with ``.shape`` and ``.dtype``.
+        As for `device_array_like`: a numpy or device array, a foreign array, any object
+        with ``.shape`` and ``.dtype``.
     stream, portable, wc
         As for `mapped_array`.
 
@@ -500,8 +581,8 @@ def mapped_array_like(ary, stream=0, portable=False, wc=False):
     >>> m.shape, m.dtype
     ((2, 2), dtype('float32'))
     """
-    shape, dtype, order = _like(ary, "mapped_array_like")
-    return mapped_array(shape, dtype, order=order, stream=stream, portable=portable, wc=wc)
+    shape, dtype, strides, order = _like(ary, "mapped_array_like")
+    return mapped_array(shape, dtype, strides, order, stream=stream, portable=portable, wc=wc)
 
 
 def managed_array(shape, dtype=np.float64, strides=None, order="C", stream=0,

@@ -176,6 +176,55 @@ class IpcArrayHandle:
                                                              self.device_uuid)
 
 
+class PluginIpcArrayHandle(IpcArrayHandle):
+    """An `IpcArrayHandle` of an array whose context's memory is an External Memory
+    Management plugin's: the handle is whatever the plugin's ``get_ipc_handle`` made of the
+    array's memory (``_ipc_handle``, as numba keeps it), and `open` opens it through that
+    handle's own ``open``, as numba's IpcArrayHandle does. tests/test_numba_modules.py
+    shows one."""
+
+    __slots__ = {"_ipc_handle": None}
+
+    def __init__(self, ipc_handle, shape, strides, dtype, device_uuid):
+        super().__init__(b"", 0, getattr(ipc_handle, "size", 0), shape, strides, dtype,
+                         device_uuid)
+        self._ipc_handle = ipc_handle
+
+    def __reduce__(self):
+        return (PluginIpcArrayHandle, (self._ipc_handle, self.shape, self.strides, self.dtype,
+                                       self.device_uuid))
+
+    def open(self, device=None):
+        """A DeviceArray over the memory the plugin's handle opens (its ``open(context)``),
+        in `device`'s context (by default the memory's device)."""
+        from .cudadrv.devicearray import DeviceNDArray
+
+        if self._opened is not None:
+            raise ValueError("IpcHandle is already opened")
+        target = device_of_uuid(self.device_uuid, "array") if device is None \
+            else _device_arg(device)
+        with target:
+            ctx = _core.current_context()
+            array = DeviceNDArray(self.shape, self.strides, self.dtype,
+                                  gpu_data=self._ipc_handle.open(ctx))
+        self._opened = self._ipc_handle
+        return array
+
+
+def _plugin_handle(array):
+    """A PluginIpcArrayHandle when `array`'s context allocates through an EMM plugin (its
+    get_ipc_handle decides, as numba asks it), else None."""
+    import sys
+
+    mm = sys.modules.get(__package__ + ".memory_manager")
+    plugin = mm.context_plugin(array.context) if mm is not None else None
+    if plugin is None:
+        return None
+    ipch = array.context.get_ipc_handle(array.gpu_data)
+    return PluginIpcArrayHandle(ipch, array.shape, array.strides, array.dtype,
+                                array.device.uuid)
+
+
 def _device_arg(device):
     """A Device from a Device or a device id."""
     if isinstance(device, _core.Device):
@@ -225,7 +274,9 @@ def get_ipc_handle(self):
     -------
     IpcArrayHandle
         A picklable handle; the other process opens it (`with handle as arr:` or
-        `handle.open()`) and uses this array's memory without a copy.
+        `handle.open()`) and uses this array's memory without a copy. Where an External
+        Memory Management plugin manages the array's context, its ``get_ipc_handle`` makes
+        the handle, as numba asks it (a `PluginIpcArrayHandle`).
 
     Examples
     --------
@@ -233,6 +284,9 @@ def get_ipc_handle(self):
     >>> h = d.get_ipc_handle()  # doctest: +SKIP
     >>> queue.put(h)            # pickled to the other process  # doctest: +SKIP
     """
+    plugin_handle = _plugin_handle(self)
+    if plugin_handle is not None:
+        return plugin_handle
     handle, offset, size = _core.ipc_get_handle(self)
     _exported[handle] = self
     return IpcArrayHandle(handle, offset, size, self.shape, self.strides, self.dtype,

@@ -237,6 +237,26 @@ def dispatcher_class():
         class GpuhostNumbaDispatcher(CUDADispatcher):
             _gpuhost_owner = None
 
+            def _compile_for_args(self, *args, **kws):
+                # numba's C dispatcher compiles a launch through _compile_for_args, and
+                # numba programs (and numba's tests) replace it on the dispatcher they
+                # hold, which is gpuhost's: its replacement runs, once (calling what it
+                # replaced brings it back here).
+                owner = self._gpuhost_owner() if self._gpuhost_owner else None
+                replaced = owner.__dict__.get("_compile_for_args") if owner is not None \
+                    else None
+                if replaced is None or getattr(_tls, "in_replaced", False):
+                    return super()._compile_for_args(*args, **kws)
+                _tls.in_replaced = True
+                try:
+                    return replaced(*args, **kws)
+                finally:
+                    _tls.in_replaced = False
+
+            def mark_launch_config_sensitive(self):
+                owner = self._gpuhost_owner() if self._gpuhost_owner else None
+                mark_launch_config_sensitive(owner if owner is not None else self)
+
             def add_overload(self, kernel, argtypes):
                 super().add_overload(kernel, argtypes)
                 owner = self._gpuhost_owner() if self._gpuhost_owner else None
@@ -269,29 +289,102 @@ def adopt(numba_disp):
 def resolve(numba_disp, launch, args):
     """(overload, dispatcher) that numba would launch for `args` under `launch`'s
     dimensions: the launch-configuration specialization numba picks, numba's own typing and
-    conversions, compiling when numba would. Runs no pre-launch callback."""
+    conversions, compiling when numba would. Runs no pre-launch callback.
+
+    gpuhost's configured launch (`launch`, a JitLaunch) is numba's launch configuration
+    here, as numba-cuda 0.30 shows it while a launch compiles: current for the thread
+    (``numba.cuda.launchconfig.current_launch_config()``), its ``dispatcher`` the gpuhost
+    Dispatcher launched, its ``args`` this thread's launch arguments."""
     from numba.cuda.cext import _dispatcher
     from numba.cuda.dispatcher import _LAUNCH_CONFIG_KW
 
-    # numba's configuration object: its launch-configuration-sensitive compilation reads
-    # the dimensions (and the arguments) from it. Its stream is never used here, and its
-    # low-occupancy warning was given when gpuhost's launch was configured.
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        lc = numba_disp.configure(launch.griddim, launch.blockdim, 0, launch.sharedmem)
-    prev = lc._push_args(args)
+    prev = _dispatcher.swap_current_launch_args(args)
     try:
-        disp = numba_disp._select_launch_config_dispatcher(lc)
+        disp = numba_disp._select_launch_config_dispatcher(launch)
         if disp.specialized:
             overload = next(iter(disp.overloads.values()))
         else:
-            overload = _dispatcher.Dispatcher._cuda_call(disp, *args, **{_LAUNCH_CONFIG_KW: lc})
-        disp._update_launch_config_sensitivity(overload, lc)
+            overload = _dispatcher.Dispatcher._cuda_call(disp, *args,
+                                                         **{_LAUNCH_CONFIG_KW: launch})
+        disp._update_launch_config_sensitivity(overload, launch)
     finally:
-        lc._pop_args(prev)
+        _dispatcher.swap_current_launch_args(prev)
+        _marks().pop(id(launch), None)
     return overload, disp
+
+
+# ---- numba-cuda 0.30's launch configuration, as gpuhost's configured launch shows it ----
+
+_tls = threading.local()
+
+
+def _marks():
+    """{id(JitLaunch): True} of the launches whose compilation under way in this thread
+    was marked launch-configuration sensitive (numba keeps the flag on its configuration
+    object; a JitLaunch is shared by threads, so here it is the thread's, and dropped when
+    the compilation ends)."""
+    marks = getattr(_tls, "marks", None)
+    if marks is None:
+        marks = _tls.marks = {}
+    return marks
+
+
+def _launch_args(launch):
+    """The arguments of the launch under way in this thread (None outside one).
+
+    numba's ``_LaunchConfiguration.args``: a launch configuration is shared by the threads
+    that launch it, each sees its own arguments while its launch compiles.
+
+    Examples
+    --------
+    >>> @gpuhost.jit
+    ... def k(a):
+    ...     pass
+    >>> k[1, 1].args is None
+    True
+    """
+    from numba.cuda.cext import _dispatcher
+
+    return _dispatcher.get_current_launch_args()
+
+
+def _get_lcs_mark(launch):
+    return _marks().get(id(launch))
+
+
+def _set_lcs_mark(launch, value):
+    _marks()[id(launch)] = value
+
+
+def _is_lcs(launch):
+    """Whether the compilation under way for this launch was marked launch-configuration
+    sensitive (numba's compiler asks, to record it in the kernel's metadata)."""
+    return bool(_marks().get(id(launch)))
+
+
+def mark_launch_config_sensitive(dispatcher):
+    """Mark the compilation under way for `dispatcher`'s launch as depending on the launch
+    configuration (numba-cuda 0.30's ``mark_launch_config_sensitive``): RuntimeError when no
+    launch compiles in this thread, or when it is another dispatcher's."""
+    from numba.cuda import launchconfig
+
+    cfg = launchconfig.ensure_current_launch_config()
+    if cfg.dispatcher is not dispatcher and getattr(dispatcher, "_numba", None) is not cfg.dispatcher:
+        raise RuntimeError("mark_launch_config_sensitive() must be called on the active "
+                           "launch configuration's dispatcher")
+    cfg._kernel_launch_config_sensitive = True
+
+
+def _attach_launch_config():
+    from . import _methods
+
+    _methods.attribute(_core.JitLaunch, "args", _launch_args)
+    _methods.attribute(_core.JitLaunch, "_kernel_launch_config_sensitive", _get_lcs_mark,
+                       _set_lcs_mark)
+    _methods.method(_core.JitLaunch, "_is_kernel_launch_config_sensitive")(_is_lcs)
+
+
+_attach_launch_config()
 
 
 def pickle_dispatcher(numba_disp):
@@ -314,6 +407,45 @@ def unpickle_dispatcher(data):
 
     load()
     return pickle.loads(data)
+
+
+# ---- the error of a launch the driver refuses ----
+
+_launch_error_class = None
+
+
+def launch_error_class():
+    """The class of a gpuhost.jit launch whose dimensions the driver refuses: gpuhost's
+    CudaAPIError, and cuda.core's CUDAError, which numba-cuda 0.30 raises for such a launch
+    (cuda.core launches its kernels, and numba programs catch it); CudaAPIError alone where
+    cuda.core cannot be imported."""
+    global _launch_error_class
+    if _launch_error_class is None:
+        from .errors import CudaAPIError
+
+        try:
+            from cuda.core._utils.cuda_utils import CUDAError
+            bases = (CudaAPIError, CUDAError)
+        except ImportError:
+            bases = (CudaAPIError,)
+        _launch_error_class = type("JitLaunchError", bases, {
+            "__module__": __name__,
+            "__doc__": launch_error_class.__doc__,
+            "__reduce__": lambda self: (launch_error, (self.msg,)),
+        })
+    return _launch_error_class
+
+
+def launch_error(msg):
+    """CUDA_ERROR_INVALID_VALUE, as the driver refuses a launch's dimensions, saying why
+    (`msg`), of `launch_error_class`."""
+    return launch_error_class()(1, "CUDA_ERROR_INVALID_VALUE", msg)
+
+
+def __getattr__(name):
+    if name == "JitLaunchError":  # the class, by the name it pickles under
+        return launch_error_class()
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
 def occupancy_warning(griddim):

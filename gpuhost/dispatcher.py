@@ -105,6 +105,12 @@ class Dispatcher(_core.JitDispatcher):
     ------
     ValueError
         Called without a launch configuration (``kernel(*args)``).
+    gpuhost.CudaAPIError
+        A launch whose dimensions the driver refuses (a block past the kernel's
+        ``launch_bounds`` or its registers' limit, past the device's limits, too much
+        dynamic shared memory): ``CUDA_ERROR_INVALID_VALUE``, saying why, raised as numba's
+        launch raises it (also cuda.core's ``CUDAError``, which numba-cuda 0.30 raises), with
+        nothing launched.
 
     Examples
     --------
@@ -244,6 +250,34 @@ class Dispatcher(_core.JitDispatcher):
     def __reduce__(self):
         return (_unpickle_dispatcher, (_numba.pickle_dispatcher(self._numba),))
 
+    def mark_launch_config_sensitive(self):
+        """Mark the compilation under way for this kernel's launch as depending on the
+        launch configuration (numba-cuda 0.30's).
+
+        Called while a launch compiles (by a numba rewrite, or a replaced
+        ``_compile_for_args``), when ``numba.cuda.launchconfig.current_launch_config()`` is
+        the configured launch (its ``dispatcher`` this one): the kernel compiled is then
+        marked ``launch_config_sensitive`` and a launch with other dimensions compiles its
+        own.
+
+        Raises
+        ------
+        RuntimeError
+            No launch compiles in this thread (numba's "No launch config set for this
+            thread"), or another dispatcher's does.
+
+        Examples
+        --------
+        >>> @gpuhost.jit
+        ... def k(a):
+        ...     pass
+        >>> k.mark_launch_config_sensitive()
+        Traceback (most recent call last):
+            ...
+        RuntimeError: No launch config set for this thread
+        """
+        _numba.mark_launch_config_sensitive(self)
+
     def _configured(self, launch):
         """A launch configuration made: numba's low-occupancy warning, as numba gives it
         when it configures a launch."""
@@ -314,8 +348,12 @@ class Dispatcher(_core.JitDispatcher):
         retr = []
         params = _numba.pack(overload.argument_types, args, launch.stream, extensions,
                              functools.partial(_device_view, ctx, retr), retr)
-        config = kernel.configure(launch.griddim, launch.blockdim, _stream(launch.stream),
-                                  launch.sharedmem, cooperative=cooperative)
+        try:
+            config = kernel.configure(launch.griddim, launch.blockdim, _stream(launch.stream),
+                                      launch.sharedmem, cooperative=cooperative)
+        except ValueError as e:  # dimensions the driver refuses: numba's launch error
+            raise _numba.launch_error(str(e).replace(
+                repr(name), repr(getattr(self._numba.py_func, "__qualname__", name)))) from None
         config(*params)
         if debug:
             _raise_debug_exception(overload, kernel, name, launch.stream)

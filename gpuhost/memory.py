@@ -31,6 +31,7 @@ import numpy as np
 
 from . import _arrays, _core
 from ._pools import _pools_display, _pools_pretty_rows
+from ._unbound import unbound as _unbound
 from .errors import CudaOutOfMemoryError
 
 __all__ = [
@@ -939,11 +940,13 @@ def _async_pool(ctx):
     return _pool_for(_async_pools, ctx, "driver")
 
 
+@_unbound  # a builtin in CuPy: it does not bind as a method
 def _malloc(size):
     """Device memory without a pool (what set_allocator(None) selects)."""
     return MemoryPointer(Memory(size), 0)
 
 
+@_unbound  # a builtin in CuPy: it does not bind as a method
 def malloc_managed(size):
     """A MemoryPointer to `size` bytes of managed (unified) memory (CuPy's).
 
@@ -976,6 +979,7 @@ def malloc_managed(size):
     return MemoryPointer(ManagedMemory(size), 0)
 
 
+@_unbound  # a builtin in CuPy: it does not bind as a method
 def malloc_async(size, stream=None):
     """A MemoryPointer to `size` bytes from the driver's stream-ordered pool (CuPy's).
 
@@ -1672,6 +1676,7 @@ def _set_global_for_arrays(fn):
             _arrays.set_array_allocator(fn)
 
 
+@_unbound  # a builtin in CuPy: it does not bind as a method
 def set_allocator(allocator=None):
     """Set the allocator of `alloc` and of device arrays, for every thread (CuPy's).
 
@@ -1716,6 +1721,7 @@ def set_allocator(allocator=None):
     _current_allocator = allocator
 
 
+@_unbound  # a builtin in CuPy: it does not bind as a method
 def get_allocator():
     """The current allocator (CuPy's): this thread's `using_allocator` one, else the one
     `set_allocator` set.
@@ -1795,6 +1801,7 @@ def _default_for_arrays(nbytes, stream):
     return a, a.ptr
 
 
+@_unbound  # a builtin in CuPy: it does not bind as a method
 def alloc(size):
     """A MemoryPointer to `size` bytes of device memory from the current allocator
     (CuPy's).
@@ -2164,6 +2171,7 @@ def _host_ptr(mem):
     return ptr if ptr is not None else mem.ptr
 
 
+@_unbound  # a builtin in CuPy: it does not bind as a method
 def _malloc_pinned(size):
     return PinnedMemoryPointer(PinnedMemory(size), 0)
 
@@ -2373,6 +2381,7 @@ def get_default_pinned_memory_pool():
     return _default_pinned_pool
 
 
+@_unbound  # a builtin in CuPy: it does not bind as a method
 def set_pinned_memory_allocator(allocator=None):
     """Set the allocator of `alloc_pinned_memory` (CuPy's).
 
@@ -2398,6 +2407,7 @@ def set_pinned_memory_allocator(allocator=None):
     _current_pinned_allocator = _malloc_pinned if allocator is None else allocator
 
 
+@_unbound  # a builtin in CuPy: it does not bind as a method
 def alloc_pinned_memory(size):
     """A PinnedMemoryPointer to `size` bytes of pinned host memory (CuPy's).
 

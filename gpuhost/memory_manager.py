@@ -530,7 +530,16 @@ class OwnedPointer:
 
 
 class MappedOwnedPointer(OwnedPointer):
-    pass
+    """A counted reference to mapped host memory (numba's MappedOwnedPointer): what
+    ``Context.memhostalloc(size, mapped=True)`` returns, its attributes the `MappedMemory`'s
+    (``device_pointer_value``, ``host_pointer``, ``size``).
+
+    Examples
+    --------
+    >>> p = gpuhost.current_context().memhostalloc(256, mapped=True)
+    >>> type(p).__name__, p.size, p.device_pointer_value != 0
+    ('MappedOwnedPointer', 256, True)
+    """
 
 
 # ---- IPC ----
@@ -1598,6 +1607,15 @@ def get_memory_manager(context=None):
 
 
 _defaults = {}  # Context -> its DefaultMemoryManager
+
+
+def context_plugin(context):
+    """The EMM plugin instance that manages `context` (set_memory_manager's, or one assigned
+    to ``Context.memory_manager``), or None where gpuhost's own manager does."""
+    mgr = _managers.get(context)
+    if mgr is None and _plugin is not None:
+        mgr = get_memory_manager(context)
+    return mgr
 
 
 def context_memory_manager(context):

@@ -30,7 +30,7 @@ def public_modules():
         name = "gpuhost." + info.name
         if not info.name.startswith("_") and name not in SIDE_EFFECT_MODULES:
             names.append(name)
-    return names
+    return names + ["gpuhost.cudadrv.driver", "gpuhost.cudadrv.devicearray"]
 
 
 def public_names(module):

@@ -222,6 +222,21 @@ def test_from_pci_bus_id_of_a_malformed_id_is_the_runtimes_invalid_value():
     assert not isinstance(info.value, CudaAPIError)  # CuPy's class, not gpuhost's
 
 
+def test_from_pci_bus_id_round_trips_and_refuses_nvidia_smis_8_digit_domain():
+    """The id has the 4-digit domain CuPy's 13-byte cudaDeviceGetPCIBusId gives, so that
+    the driver's lookup takes it back; nvidia-smi's "00000000:..." form is refused by the
+    driver (cudaErrorInvalidValue), under CuPy as here."""
+    for i in range(runtime.getDeviceCount()):
+        d = cuda.Device(i)
+        assert re.fullmatch(r"[0-9A-F]{4}:[0-9A-F]{2}:[0-9A-F]{2}\.0", d.pci_bus_id)
+        assert cuda.Device.from_pci_bus_id(d.pci_bus_id) == d
+        assert cuda.Device.from_pci_bus_id(d.pci_bus_id.lower()) == d
+        assert runtime.deviceGetByPCIBusId(d.pci_bus_id.split(":", 1)[1]) == i
+        with pytest.raises(cuda.runtime.CUDARuntimeError,
+                           match=r"^cudaErrorInvalidValue: invalid argument$"):
+            cuda.Device.from_pci_bus_id("0000" + d.pci_bus_id)
+
+
 def test_from_pci_bus_id_of_an_unknown_device_is_the_runtimes_invalid_device():
     bus = "%04X:%02X:1F.0" % (int(RNG.integers(0x100, 0xFFFF)), int(RNG.integers(0, 0xFF)))
     assert bus not in [cuda.Device(i).pci_bus_id for i in range(runtime.getDeviceCount())]
@@ -312,6 +327,61 @@ def test_a_pool_over_cupys_allocators_frees_twice_and_empties(allocator):
                           match="free_all_free is deprecated. Use free_all_blocks instead."):
             pool.free_all_free()
         assert pool.n_free_blocks() == 0
+
+
+ALLOCATOR_FUNCTIONS = [
+    (memory, "_malloc"), (memory, "malloc_managed"), (memory, "malloc_async"), (memory, "alloc"),
+    (gpuhost.memory, "_malloc"), (gpuhost.memory, "malloc_managed"),
+    (gpuhost.memory, "malloc_async"), (gpuhost.memory, "alloc"),
+    (pinned_memory, "alloc_pinned_memory"), (gpuhost.memory, "_malloc_pinned"),
+]
+
+
+@pytest.mark.parametrize("module, name", ALLOCATOR_FUNCTIONS,
+                         ids=["%s.%s" % (m.__name__, n) for m, n in ALLOCATOR_FUNCTIONS])
+def test_allocator_functions_kept_on_a_class_do_not_bind_as_cupys_builtins(module, name):
+    """CuPy's parametrized tests keep its allocator functions (builtins) as class
+    attributes and call ``self.allocator(size)``: gpuhost's behave the same."""
+    fn = getattr(module, name)
+
+    class Params:  # as cupy.testing.parameterize makes its test classes
+        allocator = fn
+
+    case = Params()
+    assert case.allocator is fn and Params.allocator is fn  # CuPy's tests compare by identity
+    n = int(RNG.integers(1, 4096))
+    with cuda.Device():
+        p = case.allocator(n)
+    data = RNG.integers(0, 256, n, dtype=np.uint8)
+    back = np.zeros_like(data)
+    if module is pinned_memory or name == "_malloc_pinned":
+        ctypes.memmove(p.ptr, data.ctypes.data, n)
+        ctypes.memmove(back.ctypes.data, p.ptr, n)
+    else:
+        p.copy_from_host(data.ctypes.data, n)
+        p.copy_to_host(back.ctypes.data, n)
+    np.testing.assert_array_equal(back, data)
+    assert fn.__name__ == name and repr(fn) == "<built-in function %s>" % name
+    assert pickle.loads(pickle.dumps(fn)) is fn  # by reference, as a module's function
+
+
+def test_allocator_setters_and_getters_do_not_bind_either():
+    class Params:
+        set_allocator = memory.set_allocator
+        get_allocator = memory.get_allocator
+        set_pinned = pinned_memory.set_pinned_memory_allocator
+
+    case = Params()
+    pool = memory.MemoryPool()
+    case.set_allocator(pool.malloc)
+    assert case.get_allocator() == pool.malloc
+    case.set_allocator(None)
+    assert memory.get_allocator() is memory._malloc or memory.get_allocator() is \
+        gpuhost.memory._malloc
+    case.set_pinned(None)
+    assert pinned_memory.alloc_pinned_memory(16).ptr != 0
+    pinned_memory.set_pinned_memory_allocator(
+        pinned_memory.get_default_pinned_memory_pool().malloc)
 
 
 def test_pinned_pool_hands_out_pooled_pinned_memory():

@@ -1,4 +1,5 @@
 """Device: discovery, fixed facts, attributes, identity, bad indices."""
+import ctypes
 import re
 import weakref
 
@@ -6,7 +7,7 @@ import pytest
 
 import gpuhost
 from gpuhost import InvalidDeviceError
-from conftest import DRIVER
+from conftest import DRIVER, FAKE_PATH
 
 
 def test_gpus_is_sized_indexable_and_iterable():
@@ -54,7 +55,7 @@ def test_fixed_facts_have_the_right_shapes():
         assert isinstance(major, int) and major >= 3 and 0 <= minor < 10
         assert re.fullmatch(r"GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
                             dev.uuid)
-        assert re.fullmatch(r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]",
+        assert re.fullmatch(r"[0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]",
                             dev.pci_bus_id)
         assert dev.total_memory > 2**30
         assert dev.supports_float16 == (dev.compute_capability >= (5, 3))
@@ -72,6 +73,50 @@ def test_pci_bus_id_agrees_with_pci_attributes():
         assert int(domain, 16) == dev.PCI_DOMAIN_ID
         assert int(bus, 16) == dev.PCI_BUS_ID
         assert int(rest.split(".")[0], 16) == dev.PCI_DEVICE_ID
+
+
+def test_pci_bus_id_has_the_documented_form_and_looks_its_device_up():
+    for dev in gpuhost.gpus:
+        assert re.fullmatch(r"[0-9A-F]{4}:[0-9A-F]{2}:[0-9A-F]{2}\.0", dev.pci_bus_id)
+        assert gpuhost._core.device_by_pci_bus_id(dev.pci_bus_id) == dev.id
+        assert gpuhost._core.device_by_pci_bus_id(dev.pci_bus_id.lower()) == dev.id
+
+
+def _driver_function(name, *argtypes):
+    """A driver entry point called directly (the fake's, or libcuda's on a GPU), through
+    cuGetProcAddress, as gpuhost resolves it."""
+    lib = ctypes.CDLL(FAKE_PATH if DRIVER == "fake" else "libcuda.so.1")
+    lib.cuGetProcAddress.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p),
+                                     ctypes.c_int, ctypes.c_uint64]
+    fn = ctypes.c_void_p()
+    assert lib.cuGetProcAddress(name.encode(), ctypes.byref(fn), 12000, 0) == 0
+    return ctypes.CFUNCTYPE(ctypes.c_int, *argtypes)(fn.value)
+
+
+def test_the_drivers_pci_bus_id_forms_and_the_one_its_lookup_refuses():
+    """What gpuhost's pci_bus_id relies on, asked of the driver itself (so that the fake is
+    held to the real driver on a GPU run): in the documented 13 bytes the id has a 4-digit
+    domain, and looks its device up; in a buffer of 17 bytes or more the domain has 8
+    digits, which cuDeviceGetByPCIBusId refuses with CUDA_ERROR_INVALID_VALUE (what made
+    CuPy's Device.from_pci_bus_id(Device().pci_bus_id) fail on the H200 when gpuhost read
+    the id into 64 bytes)."""
+    get_id = _driver_function("cuDeviceGetPCIBusId", ctypes.c_char_p, ctypes.c_int, ctypes.c_int)
+    by_id = _driver_function("cuDeviceGetByPCIBusId", ctypes.POINTER(ctypes.c_int),
+                             ctypes.c_char_p)
+    for dev in gpuhost.gpus:
+        short, long = ctypes.create_string_buffer(13), ctypes.create_string_buffer(64)
+        assert get_id(short, 13, dev.id) == 0 and get_id(long, 64, dev.id) == 0
+        assert short.value.decode() == dev.pci_bus_id
+        assert re.fullmatch(r"[0-9A-F]{8}:[0-9A-F]{2}:[0-9A-F]{2}\.0", long.value.decode())
+        assert long.value.decode()[4:] == dev.pci_bus_id
+        found = ctypes.c_int(-1)
+        assert by_id(ctypes.byref(found), short.value) == 0 and found.value == dev.id
+        assert by_id(ctypes.byref(found), long.value) == 1  # CUDA_ERROR_INVALID_VALUE
+        bus_device = dev.pci_bus_id.split(":", 1)[1]  # "[bus]:[device].[function]"
+        found = ctypes.c_int(-1)
+        assert by_id(ctypes.byref(found), bus_device.encode()) == 0 and found.value == dev.id
+        for bad in ("fake:id", ""):  # (the fake refuses any width past the documented too)
+            assert by_id(ctypes.byref(found), bad.encode()) == 1, bad
 
 
 def test_attribute_reads_agree_every_way():

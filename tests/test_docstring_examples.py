@@ -26,13 +26,13 @@ import pytest
 
 import gpuhost
 
-# Every public module: the package's own and the CuPy namespace.  autoinit and
+# Every public module: the package's own, the CuPy namespace and numba's driver modules.  autoinit and
 # autoprimaryctx are left out: importing them pushes a context (they hold no function).
 SIDE_EFFECT_MODULES = {"gpuhost.autoinit", "gpuhost.autoprimaryctx"}
 MODULES = ["gpuhost"] + sorted(
     "gpuhost." + info.name for info in pkgutil.iter_modules(gpuhost.__path__)
     if not info.name.startswith("_") and "gpuhost." + info.name not in SIDE_EFFECT_MODULES
-) + ["gpuhost.compat.cupy"]
+) + ["gpuhost.compat.cupy", "gpuhost.cudadrv.driver", "gpuhost.cudadrv.devicearray"]
 
 # Builtin bases whose members Python documents (an exception's args, bytes' methods).
 BUILTIN_OWNERS = {"builtins"}

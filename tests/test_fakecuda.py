@@ -157,6 +157,7 @@ SIGNATURES = {
     "cuDeviceTotalMem": [c_size_p, ctypes.c_int],
     "cuDeviceGetAttribute": [c_int_p, ctypes.c_int, ctypes.c_int],
     "cuDeviceGetPCIBusId": [ctypes.c_char_p, ctypes.c_int, ctypes.c_int],
+    "cuDeviceGetByPCIBusId": [c_int_p, ctypes.c_char_p],
     "cuDevicePrimaryCtxRetain": [c_void_pp, ctypes.c_int],
     "cuDevicePrimaryCtxRelease": [ctypes.c_int],
     "cuDevicePrimaryCtxReset": [ctypes.c_int],
@@ -715,12 +716,40 @@ def test_name_is_truncated_to_the_buffer_and_terminated(fake):
 def test_pci_bus_id_is_upper_case_and_agrees_with_the_attributes(fake):
     buf = ctypes.create_string_buffer(64)
     for dev, expected in ((0, b"0000:1B:00.0"), (1, b"0000:3B:00.0")):
-        assert fake.cuDeviceGetPCIBusId(buf, len(buf), dev) == SUCCESS
+        assert fake.cuDeviceGetPCIBusId(buf, 13, dev) == SUCCESS
         assert buf.value == expected
+        assert fake.cuDeviceGetPCIBusId(buf, 17, dev) == SUCCESS  # room for 8 digits: 8
+        assert buf.value == b"0000" + expected
+        assert fake.cuDeviceGetPCIBusId(buf, 8, dev) == SUCCESS  # cut to the buffer
+        assert buf.value == expected[:7]
+        assert fake.cuDeviceGetPCIBusId(buf, 13, dev) == SUCCESS
         domain, bus, rest = buf.value.decode().split(":")
         assert int(domain, 16) == fake.attr("PCI_DOMAIN_ID", dev)
         assert int(bus, 16) == fake.attr("PCI_BUS_ID", dev)
         assert int(rest.split(".")[0], 16) == fake.attr("PCI_DEVICE_ID", dev)
+
+
+@pytest.mark.parametrize("text, result", [
+    ("0000:3B:00.0", 1), ("0000:3b:00.0", 1), ("3B:00.0", 1), ("0:3B:0.0", 1), ("0000:3B:00", 1),
+    ("0000:1B:00.0", 0), ("1b:0.0", 0),
+    ("00000000:3B:00.0", "INVALID_VALUE"), ("00000:3B:00.0", "INVALID_VALUE"),
+    ("0000:3B:00.00", "INVALID_VALUE"), ("0000:3B:000.0", "INVALID_VALUE"),
+    ("0000:03B:00.0", "INVALID_VALUE"), ("0000:3B:00.0 ", "INVALID_VALUE"),
+    ("3B:00", "INVALID_VALUE"), ("0000:3B:00.", "INVALID_VALUE"), (":3B:00.0", "INVALID_VALUE"),
+    ("fake:id", "INVALID_VALUE"), ("", "INVALID_VALUE"), ("0:0:0:0.0", "INVALID_VALUE"),
+    ("0000:3B:1F.0", "INVALID_DEVICE"), ("0000:3B:00.1", "INVALID_DEVICE"),
+    ("FFFF:FF:FF.F", "INVALID_DEVICE"),
+])
+def test_pci_bus_id_lookup_takes_the_documented_forms_only(fake, text, result):
+    """The forms cuDeviceGetByPCIBusId documents, with the real driver's widths: a domain of
+    at most 4 hex digits (its own 8-digit long form is refused), 2 of bus and device, 1 of
+    function, either case."""
+    found = ctypes.c_int(-1)
+    got = fake.cuDeviceGetByPCIBusId(ctypes.byref(found), text.encode())
+    if isinstance(result, int):
+        assert (got, found.value) == (SUCCESS, result)
+    else:
+        assert got == {"INVALID_VALUE": INVALID_VALUE, "INVALID_DEVICE": INVALID_DEVICE}[result]
 
 
 def test_uuids_are_deterministic_and_distinct(load):

@@ -608,3 +608,19 @@ def test_cupy_arrays_are_read_through_their_attributes_checked_once():
     proc = subprocess.run([sys.executable, "-c", CUPY_STANDIN], env=dict(os.environ),
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_a_host_exporter_refusing_a_stream_is_said_to_be_in_host_memory():
+    class Host:  # numpy's own __dlpack__ refuses any stream but None
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, **kw):
+            return self.a.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    with pytest.raises(TypeError, match=r"Host is in host memory \(CPU\) \(DLPack device type 1\)"):
+        gpuhost._core._foreign_info(Host(np.ones(3)))
+    assert gpuhost._core._foreign_array(Host(np.ones(3)), host_ok=True) is None

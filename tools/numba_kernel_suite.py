@@ -272,6 +272,9 @@ class Classifier(CallGraphClassifier):
 
     def _direct(self, node):
         for sub in _walk(node):
+            patched = _patched_c_type(sub, self.gpuhost_aliases)
+            if patched:
+                return "%s: patches %s, a gpuhost C type (immutable)" % (DRIVER, patched)
             if isinstance(sub, ast.Name):
                 if sub.id in self.internal:
                     return "%s (%s)" % (self.internal[sub.id], sub.id)
@@ -282,12 +285,18 @@ class Classifier(CallGraphClassifier):
             attr = sub.attr
             if attr in INSPECTION_ATTRS or attr.startswith(INSPECTION_PREFIXES):
                 return "%s: .%s" % (INSPECTION, attr)
+            if numba_suite.RAW_BINDING.match(attr):
+                return "%s: numba's raw binding (.%s)" % (DRIVER, attr)
             chain = _dotted(sub)
             if chain and chain.split(".")[0] in self.gpuhost_aliases:
                 first = chain.split(".")[1]
                 if first not in self.offered:
                     why = numba_reason("numba.cuda." + first) or COMPILER
                     return "%s: cuda.%s" % (why, first)
+                missing = _gpuhost_lacks(chain.split(".")[1:])
+                if missing:
+                    return "%s: cuda.%s, which gpuhost lacks" % (
+                        numba_reason("numba.cuda." + first) or DRIVER, missing)
             if chain and chain.startswith("numba.cuda."):
                 why = numba_reason(chain)
                 if why:
@@ -317,6 +326,48 @@ class Classifier(CallGraphClassifier):
                 for m in self._methods(cls):
                     if m.name.startswith("test"):
                         yield cname, m.name, self.reason(m, cls)
+
+
+def _gpuhost_lacks(path):
+    """The dotted path under gpuhost (``cudadrv.driver.Stream``) up to its first name that
+    gpuhost's module of that name lacks, where that is a module of gpuhost's; None if
+    every step resolves, or leaves gpuhost's modules (a method of a gpuhost object)."""
+    import types
+
+    import gpuhost
+
+    obj = gpuhost
+    for i, name in enumerate(path):
+        if not isinstance(obj, types.ModuleType):
+            return None
+        try:
+            obj = getattr(obj, name)
+        except (AttributeError, ImportError):
+            return ".".join(path[:i + 1])
+    return None
+
+
+def _patched_c_type(node, gpuhost_aliases):
+    """``X.Y`` when `node` is ``patch.object(cuda.X.Y, ...)`` and gpuhost's X.Y is one of its
+    C types (immutable: numba's Python class is patchable, these are not); else None."""
+    import types
+
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "object" and node.args):
+        return None
+    chain = _dotted(node.args[0])
+    if not chain or chain.split(".")[0] not in gpuhost_aliases:
+        return None
+    import gpuhost
+
+    obj = gpuhost
+    for name in chain.split(".")[1:]:
+        if not isinstance(obj, (types.ModuleType, type)):
+            return None
+        obj = getattr(obj, name, None)
+    if isinstance(obj, type) and obj.__flags__ & (1 << 8):  # Py_TPFLAGS_IMMUTABLETYPE
+        return ".".join(chain.split(".")[1:])
+    return None
 
 
 def _walk(node):

@@ -11,10 +11,14 @@ mechanically, from each test's source and what it calls in its module (its class
 setUp/tearDown, helper methods, module-level functions), each with the reason:
   - numba's compiler: ``cuda.jit`` and the other device-code names, ``vectorize``;
   - numba internals: a name imported from any numba module other than numba.cuda itself
-    and the test helpers (``driver``, ``nvvm``, ``config``, ``types`` ...), and of
-    numba.cuda.cudadrv.devices (``cuda.devices``) the names gpuhost.devices lacks
-    (``get_context`` and ``gpus`` it has);
-  - cuda.core / cuda.bindings, numba's other CUDA binding.
+    and the test helpers (``nvvm``, ``config``, ``types`` ...), and of numba's driver,
+    devicearray and devices modules (``cuda.driver``, ``cuda.cudadrv.devicearray``,
+    ``cuda.devices`` ...) the names gpuhost's namesakes lack (gpuhost.cudadrv.driver,
+    gpuhost.cudadrv.devicearray, gpuhost.devices);
+  - cuda.core / cuda.bindings, numba's other CUDA binding, and numba's raw driver binding
+    (``driver.cuMemGetInfo()`` ...);
+  - patching one of gpuhost's C types, which are immutable
+    (``mock.patch.object(cuda.driver.Stream, ...)``).
 The rest runs under pytest; every one is expected to pass.
 
 With --unskip-317, the tests numba-cuda itself skips for its issue #317 (stream
@@ -84,12 +88,17 @@ COMPILER_ATTRS = {
 }
 # Attributes of `cuda` that are numba's own modules (its driver binding, its simulator).
 INTERNAL_ATTRS = {"core", "cudadrv", "cudaimpl", "simulator", "kernels", "np", "config",
-                  "driver", "devices"}
+                  "driver", "devices", "devicearray"}
 # numba's modules that gpuhost has a namesake of, offering some of their names
-# (numba.cuda.cudadrv.devices, also reached as cuda.devices: gpuhost.devices has gpus,
-# get_context and require_context): a use of a name the namesake offers is portable, of
-# any other name numba internals.
-PARTIAL_MODULES = {"numba.cuda.cudadrv.devices": "devices"}
+# (numba.cuda.cudadrv.devices, also reached as cuda.devices or cuda.cudadrv.devices:
+# gpuhost.devices has gpus, get_context and require_context; numba's driver and devicearray
+# modules, gpuhost.cudadrv's): a use of a name the namesake offers is portable, of any
+# other name numba internals.
+PARTIAL_MODULES = {"numba.cuda.cudadrv.devices": "devices", "numba.cuda.cudadrv.driver": "driver",
+                   "numba.cuda.cudadrv.devicearray": "devicearray"}
+# Where each namesake is imported from, by a `from numba.cuda.cudadrv.<module> import X`.
+NAMESAKE_MODULES = {"devices": "gpuhost.devices", "driver": "gpuhost.cudadrv.driver",
+                    "devicearray": "gpuhost.cudadrv.devicearray"}
 # Attributes of any object that belong to numba's typing of arrays for its compiler.
 TYPING_ATTRS = {"_numba_type_"}
 # numba modules whose names are test infrastructure, kept as they are.
@@ -122,11 +131,31 @@ def partial_module_names():
             for name in PARTIAL_MODULES.values()}
 
 
+def immutable_type_names():
+    """{namesake: its names that are gpuhost's C types}: immutable, so a test that patches
+    one (mock.patch.object(driver.Stream, ...)) patches numba's Python class, not these."""
+    sys.path.insert(0, REPO)
+    import gpuhost
+
+    out = {}
+    for name in PARTIAL_MODULES.values():
+        module = getattr(gpuhost, name)
+        out[name] = {n for n in dir(module) if not n.startswith("_")
+                     and isinstance(getattr(module, n, None), type)
+                     and getattr(module, n).__flags__ & (1 << 8)}  # Py_TPFLAGS_IMMUTABLETYPE
+    return out
+
+
+# numba's raw driver binding: driver.cuMemGetInfo() and the like (gpuhost calls the driver in C).
+RAW_BINDING = re.compile(r"^cu[A-Z]")
+
+
 class ImportRewriter:
     """Rewrites one module's import statements; records which names are numba internals."""
 
-    def __init__(self, offered):
+    def __init__(self, offered, namesake_names=None):
         self.offered = offered
+        self.namesake_names = namesake_names or {}  # namesake module -> the names it offers
         self.internal = {}  # name bound in the module -> why it is not portable
         self.partial = {}  # name bound in the module -> the PARTIAL_MODULES namesake it is
 
@@ -174,6 +203,8 @@ class ImportRewriter:
             for alias in node.names:
                 if alias.name in self.offered and alias.name not in COMPILER_ATTRS:
                     ours.append(alias)
+                    if alias.name in NAMESAKE_MODULES:  # a module: its names are checked
+                        self.partial[alias.asname or alias.name] = alias.name
                 else:
                     theirs.append(alias)
                     why = ("numba's compiler (cuda.%s)" if alias.name in COMPILER_ATTRS
@@ -202,6 +233,20 @@ class ImportRewriter:
                 ours.append("from %s import %s" % (mod, ", ".join(alias_text(a)
                                                                 for a in theirs)))
             return "; ".join(ours)
+        if mod in PARTIAL_MODULES:  # from numba.cuda.cudadrv.driver import X, ...
+            namesake = PARTIAL_MODULES[mod]
+            ours, theirs = [], []
+            for alias in node.names:
+                (ours if alias.name in self.namesake_names.get(namesake, ()) else theirs
+                 ).append(alias)
+            for alias in theirs:
+                self._bind_internal(alias, "numba internals (%s.%s, which gpuhost.%s lacks)"
+                                    % (mod, alias.name, namesake))
+            parts = ["from %s import %s" % (NAMESAKE_MODULES[namesake],
+                                            ", ".join(alias_text(a) for a in ours))] if ours else []
+            if theirs:
+                parts.append("from %s import %s" % (mod, ", ".join(alias_text(a) for a in theirs)))
+            return "; ".join(parts)
         if mod.startswith("numba") and not mod.startswith(TEST_HELPER_MODULES):
             for alias in node.names:
                 self._bind_internal(alias, "numba internals (%s.%s)" % (mod, alias.name))
@@ -217,19 +262,22 @@ class ImportRewriter:
 class Classifier(CallGraphClassifier):
     """Decides, per test, whether it needs numba's compiler or internals."""
 
-    def __init__(self, tree, internal, partial, partial_names):
+    def __init__(self, tree, internal, partial, partial_names, immutable=None):
         super().__init__(tree)
         self.internal = internal
         self.partial = partial  # name bound in the module -> gpuhost namesake module
         self.partial_names = partial_names  # gpuhost namesake module -> names it offers
+        self.immutable = immutable or {}  # namesake -> its names that are gpuhost C types
 
     def _namesake(self, node):
-        """The gpuhost namesake module `node` (a Name, or cuda.<module>) stands for, or
-        None."""
+        """The gpuhost namesake module `node` (a Name, cuda.<module> or
+        cuda.cudadrv.<module>) stands for, or None."""
         if isinstance(node, ast.Name):
             return self.partial.get(node.id)
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                and node.value.id == "cuda" and node.attr in self.partial_names):
+        if isinstance(node, ast.Attribute) and node.attr in self.partial_names and (
+                _is_cuda(node.value) or (isinstance(node.value, ast.Attribute)
+                                         and node.value.attr == "cudadrv"
+                                         and _is_cuda(node.value.value))):
             return node.attr
         return None
 
@@ -237,12 +285,23 @@ class Classifier(CallGraphClassifier):
         """The first reason found in `node` itself (not what it calls), or None."""
         offered = set()  # ids of namesake references used for a name the namesake offers
         for sub in ast.walk(node):  # breadth first: an attribute before what it is of
+            if isinstance(sub, ast.Attribute) and RAW_BINDING.match(sub.attr):
+                return "numba's raw driver binding (.%s)" % sub.attr
+            if (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)
+                    and sub.func.attr == "object" and sub.args
+                    and isinstance(sub.args[0], ast.Attribute)
+                    and self._namesake(sub.args[0].value)
+                    and sub.args[0].attr in self.immutable.get(
+                        self._namesake(sub.args[0].value), ())):
+                return "patches %s.%s, a gpuhost C type (immutable)" % (
+                    self._namesake(sub.args[0].value), sub.args[0].attr)
             if isinstance(sub, ast.Attribute) and self._namesake(sub.value):
                 namesake = self._namesake(sub.value)
                 if sub.attr not in self.partial_names[namesake]:
                     return "numba internals (%s.%s, which gpuhost.%s lacks)" % (
                         namesake, sub.attr, namesake)
                 offered.add(id(sub.value))
+                offered.add(id(getattr(sub.value, "value", None)))  # cuda.cudadrv, there
             if id(sub) in offered:
                 continue
             if isinstance(sub, ast.Name) and sub.id in self.partial:
@@ -257,6 +316,10 @@ class Classifier(CallGraphClassifier):
             if isinstance(sub, ast.Name) and sub.id in self.internal:
                 return "%s: %s" % (self.internal[sub.id], sub.id)
         return None
+
+
+def _is_cuda(node):
+    return isinstance(node, ast.Name) and node.id == "cuda"
 
 
 CONFTEST = '''"""Written by gpuhost's tools/numba_suite.py: the fixture numba's CUDATestCase asks for,
@@ -290,6 +353,7 @@ def port(out, unskip_317):
     root = tests_root()
     offered = gpuhost_names()
     partial_names = partial_module_names()
+    immutable = immutable_type_names()
     not_portable = {}
     for rel in MODULES:
         src_path = os.path.join(root, rel)
@@ -300,10 +364,11 @@ def port(out, unskip_317):
             source = f.read()
         if unskip_317:
             source = "".join(l for l in source.splitlines(keepends=True) if not SKIP_317.match(l))
-        rewriter = ImportRewriter(offered)
+        rewriter = ImportRewriter(offered, partial_names)
         ported, tree = rewriter.rewrite(source)
         name = os.path.basename(rel)
-        classifier = Classifier(tree, rewriter.internal, rewriter.partial, partial_names)
+        classifier = Classifier(tree, rewriter.internal, rewriter.partial, partial_names,
+                                immutable)
         for cname, tname, why in classifier.tests():
             if why:
                 key = "%s::%s" % (name, tname if cname is None else cname + "." + tname)

@@ -6,6 +6,7 @@
  */
 #include "fk_internal.h"
 
+#include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -344,14 +345,17 @@ fk_DeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
                    fk_on_device, FK_ORDINAL(dev), get_attribute, &args);
 }
 
-/* "0000:1B:00.0": domain, bus, device from the attributes, in upper case as the driver. */
+/* The id as the real driver writes it: upper-case hex, the domain as 4 digits in a buffer of
+   13 to 16 bytes ("0000:1B:00.0", the size the documentation asks for and CuPy passes), as 8
+   digits in one of 17 bytes or more ("00000000:1B:00.0", the form nvidia-smi shows), and a
+   form cut to the buffer below 13. */
 static CUresult
 get_pci_bus_id(fk_target *target, void *args)
 {
     const fk_device *device = target->found;
     fk_text_args *a = args;
 
-    snprintf(a->out, (size_t)a->len, "%04X:%02X:%02X.0",
+    snprintf(a->out, (size_t)a->len, a->len >= 17 ? "%08X:%02X:%02X.0" : "%04X:%02X:%02X.0",
              (unsigned)device->attrs[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID],
              (unsigned)device->attrs[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID],
              (unsigned)device->attrs[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID]);
@@ -372,25 +376,58 @@ typedef struct {
     const char *pci_bus_id;
 } fk_pci_args;
 
-/* "[domain:]bus:device.function" in hex, as the driver parses it; the device whose PCI
-   attributes match (function 0), else CUDA_ERROR_INVALID_DEVICE. */
+/* One hex field of 1 to `max` digits at *p, ended by `end` ('\0' for the string's end): its
+   value, *p moved past the end; -1 for anything else. */
+static long
+hex_field(const char **p, int max, char end)
+{
+    long v = 0;
+    int n = 0;
+    for (; isxdigit((unsigned char)**p); (*p)++, n++) {
+        v = v * 16 +
+            (isdigit((unsigned char)**p) ? **p - '0' : toupper((unsigned char)**p) - 'A' + 10);
+    }
+    if (n == 0 || n > max || **p != end) {
+        return -1;
+    }
+    if (end != '\0') {
+        (*p)++;
+    }
+    return v;
+}
+
+/* The forms the driver documents, "[domain]:[bus]:[device].[function]",
+   "[domain]:[bus]:[device]" and "[bus]:[device].[function]", hex of either case with at
+   most 4 digits of domain (the real driver refuses the 8-digit domain of its own long form
+   with CUDA_ERROR_INVALID_VALUE: an id read into 64 bytes did not look up on the H200;
+   test_device.py holds both drivers to this), 2 of bus and device, 1 of function; else
+   CUDA_ERROR_INVALID_VALUE. The device whose PCI attributes match (function 0), else
+   CUDA_ERROR_INVALID_DEVICE. */
 static CUresult
 find_by_pci_bus_id(fk_target *target, void *args)
 {
     fk_pci_args *a = args;
-    unsigned domain = 0, bus, device, function;
-    char tail;
+    const char *p = a->pci_bus_id;
+    int colons = 0, dot = strchr(p, '.') != NULL;
+    long domain = 0, bus, device, function = 0;
 
     (void)target;
-    if (sscanf(a->pci_bus_id, "%x:%x:%x.%x%c", &domain, &bus, &device, &function, &tail) != 4 &&
-        (domain = 0, sscanf(a->pci_bus_id, "%x:%x.%x%c", &bus, &device, &function, &tail) != 3)) {
+    for (const char *c = p; *c; c++) {
+        colons += *c == ':';
+    }
+    if (colons == 2 && ((domain = hex_field(&p, 4, ':')) < 0)) {
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if ((colons != 2 && !(colons == 1 && dot)) || (bus = hex_field(&p, 2, ':')) < 0 ||
+        (device = hex_field(&p, 2, dot ? '.' : '\0')) < 0 ||
+        (dot && (function = hex_field(&p, 1, '\0')) < 0)) {
         return CUDA_ERROR_INVALID_VALUE;
     }
     for (int i = 0; i < fk_device_count; i++) {
         const fk_device *d = &fk_devices[i];
-        if (function == 0 && d->attrs[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID] == (int)domain &&
-            d->attrs[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID] == (int)bus &&
-            d->attrs[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID] == (int)device) {
+        if (function == 0 && d->attrs[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID] == domain &&
+            d->attrs[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID] == bus &&
+            d->attrs[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID] == device) {
             *a->dev = i;
             return CUDA_SUCCESS;
         }

@@ -272,6 +272,48 @@ function_defaults(fk_function *f, int ptx_version, const fk_device *dev)
     f->attrs[CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT] = -1;
 }
 
+/* The performance directives between an entry's parameters (`p`) and its body: .maxntid
+   (launch_bounds) or .reqntid x[, y[, z]] bound the threads per block, as the driver then
+   reports them (CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK) and refuses a larger block with
+   CUDA_ERROR_INVALID_VALUE.  CUDA_SUCCESS or CUDA_ERROR_INVALID_PTX. */
+static CUresult
+parse_thread_limit(fk_function *f, const char *p)
+{
+    const char *body = strchr(p, '{');
+    static const char *const names[] = {".maxntid", ".reqntid"};
+
+    for (int i = 0; i < 2; i++) {
+        const char *d = strstr(p, names[i]);
+        unsigned long long threads = 1;
+        if (d == NULL || (body != NULL && d > body)) {
+            continue;
+        }
+        d += strlen(names[i]);
+        for (int dim = 0; dim < 3; dim++) {
+            char *end;
+            unsigned long n;
+            while (isspace((unsigned char)*d)) {
+                d++;
+            }
+            n = strtoul(d, &end, 10);
+            if (end == d || n == 0) {
+                return CUDA_ERROR_INVALID_PTX;
+            }
+            threads *= n;
+            for (d = end; isspace((unsigned char)*d); d++) {
+            }
+            if (*d != ',') {
+                break;
+            }
+            d++;
+        }
+        if (threads < (unsigned long long)f->attrs[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK]) {
+            f->attrs[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK] = (int)threads;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
 /* The entries of `text` (comments stripped) into `m`.  CUDA_SUCCESS, CUDA_ERROR_INVALID_PTX
    or CUDA_ERROR_OUT_OF_MEMORY. */
 static CUresult
@@ -332,6 +374,9 @@ parse_entries(fk_module *m, const char *text, fk_context *ctx)
                 return res;
             }
             p = close + 1;
+        }
+        if ((res = parse_thread_limit(f, p)) != CUDA_SUCCESS) {
+            return res;
         }
     }
     return CUDA_SUCCESS;

@@ -6,6 +6,7 @@ ManagedMemory.prefetch() takes CuPy's streams. The rest is gpuhost.memory itself
 (set_allocator, using_allocator, the pinned pools, OutOfMemoryError ...).
 """
 from ... import memory as _memory
+from ..._unbound import unbound as _unbound
 from ...memory import (  # noqa: F401
     BaseMemory,
     Memory,
@@ -359,6 +360,7 @@ def get_default_memory_pool():
     return _default_pool
 
 
+@_unbound  # a builtin in CuPy: it does not bind as a method
 def alloc(size):
     """Allocate device memory with the current allocator (CuPy's ``cupy.cuda.alloc``).
 
@@ -390,11 +392,13 @@ def alloc(size):
     return allocator(size)
 
 
+@_unbound  # a builtin in CuPy: it does not bind as a method
 def _malloc(size):
     """Device memory without a pool (what set_allocator(None) selects)."""
     return MemoryPointer(Memory(size), 0)
 
 
+@_unbound  # a builtin in CuPy: it does not bind as a method
 def malloc_managed(size):
     """Allocate managed (unified) memory (CuPy's ``cupy.cuda.malloc_managed``).
 
@@ -418,6 +422,7 @@ def malloc_managed(size):
     return MemoryPointer(ManagedMemory(size), 0)
 
 
+@_unbound  # a builtin in CuPy: it does not bind as a method
 def malloc_async(size, stream=None):
     """Allocate from the driver's stream-ordered pool (CuPy's ``cupy.cuda.malloc_async``).
 
