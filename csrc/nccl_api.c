@@ -26,6 +26,7 @@ static gh_lib nccl_lib = {
     .major = GH_NCCL_MAJOR,
     .names = nccl_names,
     .n_names = GH_NCCL__COUNT,
+    .n_required = GH_NCCL__FIRST_OPTIONAL,
     .slots = (void **)&gh_nccl,
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
@@ -54,7 +55,7 @@ gh_raise_nccl(gh_ncclResult_t res, gh_nccl_id id, gh_ncclComm_t comm)
 {
     const char *last = NULL;
     PyObject *exc;
-    if (comm != NULL && gh_nccl.GetLastError != NULL) {
+    if (gh_nccl.GetLastError != NULL) { /* the process's last error; comm is unused */
         last = gh_nccl.GetLastError(comm);
     }
     PyObject *args = Py_BuildValue("(iss)", (int)res, nccl_names[id], last ? last : "");

@@ -14,8 +14,8 @@ extern gh_nccl_api gh_nccl;
 int gh_nccl_ensure(void);
 /* "ncclAllReduce" for GH_NCCL_AllReduce. */
 const char *gh_nccl_name(gh_nccl_id id);
-/* Raise gpuhost.errors.NcclError for `res` returned by `id` (with ncclGetLastError(comm)
-   where comm is not NULL); returns -1. */
+/* Raise gpuhost.errors.NcclError for `res` returned by `id`, with ncclGetLastError's text
+   (NCCL keeps one per process: `comm` may be NULL); returns -1. */
 int gh_raise_nccl(gh_ncclResult_t res, gh_nccl_id id, gh_ncclComm_t comm);
 
 /* One rank of a communicator (gpuhost._core.NcclCommunicator). */
