@@ -87,6 +87,8 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->GraphExecType);
     Py_VISIT(st->GraphNodeType);
     Py_VISIT(st->NcclCommType);
+    Py_VISIT(st->NcclRegistrationType);
+    Py_VISIT(st->NcclMemoryType);
     Py_VISIT(st->default_pools);
     Py_VISIT(st->devices);
     return gh_services_traverse(st, visit, arg);
@@ -117,6 +119,8 @@ module_clear(PyObject *module)
     Py_CLEAR(st->GraphExecType);
     Py_CLEAR(st->GraphNodeType);
     Py_CLEAR(st->NcclCommType);
+    Py_CLEAR(st->NcclRegistrationType);
+    Py_CLEAR(st->NcclMemoryType);
     gh_services_clear(st);
     return 0;
 }
