@@ -475,6 +475,25 @@ kept(const gh_nccl_fast *f, int i)
     return obj;
 }
 
+/* Whether two calls' keyword names are the same: one tuple (a call site's constant), or
+   tuples of the very same (interned) strings. */
+static int
+same_names(PyObject *a, PyObject *b)
+{
+    if (a == b) {
+        return 1;
+    }
+    if (a == NULL || b == NULL || PyTuple_GET_SIZE(a) != PyTuple_GET_SIZE(b)) {
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a); i++) {
+        if (PyTuple_GET_ITEM(a, i) != PyTuple_GET_ITEM(b, i)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static int
 array_usable(const gh_devicearray *a)
 {
@@ -491,7 +510,7 @@ fast_call(gh_nccl_comm *self, PyObject *const *args, Py_ssize_t nargs, PyObject 
     Py_ssize_t n = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
     gh_devicearray *s, *r;
     ncall c;
-    if (f->n == 0 || n != f->n || nargs != f->nargs || kwnames != f->kwnames ||
+    if (f->n == 0 || n != f->n || nargs != f->nargs || !same_names(kwnames, f->kwnames) ||
         self->comm == NULL || self->nonblocking) {
         return 0;
     }
@@ -521,6 +540,7 @@ fast_call(gh_nccl_comm *self, PyObject *const *args, Py_ssize_t nargs, PyObject 
     if (run_calls(self, &c, 1, f->handle) < 0) {
         return -1;
     }
+    self->fast_calls++;
     *out = Py_NewRef((PyObject *)r);
     return 1;
 }

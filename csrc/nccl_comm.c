@@ -689,6 +689,8 @@ comm_repr(gh_nccl_comm *self)
 static PyMemberDef comm_members[] = {
     {"rank", T_INT, offsetof(gh_nccl_comm, rank), READONLY, comm_rank_doc},
     {"size", T_INT, offsetof(gh_nccl_comm, size), READONLY, comm_size_doc},
+    {"_fast_calls", T_PYSSIZET, offsetof(gh_nccl_comm, fast_calls), READONLY,
+     "How many all_reduce calls took the fast path (the same arguments as the last)."},
     {NULL, 0, 0, 0, NULL},
 };
 

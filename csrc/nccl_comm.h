@@ -51,6 +51,7 @@ typedef struct {
     gh_ncclComm_t child; /* where a non-blocking ncclCommSplit leaves its communicator */
     gh_nccl_reg *regs;   /* its live Registrations (borrowed: each unlinks itself) */
     gh_nccl_fast fast;
+    Py_ssize_t fast_calls; /* all_reduces that took the fast path (_fast_calls, for tests) */
 } gh_nccl_comm;
 
 /* A buffer registered with a communicator (nccl_register.c). */

@@ -145,20 +145,26 @@ class Server:
         self._nnodes = None
         self._go = False
         self._closed = False
+        self._answering = 0  # ranks' connections not yet answered
         threading.Thread(target=self._accept, name="gpuhost-rendezvous", daemon=True).start()
 
     @property
     def address(self):
         return "%s:%d" % (self.host, self.port)
 
-    def close(self):
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
+    def close(self, drain=5.0):
+        """Stop listening; first let the ranks still connected get their answers (`drain`
+        seconds at most: the process may exit right after)."""
         try:
             self.sock.close()
         except OSError:
             pass
+        deadline = time.monotonic() + drain
+        with self._cond:
+            while self._answering and time.monotonic() < deadline:
+                self._cond.wait(max(0.0, deadline - time.monotonic()))
+            self._closed = True
+            self._cond.notify_all()
 
     def _accept(self):
         while True:
@@ -174,7 +180,14 @@ class Server:
             if not hello or hello.get("magic") != MAGIC or hello.get("version") != VERSION:
                 return  # not one of ours
             if hello.get("kind") == "rank":
-                _send(conn, self._rank(hello))
+                with self._cond:
+                    self._answering += 1
+                try:
+                    _send(conn, self._rank(hello))
+                finally:
+                    with self._cond:
+                        self._answering -= 1
+                        self._cond.notify_all()
             elif hello.get("kind") == "agent":
                 self._agent(conn, hello)
         except (OSError, ValueError, TypeError, KeyError):
@@ -201,8 +214,9 @@ class Server:
             if s.result is not None:
                 pass  # a late rank of a session already decided
             elif world != s.world:
+                (a, wa), (b, wb) = sorted([(rank, world), (int(first["rank"]), s.world)])
                 self._fail(s, "mismatch", "the ranks disagree on the world size: rank %d has "
-                           "WORLD_SIZE %d, rank %s has %d" % (rank, world, first["rank"], s.world))
+                           "WORLD_SIZE %d, rank %d has %d" % (a, wa, b, wb))
             elif not 0 <= rank < world:
                 self._fail(s, "mismatch", "rank %d is not below the world size %d" % (rank, world))
             elif rank in s.arrived:

@@ -838,6 +838,9 @@ def _sweep_ops():
         (["CommGetAsyncError"], one(lambda c: c.check_async_error())),
         (["CommDestroy"], lambda: nccl.Communicator(1, nccl.get_unique_id(), 0).destroy()),
         (["CommAbort"], lambda: nccl.Communicator(1, nccl.get_unique_id(), 0).abort()),
+        (["MemAlloc"], lambda: nccl.device_array(4)),
+        (["CommRegister", "CommDeregister"],
+         one(lambda c: c.register(nccl.device_array(4)).close())),
     ]
 
 

@@ -124,6 +124,36 @@ def check_collectives(comm, stream, seed, wrap, label, failures, skip=()):
         failures.extend("%s %s %s" % (label, k, dtype) for k, v in checks.items() if not v)
 
 
+def check_graph_and_registration(comm, stream, seed, failures):
+    """all_reduce captured into a graph and replayed on fresh data; then on a buffer from
+    NCCL's allocator registered with the communicator, where the loaded NCCL has them."""
+    n, r = comm.size, comm.rank
+    send = gpuhost.device_array(1000, np.float32)
+    recv = gpuhost.device_array(1000, np.float32)
+    stream.synchronize()
+    stream.begin_capture()
+    comm.all_reduce(send, recv, stream=stream)
+    replay = stream.end_capture().instantiate()
+    for rep in range(2):
+        xs = [data(seed, 1000 + rep, k, "float32", 1000) for k in range(n)]
+        send.copy_to_device(xs[r], stream=stream)
+        replay.launch(stream)
+        comm.wait(stream, timeout=120)
+        if not same(recv.copy_to_host(stream=stream), expect(xs, "sum"), "float32"):
+            failures.append("graph replay %d" % rep)
+    if not nccl.registration_available():
+        say("registration: skipped (NCCL %d has none)" % nccl.get_version())
+        return
+    buf = nccl.device_array(4096, np.float32)
+    xs = [data(seed, 2000, k, "float32", 4096) for k in range(n)]
+    buf.copy_to_device(xs[r], stream=stream)
+    with comm.register(buf):
+        comm.all_reduce(buf, buf, stream=stream)
+        comm.wait(stream, timeout=120)
+    if not same(buf.copy_to_host(stream=stream), expect(xs, "sum"), "float32"):
+        failures.append("registered all_reduce")
+
+
 def to_host(a):
     if hasattr(a, "copy_to_host"):
         return a.copy_to_host()
@@ -183,6 +213,7 @@ def main():
         seed = shared_seed(comm, stream)
         check_collectives(comm, stream, seed, lambda x: gpuhost.to_device(x, stream=stream),
                           "gpuhost", failures)
+        check_graph_and_registration(comm, stream, seed, failures)
         for name, wrap, skip in peers(comm, stream):
             check_collectives(comm, stream, seed + 1, wrap, name, failures, skip)
         comm.wait(stream, timeout=120)

@@ -386,9 +386,9 @@ post(struct gh_ncclComm *comm, int kind, const void *send, void *recv, size_t co
         return res;
     }
     if (comm->mode == MODE_LOCAL) {
-        return fn_local_post(comm, kind, send, recv, count, dtype, op, root, stream);
+        res = fn_local_post(comm, kind, send, recv, count, dtype, op, root, stream);
     }
-    {
+    else {
         fn_netop o = {.kind = kind,
                       .count = count,
                       .dtype = dtype,
@@ -396,8 +396,11 @@ post(struct gh_ncclComm *comm, int kind, const void *send, void *recv, size_t co
                       .root = root,
                       .send = send,
                       .recv = recv};
-        return group_depth > 0 ? fn_group_add(comm, &o, stream) : fn_net_post(comm, &o, 1, stream);
+        res = group_depth > 0 ? fn_group_add(comm, &o, stream) : fn_net_post(comm, &o, 1, stream);
     }
+    /* a non-blocking communicator's call goes on in the background in NCCL: ncclInProgress
+       (here it is already done: its state stays ncclSuccess) */
+    return res == GH_ncclSuccess && !comm->blocking && group_depth == 0 ? GH_ncclInProgress : res;
 }
 
 /* ---- entry points ---- */

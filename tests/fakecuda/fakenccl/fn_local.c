@@ -6,6 +6,11 @@
  * runs once its matching receive is posted.  On a capturing stream the rank's part becomes a
  * host function instead (a graph node): when a replay runs the last rank's node, the
  * collective runs there, on the queue, in stream order.
+ *
+ * The limit of a test double over one work queue: an earlier rank's stream does not wait for
+ * the later ranks' parts (on a GPU its kernel would), so a rank that synchronizes its stream
+ * before the last rank posted (or before the last rank's graph node ran) finds the collective
+ * not yet run.  Synchronize every rank's stream before reading any rank's result.
  */
 #include "fn_internal.h"
 
