@@ -647,8 +647,13 @@ comm_split(gh_nccl_comm *self, PyObject *args, PyObject *kwargs)
     }
     {
         gh_ncclComm_t child = self->child;
+        PyObject *out;
         self->child = NULL;
-        return wrap_comm(Py_TYPE(self), child, self->context, -1, 0);
+        out = wrap_comm(Py_TYPE(self), child, self->context, -1, 0);
+        if (out != NULL) { /* the child has the parent's config, blocking or not */
+            ((gh_nccl_comm *)out)->nonblocking = self->nonblocking;
+        }
+        return out;
     }
 }
 

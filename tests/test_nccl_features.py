@@ -200,8 +200,11 @@ def test_non_blocking_ranks_in_threads_wait_ready_then_reduce_and_split():
             out = c.all_reduce(gpuhost.to_device(xs[r]), op="max")
             barrier.wait()
             c.wait(timeout=60)
-            sub = c.split(0, -r)  # every rank, in the reverse order
-            got = (out.copy_to_host(), (sub.rank, sub.size))
+            sub = c.split(0, -r)  # every rank, in the reverse order (non-blocking too)
+            sub_out = sub.all_reduce(gpuhost.to_device(xs[r]))
+            barrier.wait()
+            sub.wait(timeout=60)
+            got = (out.copy_to_host(), (sub.rank, sub.size), sub_out.copy_to_host())
             sub.destroy()
             c.destroy()
             return got
@@ -210,6 +213,7 @@ def test_non_blocking_ranks_in_threads_wait_ready_then_reduce_and_split():
         assert err is None, err
         np.testing.assert_array_equal(got[0], np.maximum.reduce(xs))
         assert got[1] == (n - 1 - r, n)
+        np.testing.assert_array_equal(got[2], sum(xs))
 
 
 def test_bad_timeouts_are_refused():
