@@ -40,7 +40,7 @@ PyDoc_STRVAR(reg_array_doc, "The DeviceArray registered.\n\n"
                             ">>> comm.register(x).array is x\n"
                             "True");
 
-PyDoc_STRVAR(reg_nbytes_doc, "The number of bytes registered: the whole array.\n\n"
+PyDoc_STRVAR(reg_nbytes_doc, "The number of bytes registered (the whole array).\n\n"
                              "Examples\n"
                              "--------\n"
                              ">>> from gpuhost import nccl\n"
