@@ -40,7 +40,7 @@ import time
 
 import numpy as np
 
-from . import _core, _jobenv, _rendezvous
+from . import _core
 from .errors import NcclError, NcclSupportError
 
 __all__ = [
@@ -447,6 +447,8 @@ Bounded in time, and without waiting at all:
         >>> comm.rank, comm.size  # doctest: +SKIP
         (5, 8)
         """
+        from . import _jobenv, _rendezvous  # on first use: sockets, JSON
+
         job = _jobenv.from_environ()
         if device is None:
             device = _local_device(job)
