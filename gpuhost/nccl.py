@@ -554,7 +554,8 @@ def _local_device(job):
     raise ValueError("LOCAL_RANK=%d (from %s), but this process sees %d GPU%s (devices 0 to %d"
                      "%s): start at most %d processes per node, or give each process its GPU "
                      "with CUDA_VISIBLE_DEVICES" % (
-                         job.local_rank, job.source, count, "" if count == 1 else "s",
+                         job.local_rank, "the environment" if job.source == "environment"
+                         else job.source, count, "" if count == 1 else "s",
                          count - 1, ", CUDA_VISIBLE_DEVICES=%s" % visible if visible else "",
                          count))
 

@@ -9,9 +9,7 @@ thread per rank.
 """
 import ctypes
 import gc
-import os
 import re
-import subprocess
 import sys
 import threading
 import time
@@ -21,7 +19,7 @@ import numpy as np
 import pytest
 
 import gpuhost
-from conftest import DRIVER, run_python
+from conftest import run_python
 
 nccl = pytest.importorskip("gpuhost.nccl")
 

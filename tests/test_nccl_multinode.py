@@ -270,7 +270,7 @@ def test_from_env_checks_everything_before_nccl_is_called(monkeypatch):
     monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
     monkeypatch.setenv("MASTER_PORT", str(free_port()))
     with pytest.raises(ValueError, match=re.escape(
-            "LOCAL_RANK=%d (from environment), but this process sees %d GPU%s (devices 0 to %d"
+            "LOCAL_RANK=%d (from the environment), but this process sees %d GPU%s (devices 0 to %d"
             % (n, n, "" if n == 1 else "s", n - 1))):
         nccl.Communicator.from_env(timeout=5)
     monkeypatch.setenv("RANK", "0")
