@@ -32,7 +32,8 @@ try_library(gh_lib *lib, const char *path)
         note(lib, path, why ? why : "cannot be loaded", NULL);
         return -1;
     }
-    for (int i = 0; i < lib->n_names; i++) {
+    int required = lib->n_required > 0 ? lib->n_required : lib->n_names;
+    for (int i = 0; i < required; i++) {
         lib->slots[i] = dlsym(handle, lib->names[i]);
         if (lib->slots[i] == NULL) {
             note(lib, path, "has no ", lib->names[i]);
@@ -41,6 +42,7 @@ try_library(gh_lib *lib, const char *path)
         }
     }
     snprintf(lib->path, sizeof(lib->path), "%s", path);
+    lib->handle = handle;
     return 0;
 }
 
@@ -116,6 +118,22 @@ gh_lib_ensure(gh_lib *lib)
         free_paths(paths);
     }
     return atomic_load_explicit(&lib->state, memory_order_acquire) == LIB_OK;
+}
+
+void *
+gh_lib_optional(gh_lib *lib, int index)
+{
+    void *sym;
+    if (atomic_load_explicit(&lib->state, memory_order_acquire) != LIB_OK || index < 0 ||
+        index >= lib->n_names) {
+        return NULL;
+    }
+    pthread_mutex_lock(&lib->lock);
+    if ((sym = lib->slots[index]) == NULL) {
+        sym = lib->slots[index] = dlsym(lib->handle, lib->names[index]);
+    }
+    pthread_mutex_unlock(&lib->lock);
+    return sym;
 }
 
 const char *

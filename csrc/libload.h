@@ -2,7 +2,8 @@
  * calls dlopen/dlsym for the libraries gpuhost finds on its own (NVRTC, NCCL).
  *
  * The paths come from a function of gpuhost._libpaths, called with `major`; the first path
- * that loads and has every symbol in `names` wins, and its addresses fill `slots`.  The
+ * that loads and has every required symbol in `names` wins, and its addresses fill `slots`;
+ * the optional ones (those a newer version added) are looked up when first used.  The
  * outcome (success, or the list of what was tried and why each failed) is kept for the life
  * of the process.
  */
@@ -18,7 +19,9 @@ typedef struct {
     int major;                /* its argument */
     const char *const *names; /* symbol names, n_names of them */
     int n_names;
+    int n_required;       /* the first n_required must load (0: all); the rest are optional */
     void **slots;         /* filled with the symbols' addresses */
+    void *handle;         /* dlopen's, once loaded */
     pthread_mutex_t lock; /* PTHREAD_MUTEX_INITIALIZER */
     atomic_int state;     /* 0 not tried, 1 loaded, 2 failed */
     char error[4096];     /* "<what> was not found. Tried:\n  path: why..." */
@@ -29,6 +32,10 @@ typedef struct {
    could not be (lib->error says why; nothing raised), -1 with an exception (the candidate
    list could not be had). */
 int gh_lib_ensure(gh_lib *lib);
+
+/* The address of optional symbol `index` (n_required or past) of a loaded `lib`, looked up
+   the first time it is asked for; NULL where the library has none (an older version). */
+void *gh_lib_optional(gh_lib *lib, int index);
 
 /* The path that loaded, or NULL. */
 const char *gh_lib_path(gh_lib *lib);

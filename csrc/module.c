@@ -90,6 +90,8 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->GraphExecType);
     Py_VISIT(st->GraphNodeType);
     Py_VISIT(st->NcclCommType);
+    Py_VISIT(st->NcclRegistrationType);
+    Py_VISIT(st->NcclMemoryType);
     Py_VISIT(st->default_pools);
     Py_VISIT(st->devices);
     int r = gh_interop_traverse(st, visit, arg);
@@ -122,6 +124,8 @@ module_clear(PyObject *module)
     Py_CLEAR(st->GraphNodeType);
     Py_CLEAR(st->NcclCommType);
     gh_interop_clear(st);
+    Py_CLEAR(st->NcclRegistrationType);
+    Py_CLEAR(st->NcclMemoryType);
     gh_services_clear(st);
     return 0;
 }

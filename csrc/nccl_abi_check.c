@@ -21,7 +21,10 @@
 #define SAME_FN(ret, name, params)                                                                 \
     _Static_assert(__builtin_types_compatible_p(__typeof__(&nccl##name), ret(*) params),           \
                    "nccl" #name ": gpuhost's declaration differs from nccl.h");
-GH_NCCL_API_LIST(SAME_FN)
+GH_NCCL_REQUIRED_LIST(SAME_FN)
+#if NCCL_VERSION_CODE >= 21900 /* the optional ones, where this header has them */
+GH_NCCL_OPTIONAL_LIST(SAME_FN)
+#endif
 
 #define SAME_VALUE(name, value)                                                                    \
     _Static_assert((int)name == value && (int)GH_##name == (int)name,                              \

@@ -12,6 +12,8 @@
 #include "nccl_comm.h"
 #include "state.h"
 
+#include <string.h>
+
 gh_nccl_api gh_nccl;
 
 static const char *const nccl_names[GH_NCCL__COUNT] = {
@@ -26,6 +28,7 @@ static gh_lib nccl_lib = {
     .major = GH_NCCL_MAJOR,
     .names = nccl_names,
     .n_names = GH_NCCL__COUNT,
+    .n_required = GH_NCCL__FIRST_OPTIONAL,
     .slots = (void **)&gh_nccl,
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
@@ -43,6 +46,24 @@ gh_nccl_ensure(void)
                     nccl_lib.error, GH_NCCL_MAJOR);
 }
 
+int
+gh_nccl_optional(gh_nccl_id id)
+{
+    int version = 0;
+    if (gh_nccl_ensure() < 0) {
+        return -1;
+    }
+    if (gh_lib_optional(&nccl_lib, (int)id) != NULL) {
+        return 0;
+    }
+    gh_nccl.GetVersion(&version);
+    return gh_raise("NcclSupportError",
+                    "the loaded libnccl (%d.%d.%d, %s) has no %s: NCCL %s added it; install a "
+                    "newer NCCL (pip install nvidia-nccl-cu13) or set GPUHOST_NCCL to one",
+                    version / 10000, version / 100 % 100, version % 100, gh_lib_path(&nccl_lib),
+                    nccl_names[id], GH_NCCL_OPTIONAL_SINCE);
+}
+
 const char *
 gh_nccl_name(gh_nccl_id id)
 {
@@ -54,7 +75,7 @@ gh_raise_nccl(gh_ncclResult_t res, gh_nccl_id id, gh_ncclComm_t comm)
 {
     const char *last = NULL;
     PyObject *exc;
-    if (comm != NULL && gh_nccl.GetLastError != NULL) {
+    if (gh_nccl.GetLastError != NULL) { /* the process's last error; comm is unused */
         last = gh_nccl.GetLastError(comm);
     }
     PyObject *args = Py_BuildValue("(iss)", (int)res, nccl_names[id], last ? last : "");
@@ -149,7 +170,9 @@ group_call(int start)
         res = gh_nccl.GroupEnd();
         Py_END_ALLOW_THREADS
     }
-    if (res != GH_ncclSuccess) {
+    /* ncclInProgress: a non-blocking communicator's part goes on on NCCL's thread; that
+       communicator's next call waits for it (gh_nccl_comm_live) */
+    if (res != GH_ncclSuccess && res != GH_ncclInProgress) {
         return gh_raise_nccl(res, start ? GH_NCCL_GroupStart : GH_NCCL_GroupEnd, NULL), NULL;
     }
     Py_RETURN_NONE;
@@ -192,6 +215,23 @@ mod_nccl_error_string(PyObject *module, PyObject *arg)
     return PyUnicode_FromString(text);
 }
 
+static PyObject *
+mod_nccl_has_optional(PyObject *module, PyObject *arg)
+{
+    const char *name = PyUnicode_AsUTF8(arg);
+    (void)module;
+    if (name == NULL || gh_nccl_ensure() < 0) {
+        return NULL;
+    }
+    for (int i = GH_NCCL__FIRST_OPTIONAL; i < GH_NCCL__COUNT; i++) {
+        if (strcmp(nccl_names[i], name) == 0) {
+            return PyBool_FromLong(gh_lib_optional(&nccl_lib, i) != NULL);
+        }
+    }
+    PyErr_Format(PyExc_ValueError, "%s is not one of gpuhost's optional NCCL entry points", name);
+    return NULL;
+}
+
 static PyMethodDef nccl_module_methods[] = {
     {"nccl_version", mod_nccl_version, METH_NOARGS,
      "nccl_version()\n--\n\nThe loaded libnccl's version code (22809 for 2.28.9); loads it."},
@@ -205,6 +245,9 @@ static PyMethodDef nccl_module_methods[] = {
      "nccl_group_start()\n--\n\nncclGroupStart."},
     {"nccl_group_end", mod_nccl_group_end, METH_NOARGS,
      "nccl_group_end()\n--\n\nncclGroupEnd: launches the group's work."},
+    {"nccl_has_optional", mod_nccl_has_optional, METH_O,
+     "nccl_has_optional(name, /)\n--\n\nWhether the loaded libnccl has entry point `name` "
+     "(\"ncclCommRegister\"); loads it."},
     {"_nccl_error_string", mod_nccl_error_string, METH_O,
      "_nccl_error_string(code, /)\n--\n\nncclGetErrorString(code), or None without libnccl."},
     {NULL, NULL, 0, NULL},
@@ -215,7 +258,7 @@ extern const int gh_nccl_abi_checked;
 int
 gh_nccl_init(PyObject *module, gh_state *st)
 {
-    if (gh_nccl_comm_init_type(module, st) < 0 ||
+    if (gh_nccl_comm_init_type(module, st) < 0 || gh_nccl_register_init(module, st) < 0 ||
         PyModule_AddIntConstant(module, "_nccl_abi_checked", gh_nccl_abi_checked) < 0) {
         return -1;
     }

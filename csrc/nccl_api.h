@@ -85,8 +85,11 @@ typedef struct {
     int splitShare;
 } gh_ncclConfig_t;
 
-/* X(return type, Name, parameters): the function nccl<Name>.  All exist since NCCL 2.18. */
-#define GH_NCCL_API_LIST(X)                                                                        \
+/* X(return type, Name, parameters): the function nccl<Name>.  GH_NCCL_API_LIST is the one list
+   (the function table, its enum and its names come from it): first the entry points every
+   supported NCCL has (2.18 and later), which must all load, then the optional ones, which a
+   newer NCCL added and which are looked up on first use (gh_nccl_optional). */
+#define GH_NCCL_REQUIRED_LIST(X)                                                                   \
     X(GH_NT(ncclResult_t), GetVersion, (int *))                                                    \
     X(const char *, GetErrorString, (GH_NT(ncclResult_t)))                                         \
     X(const char *, GetLastError, (GH_NT(ncclComm_t)))                                             \
@@ -124,6 +127,15 @@ typedef struct {
     X(GH_NT(ncclResult_t), GroupStart, (void))                                                     \
     X(GH_NT(ncclResult_t), GroupEnd, (void))
 
+/* Since NCCL 2.19: user-buffer registration and NCCL's own allocator. */
+#define GH_NCCL_OPTIONAL_LIST(X)                                                                   \
+    X(GH_NT(ncclResult_t), CommRegister, (const GH_NT(ncclComm_t), void *, size_t, void **))       \
+    X(GH_NT(ncclResult_t), CommDeregister, (const GH_NT(ncclComm_t), void *))                      \
+    X(GH_NT(ncclResult_t), MemAlloc, (void **, size_t))                                            \
+    X(GH_NT(ncclResult_t), MemFree, (void *))
+
+#define GH_NCCL_API_LIST(X) GH_NCCL_REQUIRED_LIST(X) GH_NCCL_OPTIONAL_LIST(X)
+
 /* cudaStream_t is the runtime's name for the driver's CUstream (the same struct pointer;
    C11 allows the typedef to be repeated where the runtime's header declared it too). */
 typedef struct CUstream_st *cudaStream_t;
@@ -140,6 +152,11 @@ typedef enum {
 #undef GH_NCCL_ENUM
         GH_NCCL__COUNT
 } gh_nccl_id;
+
+/* The first optional entry point: those before it must all load. */
+#define GH_NCCL__FIRST_OPTIONAL GH_NCCL_CommRegister
+/* The NCCL version that added the optional entry points. */
+#define GH_NCCL_OPTIONAL_SINCE "2.19"
 
 /* The major version of the library gpuhost looks for (libnccl.so.2). */
 #define GH_NCCL_MAJOR 2

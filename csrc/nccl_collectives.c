@@ -2,9 +2,12 @@
  * and checked, then NCCL called without the GIL.
  *
  * Buffers are DeviceArrays; anything else that exports the CUDA array interface or DLPack
- * is viewed as one first (gpuhost.nccl._foreign_array, which orders the call's stream after
- * the exporter's).  Every check (device, layout, dtype, counts, ranks, stream) is made
- * before NCCL is called; NCCL's own errors become NcclError with ncclGetLastError's text.
+ * is viewed as one first (foreign_buffer(), which orders the call's stream after the
+ * exporter's).  Every check (device, layout, dtype, counts, ranks, stream) is made before
+ * NCCL is called; NCCL's own errors become NcclError with ncclGetLastError's text.  An
+ * all_reduce called again with the very same arguments skips the checks it passed (the fast
+ * path: no Python between the call and ncclAllReduce).  On a stream capturing into a graph,
+ * the arrays are kept alive by the graph.
  */
 
 #include "context.h"
@@ -42,19 +45,42 @@ typedef struct {
     int dtype, op, root; /* root: the peer for Send/Recv */
 } ncall;
 
-static const char *const op_names[] = {"sum", "prod", "max", "min", "avg"};
-
 /* ---- arguments ---- */
 
 int
 gh_nccl_comm_live(gh_nccl_comm *self, const char *call)
 {
-    if (self->comm != NULL) {
+    gh_ncclResult_t res, state = GH_ncclSuccess;
+    int rc = 0;
+    if (self->comm == NULL) {
+        PyErr_Format(PyExc_ValueError, "%s(): the Communicator was %s", call,
+                     self->ended == 2 ? "aborted" : "destroyed");
+        return -1;
+    }
+    if (!self->initializing && !self->nonblocking) {
         return 0;
     }
-    PyErr_Format(PyExc_ValueError, "%s(): the Communicator was %s", call,
-                 self->ended == 2 ? "aborted" : "destroyed");
-    return -1;
+    if ((res = gh_nccl.CommGetAsyncError(self->comm, &state)) != GH_ncclSuccess) {
+        return gh_raise_nccl(res, GH_NCCL_CommGetAsyncError, self->comm);
+    }
+    if (state == GH_ncclInProgress && self->initializing) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s(): the Communicator is still being created (blocking=False): call "
+                     "wait_ready() first",
+                     call);
+        return -1;
+    }
+    if (state == GH_ncclInProgress) { /* an earlier call of a non-blocking one, still running */
+        rc = gh_nccl_comm_settle(self, -1, &state);
+    }
+    if (rc < 0) {
+        return -1;
+    }
+    if (state != GH_ncclSuccess) {
+        return gh_raise_nccl(state, GH_NCCL_CommGetAsyncError, self->comm);
+    }
+    self->initializing = 0;
+    return 0;
 }
 
 static int
@@ -84,6 +110,16 @@ layout_of(const gh_devicearray *a, size_t itemsize)
     return layout;
 }
 
+/* A DeviceArray over a buffer argument `obj` that is another library's device array,
+   with the call's stream ordered after its exporter's (csrc/interop.c reads it); a new
+   reference, or NULL with TypeError naming `what` of `call`.  The one place foreign
+   buffers are resolved. */
+static gh_devicearray *
+foreign_buffer(gh_state *st, PyObject *obj, PyObject *stream, const char *call, const char *what)
+{
+    return (gh_devicearray *)gh_foreign_device_array(st, obj, stream, call, what);
+}
+
 /* Resolve buffer argument `obj` (named `what` in messages of `call`) into *out. */
 static int
 get_buffer(gh_state *st, gh_nccl_comm *self, PyObject *obj, PyObject *stream, const char *call,
@@ -91,10 +127,11 @@ get_buffer(gh_state *st, gh_nccl_comm *self, PyObject *obj, PyObject *stream, co
 {
     gh_devicearray *a;
     out->a = NULL;
-    /* another library's array: a view over its memory, the stream ordered after its
-       exporter's (interop.c) */
-    out->a = (gh_devicearray *)gh_foreign_device_array(st, obj, stream, call, what);
-    if (out->a == NULL) {
+    if (PyObject_TypeCheck(obj, st->DeviceArrayType)) {
+        Py_INCREF(obj);
+        out->a = (gh_devicearray *)obj;
+    }
+    else if ((out->a = foreign_buffer(st, obj, stream, call, what)) == NULL) {
         return -1;
     }
     a = out->a;
@@ -175,95 +212,6 @@ check_pair(const char *call, nbuf *send, nbuf *recv, size_t want, const char *ru
     return 0;
 }
 
-/* The NCCL type reducing `d` with `op`; *mult: NCCL elements per array element (complex
-   numbers are reduced as pairs of reals, for sum and avg).  -1 with TypeError. */
-static int
-reduce_dtype(const char *call, PyArray_Descr *d, int op, size_t *mult)
-{
-    int size = (int)PyDataType_ELSIZE(d);
-    *mult = 1;
-    switch (d->kind) {
-        case 'i':
-            if (size == 1 || size == 4 || size == 8) {
-                return size == 1 ? GH_ncclInt8 : size == 4 ? GH_ncclInt32 : GH_ncclInt64;
-            }
-            break;
-        case 'u':
-            if (size == 1 || size == 4 || size == 8) {
-                return size == 1 ? GH_ncclUint8 : size == 4 ? GH_ncclUint32 : GH_ncclUint64;
-            }
-            break;
-        case 'f':
-            if (size == 2 || size == 4 || size == 8) {
-                return size == 2 ? GH_ncclFloat16 : size == 4 ? GH_ncclFloat32 : GH_ncclFloat64;
-            }
-            break;
-        case 'c':
-            if ((size == 8 || size == 16) && (op == GH_ncclSum || op == GH_ncclAvg)) {
-                *mult = 2;
-                return size == 8 ? GH_ncclFloat32 : GH_ncclFloat64;
-            }
-            if (size == 8 || size == 16) {
-                PyErr_Format(PyExc_TypeError,
-                             "%s(): complex numbers reduce with op 'sum' or 'avg' only, not '%s'",
-                             call, op_names[op]);
-                return -1;
-            }
-            break;
-        default: { /* ml_dtypes' bfloat16 and float8 types (PyTorch's, through DLPack) */
-            PyObject *name = PyObject_GetAttrString((PyObject *)d, "name");
-            const char *s = name ? PyUnicode_AsUTF8(name) : NULL;
-            int t = !s                                ? -2
-                    : strcmp(s, "bfloat16") == 0      ? GH_ncclBfloat16
-                    : strcmp(s, "float8_e4m3fn") == 0 ? GH_ncclFloat8e4m3
-                    : strcmp(s, "float8_e5m2") == 0   ? GH_ncclFloat8e5m2
-                                                      : -1;
-            Py_XDECREF(name);
-            if (t == -2) {
-                return -1;
-            }
-            if (t >= 0) {
-                return t;
-            }
-        }
-    }
-    PyErr_Format(PyExc_TypeError,
-                 "%s(): NCCL cannot reduce %S; it reduces int8, uint8, int32, uint32, int64, "
-                 "uint64, float16, bfloat16, float32, float64 (and complex64/complex128 with "
-                 "'sum' or 'avg')",
-                 call, (PyObject *)d);
-    return -1;
-}
-
-static int
-parse_op(const char *call, PyObject *obj)
-{
-    if (obj == NULL) {
-        return GH_ncclSum;
-    }
-    if (PyUnicode_Check(obj)) {
-        for (int i = 0; i < 5; i++) {
-            if (PyUnicode_CompareWithASCIIString(obj, op_names[i]) == 0) {
-                return i;
-            }
-        }
-    }
-    else if (PyLong_Check(obj) && !PyBool_Check(obj)) {
-        long v = PyLong_AsLong(obj);
-        if (v >= 0 && v < 5) {
-            return (int)v;
-        }
-        if (v == -1 && PyErr_Occurred()) {
-            PyErr_Clear();
-        }
-    }
-    PyErr_Format(PyExc_ValueError,
-                 "%s(): op must be 'sum', 'prod', 'max', 'min' or 'avg' (or NCCL's code 0-4), "
-                 "not %R",
-                 call, obj);
-    return -1;
-}
-
 static int
 check_rank(gh_nccl_comm *self, const char *call, const char *what, int r)
 {
@@ -341,73 +289,6 @@ scaled_shape(nbuf *like, Py_ssize_t mul, Py_ssize_t div, int prepend)
     return t;
 }
 
-/* FASTCALL arguments of `call` by position or name: out[i] is names[i]'s (NULL where not
-   given); the first `required` must be given. */
-static int
-parse_fast(const char *call, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
-           const char *const *names, int n, int required, PyObject **out)
-{
-    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
-    for (int i = 0; i < n; i++) {
-        out[i] = i < nargs ? args[i] : NULL;
-    }
-    if (nargs > n) {
-        PyErr_Format(PyExc_TypeError, "%s() takes at most %d arguments (%zd given)", call, n,
-                     nargs);
-        return -1;
-    }
-    for (Py_ssize_t j = 0; j < nkw; j++) {
-        PyObject *key = PyTuple_GET_ITEM(kwnames, j);
-        int i = 0;
-        while (i < n && PyUnicode_CompareWithASCIIString(key, names[i]) != 0) {
-            i++;
-        }
-        if (i == n) {
-            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", call,
-                         key);
-            return -1;
-        }
-        if (out[i] != NULL) {
-            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", call,
-                         names[i]);
-            return -1;
-        }
-        out[i] = args[nargs + j];
-    }
-    for (int i = 0; i < required; i++) {
-        if (out[i] == NULL) {
-            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s' (pos %d)", call,
-                         names[i], i + 1);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* An int argument (NULL: `dflt`). */
-static int
-int_arg(const char *call, const char *name, PyObject *obj, int dflt, int *out)
-{
-    long v;
-    if (obj == NULL) {
-        *out = dflt;
-        return 0;
-    }
-    if (!PyLong_Check(obj) || PyBool_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "%s(): %s must be an int, not %.100s", call, name,
-                     Py_TYPE(obj)->tp_name);
-        return -1;
-    }
-    v = PyLong_AsLong(obj);
-    if ((v == -1 && PyErr_Occurred()) || v < INT_MIN || v > INT_MAX) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_ValueError, "%s(): %s %R is out of range", call, name, obj);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
-}
-
 static PyObject *
 or_none(PyObject *obj)
 {
@@ -469,7 +350,30 @@ run_calls(gh_nccl_comm *self, const ncall *calls, int n, CUstream stream)
     if (gh_context_leave(self->context, pushed) < 0) {
         return -1;
     }
+    if (res == GH_ncclInProgress && self->nonblocking) { /* NCCL goes on on a thread */
+        int rc = gh_nccl_comm_settle(self, -1, &res);
+        if (rc < 0) {
+            return -1;
+        }
+        failed = rc == 1 ? GH_NCCL_CommGetAsyncError : failed;
+    }
     return res == GH_ncclSuccess ? 0 : gh_raise_nccl(res, failed, self->comm);
+}
+
+/* Where `stream_o` is a gpuhost Stream capturing into a graph, the graph keeps the buffers
+   alive (its replays read and write them). */
+static int
+keep_for_capture(gh_state *st, PyObject *stream_o, nbuf *s, nbuf *r)
+{
+    PyObject *keep;
+    if (stream_o == NULL || !Py_IS_TYPE(stream_o, st->StreamType) ||
+        (keep = ((gh_stream *)stream_o)->capture) == NULL) {
+        return 0;
+    }
+    if (s->a != NULL && PyList_Append(keep, (PyObject *)s->a) < 0) {
+        return -1;
+    }
+    return r->a != NULL && r->a != s->a ? PyList_Append(keep, (PyObject *)r->a) : 0;
 }
 
 /* ---- the collectives ---- */
@@ -504,15 +408,17 @@ get_recv_like_send(gh_state *st, gh_nccl_comm *self, PyObject *recv_o, PyObject 
     return check_pair(call, s, r, s->count, "as many as send");
 }
 
-/* Make call c from send's address to recv's (none: send's), clear both buffers, and return
-   recv (None when there is none), or NULL with the error. */
+/* Make call c from send's address to recv's (none: send's) on `stream` (the argument
+   `stream_o`), clear both buffers, and return recv (None when there is none), or NULL with
+   the error. */
 static PyObject *
-finish(gh_nccl_comm *self, ncall *c, nbuf *s, nbuf *r, CUstream stream)
+finish(gh_nccl_comm *self, ncall *c, nbuf *s, nbuf *r, PyObject *stream_o, CUstream stream)
 {
     PyObject *out = NULL;
     c->send = (const void *)s->a->ptr;
     c->recv = (void *)(r->a ? r->a : s->a)->ptr; /* Reduce: not written outside the root */
-    if (run_calls(self, c, 1, stream) == 0) {
+    if (keep_for_capture(gh_nccl_comm_state(Py_TYPE(self)), stream_o, s, r) == 0 &&
+        run_calls(self, c, 1, stream) == 0) {
         out = Py_NewRef(r->a ? (PyObject *)r->a : Py_None);
     }
     nbuf_clear(s);
@@ -529,29 +435,195 @@ fail2(nbuf *s, nbuf *r)
     return NULL;
 }
 
+/* ---- the fast path of all_reduce ---- */
+
+void
+gh_nccl_fast_clear(gh_nccl_fast *f)
+{
+    for (int i = 0; i < f->n; i++) {
+        Py_CLEAR(f->items[i]);
+    }
+    Py_CLEAR(f->kwnames);
+    f->n = 0;
+}
+
+/* What a kept argument refers to (borrowed; only compared with the arguments, which hold
+   it alive when it is one of them). */
+static PyObject *
+kept(const gh_nccl_fast *f, int i)
+{
+    PyObject *obj;
+    if (!f->weak[i]) {
+        return f->items[i];
+    }
+#if PY_VERSION_HEX >= 0x030D0000
+    if (PyWeakref_GetRef(f->items[i], &obj) <= 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    Py_DECREF(obj);
+#else
+    obj = PyWeakref_GET_OBJECT(f->items[i]);
+#endif
+    return obj;
+}
+
+/* Whether two calls' keyword names are the same: one tuple (a call site's constant), or
+   tuples of the very same (interned) strings. */
+static int
+same_names(PyObject *a, PyObject *b)
+{
+    if (a == b) {
+        return 1;
+    }
+    if (a == NULL || b == NULL || PyTuple_GET_SIZE(a) != PyTuple_GET_SIZE(b)) {
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(a); i++) {
+        if (PyTuple_GET_ITEM(a, i) != PyTuple_GET_ITEM(b, i)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int
+array_usable(const gh_devicearray *a)
+{
+    return a->generation == a->context->generation && a->context->handle != NULL;
+}
+
+/* The last all_reduce again, where `args` are the very objects it had and still usable:
+   1 with *out its result, 0 when they are not (nothing raised), -1 with NCCL's error. */
+static int
+fast_call(gh_nccl_comm *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+          PyObject **out)
+{
+    const gh_nccl_fast *f = &self->fast;
+    Py_ssize_t n = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+    gh_devicearray *s, *r;
+    ncall c;
+    if (f->n == 0 || n != f->n || nargs != f->nargs || !same_names(kwnames, f->kwnames) ||
+        self->comm == NULL || self->nonblocking) {
+        return 0;
+    }
+    for (int i = 0; i < f->n; i++) {
+        if (kept(f, i) != args[i]) {
+            return 0;
+        }
+    }
+    s = (gh_devicearray *)args[f->i_send];
+    r = (gh_devicearray *)args[f->i_recv];
+    if (!array_usable(s) || !array_usable(r)) {
+        return 0;
+    }
+    if (f->i_stream >= 0 && args[f->i_stream] != Py_None) {
+        const gh_stream *st = (const gh_stream *)args[f->i_stream];
+        if (st->capture != NULL || st->generation != st->context->generation ||
+            st->context->handle == NULL) {
+            return 0;
+        }
+    }
+    c = (ncall){.id = GH_NCCL_AllReduce,
+                .send = f->sendbuf,
+                .recv = f->recvbuf,
+                .count = f->count,
+                .dtype = f->dtype,
+                .op = f->op_code};
+    if (run_calls(self, &c, 1, f->handle) < 0) {
+        return -1;
+    }
+    self->fast_calls++;
+    *out = Py_NewRef((PyObject *)r);
+    return 1;
+}
+
+/* Keep a successful all_reduce's arguments and call for the next one, where they are gpuhost
+   arrays (recv given: a new result is allocated each time), a gpuhost Stream or None, and
+   no capture; anything else leaves the last one kept. */
+static void
+fast_keep(gh_nccl_comm *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+          const char *const *names, PyObject *const *a, const ncall *c, CUstream stream)
+{
+    gh_state *st = gh_nccl_comm_state(Py_TYPE(self));
+    gh_nccl_fast *f = &self->fast;
+    Py_ssize_t n = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+    if (n > GH_NCCL_FAST_ARGS || a[1] == NULL || self->nonblocking ||
+        !PyObject_TypeCheck(a[0], st->DeviceArrayType) ||
+        !PyObject_TypeCheck(a[1], st->DeviceArrayType) ||
+        (a[3] != NULL && a[3] != Py_None &&
+         (!Py_IS_TYPE(a[3], st->StreamType) || ((gh_stream *)a[3])->capture != NULL))) {
+        return;
+    }
+    gh_nccl_fast_clear(f);
+    f->i_send = f->i_recv = f->i_stream = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *obj = args[i];
+        const char *name =
+            i < nargs ? names[i] : PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, i - nargs));
+        int weak = PyObject_TypeCheck(obj, st->DeviceArrayType) || Py_IS_TYPE(obj, st->StreamType);
+        if (name == NULL ||
+            (f->items[i] = weak ? PyWeakref_NewRef(obj, NULL) : Py_NewRef(obj)) == NULL) {
+            PyErr_Clear(); /* nothing kept: the next call takes the long way */
+            f->n = (int)i;
+            gh_nccl_fast_clear(f);
+            return;
+        }
+        f->weak[i] = (unsigned char)weak;
+        f->n = (int)i + 1;
+        if (strcmp(name, "send") == 0) {
+            f->i_send = (int)i;
+        }
+        else if (strcmp(name, "recv") == 0) {
+            f->i_recv = (int)i;
+        }
+        else if (strcmp(name, "stream") == 0) {
+            f->i_stream = (int)i;
+        }
+    }
+    f->kwnames = Py_XNewRef(kwnames);
+    f->nargs = nargs;
+    f->sendbuf = c->send;
+    f->recvbuf = c->recv;
+    f->count = c->count;
+    f->dtype = c->dtype;
+    f->op_code = c->op;
+    f->handle = stream;
+}
+
 PyObject *
 gh_nccl_all_reduce(gh_nccl_comm *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     static const char *const names[] = {"send", "recv", "op", "stream"};
-    gh_state *st = gh_nccl_comm_state(Py_TYPE(self));
-    PyObject *a[4], *stream_o;
+    gh_state *st;
+    PyObject *a[4], *stream_o, *out = NULL;
     nbuf s = {0}, r = {0};
     ncall c = {.id = GH_NCCL_AllReduce};
     CUstream stream;
     size_t mult;
-    if (parse_fast("all_reduce", args, nargs, kwnames, names, 4, 1, a) < 0) {
+    int hit = fast_call(self, args, nargs, kwnames, &out);
+    if (hit != 0) {
+        return hit > 0 ? out : NULL;
+    }
+    st = gh_nccl_comm_state(Py_TYPE(self));
+    if (gh_nccl_parse_args("all_reduce", args, nargs, kwnames, names, 4, 1, a) < 0) {
         return NULL;
     }
     stream_o = or_none(a[3]);
-    if (gh_nccl_comm_live(self, "all_reduce") < 0 || (c.op = parse_op("all_reduce", a[2])) < 0 ||
+    if (gh_nccl_comm_live(self, "all_reduce") < 0 ||
+        (c.op = gh_nccl_parse_op("all_reduce", a[2])) < 0 ||
         get_stream(st, self, "all_reduce", stream_o, &stream) < 0 ||
         get_buffer(st, self, a[0], stream_o, "all_reduce", "send", 0, &s) < 0 ||
         get_recv_like_send(st, self, or_none(a[1]), a[0], stream_o, "all_reduce", 1, &s, &r) < 0 ||
-        (c.dtype = reduce_dtype("all_reduce", (PyArray_Descr *)s.a->dtype, c.op, &mult)) < 0) {
+        (c.dtype = gh_nccl_reduce_dtype("all_reduce", (PyArray_Descr *)s.a->dtype, c.op, &mult)) <
+            0) {
         return fail2(&s, &r);
     }
     c.count = s.count * mult;
-    return finish(self, &c, &s, &r, stream);
+    if ((out = finish(self, &c, &s, &r, stream_o, stream)) != NULL) {
+        fast_keep(self, args, nargs, kwnames, names, a, &c, stream);
+    }
+    return out;
 }
 
 PyObject *
@@ -564,22 +636,22 @@ gh_nccl_reduce(gh_nccl_comm *self, PyObject *const *args, Py_ssize_t nargs, PyOb
     ncall c = {.id = GH_NCCL_Reduce};
     CUstream stream;
     size_t mult;
-    if (parse_fast("reduce", args, nargs, kwnames, names, 5, 1, a) < 0 ||
-        int_arg("reduce", "root", a[2], 0, &c.root) < 0) {
+    if (gh_nccl_parse_args("reduce", args, nargs, kwnames, names, 5, 1, a) < 0 ||
+        gh_nccl_int_arg("reduce", "root", a[2], 0, &c.root) < 0) {
         return NULL;
     }
     stream_o = or_none(a[4]);
     if (gh_nccl_comm_live(self, "reduce") < 0 || check_rank(self, "reduce", "root", c.root) < 0 ||
-        (c.op = parse_op("reduce", a[3])) < 0 ||
+        (c.op = gh_nccl_parse_op("reduce", a[3])) < 0 ||
         get_stream(st, self, "reduce", stream_o, &stream) < 0 ||
         get_buffer(st, self, a[0], stream_o, "reduce", "send", 0, &s) < 0 ||
         get_recv_like_send(st, self, or_none(a[1]), a[0], stream_o, "reduce", self->rank == c.root,
                            &s, &r) < 0 ||
-        (c.dtype = reduce_dtype("reduce", (PyArray_Descr *)s.a->dtype, c.op, &mult)) < 0) {
+        (c.dtype = gh_nccl_reduce_dtype("reduce", (PyArray_Descr *)s.a->dtype, c.op, &mult)) < 0) {
         return fail2(&s, &r);
     }
     c.count = s.count * mult;
-    return finish(self, &c, &s, &r, stream);
+    return finish(self, &c, &s, &r, stream_o, stream);
 }
 
 PyObject *
@@ -591,8 +663,8 @@ gh_nccl_broadcast(gh_nccl_comm *self, PyObject *const *args, Py_ssize_t nargs, P
     nbuf s = {0}, r = {0};
     ncall c = {.id = GH_NCCL_Broadcast, .dtype = GH_ncclUint8};
     CUstream stream;
-    if (parse_fast("broadcast", args, nargs, kwnames, names, 4, 1, a) < 0 ||
-        int_arg("broadcast", "root", a[2], 0, &c.root) < 0) {
+    if (gh_nccl_parse_args("broadcast", args, nargs, kwnames, names, 4, 1, a) < 0 ||
+        gh_nccl_int_arg("broadcast", "root", a[2], 0, &c.root) < 0) {
         return NULL;
     }
     recv_o = or_none(a[1]);
@@ -606,7 +678,7 @@ gh_nccl_broadcast(gh_nccl_comm *self, PyObject *const *args, Py_ssize_t nargs, P
         return fail2(&s, &r);
     }
     c.count = s.count * s.itemsize;
-    return finish(self, &c, &s, &r, stream);
+    return finish(self, &c, &s, &r, stream_o, stream);
 }
 
 /* all_gather (gather = 1) and reduce_scatter: recv holds size x send, or send size x recv. */
@@ -623,12 +695,13 @@ gather_or_scatter(gh_nccl_comm *self, PyObject *const *args, Py_ssize_t nargs, P
     ncall c = {.id = gather ? GH_NCCL_AllGather : GH_NCCL_ReduceScatter, .dtype = GH_ncclUint8};
     CUstream stream;
     size_t mult = 1, n = (size_t)self->size;
-    if (parse_fast(call, args, nargs, kwnames, gather ? names_g : names_s, gather ? 3 : 4, 1, a) <
-        0) {
+    if (gh_nccl_parse_args(call, args, nargs, kwnames, gather ? names_g : names_s, gather ? 3 : 4,
+                           1, a) < 0) {
         return NULL;
     }
     stream_o = or_none(a[gather ? 2 : 3]);
-    if (gh_nccl_comm_live(self, call) < 0 || (!gather && (c.op = parse_op(call, a[2])) < 0) ||
+    if (gh_nccl_comm_live(self, call) < 0 ||
+        (!gather && (c.op = gh_nccl_parse_op(call, a[2])) < 0) ||
         get_stream(st, self, call, stream_o, &stream) < 0 ||
         get_buffer(st, self, a[0], stream_o, call, "send", 0, &s) < 0) {
         return fail2(&s, &r);
@@ -651,11 +724,12 @@ gather_or_scatter(gh_nccl_comm *self, PyObject *const *args, Py_ssize_t nargs, P
                                : "send's divided by the number of ranks") < 0) {
         return fail2(&s, &r);
     }
-    if (!gather && (c.dtype = reduce_dtype(call, (PyArray_Descr *)s.a->dtype, c.op, &mult)) < 0) {
+    if (!gather &&
+        (c.dtype = gh_nccl_reduce_dtype(call, (PyArray_Descr *)s.a->dtype, c.op, &mult)) < 0) {
         return fail2(&s, &r);
     }
     c.count = gather ? s.count * s.itemsize : r.count * mult;
-    return finish(self, &c, &s, &r, stream);
+    return finish(self, &c, &s, &r, stream_o, stream);
 }
 
 PyObject *
@@ -683,8 +757,8 @@ point_to_point(gh_nccl_comm *self, PyObject *const *args, Py_ssize_t nargs, PyOb
     nbuf b = {0}, none = {0};
     ncall c = {.id = to_peer ? GH_NCCL_Send : GH_NCCL_Recv, .dtype = GH_ncclUint8};
     CUstream stream;
-    if (parse_fast(call, args, nargs, kwnames, names, 3, 2, a) < 0 ||
-        int_arg(call, "peer", a[1], 0, &c.root) < 0) {
+    if (gh_nccl_parse_args(call, args, nargs, kwnames, names, 3, 2, a) < 0 ||
+        gh_nccl_int_arg(call, "peer", a[1], 0, &c.root) < 0) {
         return NULL;
     }
     stream_o = or_none(a[2]);
@@ -695,11 +769,11 @@ point_to_point(gh_nccl_comm *self, PyObject *const *args, Py_ssize_t nargs, PyOb
     }
     c.count = b.count * b.itemsize;
     if (to_peer) { /* returns None */
-        return finish(self, &c, &b, &none, stream);
+        return finish(self, &c, &b, &none, stream_o, stream);
     }
     none = b; /* recv returns buf */
     Py_INCREF(none.a);
-    return finish(self, &c, &b, &none, stream);
+    return finish(self, &c, &b, &none, stream_o, stream);
 }
 
 PyObject *
@@ -725,7 +799,7 @@ gh_nccl_all_to_all(gh_nccl_comm *self, PyObject *const *args, Py_ssize_t nargs, 
     ncall *calls = NULL;
     CUstream stream;
     size_t n = (size_t)self->size, block;
-    if (parse_fast("all_to_all", args, nargs, kwnames, names, 3, 1, a) < 0) {
+    if (gh_nccl_parse_args("all_to_all", args, nargs, kwnames, names, 3, 1, a) < 0) {
         return NULL;
     }
     stream_o = or_none(a[2]);
@@ -765,7 +839,8 @@ gh_nccl_all_to_all(gh_nccl_comm *self, PyObject *const *args, Py_ssize_t nargs, 
                                    .dtype = GH_ncclUint8,
                                    .root = (int)i};
     }
-    if (run_calls(self, calls, (int)(2 * n), stream) == 0) {
+    if (keep_for_capture(st, stream_o, &s, &r) == 0 &&
+        run_calls(self, calls, (int)(2 * n), stream) == 0) {
         out = Py_NewRef((PyObject *)r.a);
     }
     PyMem_Free(calls);

@@ -10,7 +10,9 @@
 #include "state.h"
 #include "nccl_comm_docs.h"
 
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 static void comm_dealloc(gh_nccl_comm *self);
 
@@ -27,16 +29,65 @@ gh_nccl_comm_state(PyTypeObject *tp)
 
 /* ---- life ---- */
 
+static double
+now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+int
+gh_nccl_comm_settle(gh_nccl_comm *self, double timeout, gh_ncclResult_t *state)
+{
+    double deadline = timeout < 0 ? -1 : now_s() + timeout;
+    gh_ncclResult_t res = GH_ncclSuccess, st = GH_ncclInProgress;
+    long spins = 0;
+    for (;;) {
+        int late = 0;
+        Py_BEGIN_ALLOW_THREADS
+        for (int i = 0; i < 200; i++, spins++) { /* then the GIL back, for signals */
+            struct timespec nap = {0, spins < 1000 ? 2000 : 500000}; /* 2 µs, later 0.5 ms */
+            res = gh_nccl.CommGetAsyncError(self->comm, &st);
+            if (res != GH_ncclSuccess || st != GH_ncclInProgress ||
+                (late = deadline >= 0 && now_s() > deadline)) {
+                break;
+            }
+            nanosleep(&nap, NULL);
+        }
+        Py_END_ALLOW_THREADS
+        if (res != GH_ncclSuccess) {
+            *state = res;
+            return 1;
+        }
+        if (st != GH_ncclInProgress || late) {
+            *state = st;
+            return 0;
+        }
+        if (PyErr_CheckSignals() < 0) {
+            return -1;
+        }
+    }
+}
+
 /* ncclCommDestroy (abort = 0) or ncclCommAbort, without the GIL; the handle is gone after
    either, whatever it returned.  A destroy that failed is followed by an abort, which frees
-   what the communicator holds; the destroy's result is returned. */
+   what the communicator holds; the destroy's result is returned.  A communicator whose
+   non-blocking creation is still under way is aborted (NCCL's destroy would wait for it). */
 static gh_ncclResult_t
 end_comm(gh_nccl_comm *self, int abort)
 {
     gh_ncclComm_t comm = self->comm;
-    gh_ncclResult_t res;
+    gh_ncclResult_t res, state = GH_ncclSuccess;
+    if (self->initializing && gh_nccl.CommGetAsyncError(comm, &state) == GH_ncclSuccess &&
+        state == GH_ncclInProgress) {
+        abort = 1;
+    }
+    gh_nccl_regs_end(self);
+    gh_nccl_fast_clear(&self->fast);
     self->comm = NULL;
     self->ended = abort ? 2 : 1;
+    self->initializing = 0;
     Py_BEGIN_ALLOW_THREADS
     res = abort ? gh_nccl.CommAbort(comm) : gh_nccl.CommDestroy(comm);
     if (!abort && res != GH_ncclSuccess) {
@@ -79,8 +130,8 @@ comm_check_async_error(gh_nccl_comm *self, PyObject *unused)
 {
     gh_ncclResult_t res, async = GH_ncclSuccess;
     (void)unused;
-    if (gh_nccl_comm_live(self, "check_async_error") < 0) {
-        return NULL;
+    if (self->comm == NULL) {
+        return gh_nccl_comm_live(self, "check_async_error"), NULL;
     }
     res = gh_nccl.CommGetAsyncError(self->comm, &async);
     if (res != GH_ncclSuccess) {
@@ -89,7 +140,83 @@ comm_check_async_error(gh_nccl_comm *self, PyObject *unused)
     if (async != GH_ncclSuccess && async != GH_ncclInProgress) {
         return gh_raise_nccl(async, GH_NCCL_CommGetAsyncError, self->comm), NULL;
     }
+    if (async == GH_ncclSuccess) {
+        self->initializing = 0;
+    }
     return PyBool_FromLong(async == GH_ncclInProgress);
+}
+
+/* Abort after a failed or timed-out wait for `what` and raise: NcclError for an error state,
+   TimeoutError for ncclInProgress after `timeout`. */
+static int
+abort_and_raise(gh_nccl_comm *self, gh_ncclResult_t state, int query_failed, gh_nccl_id what,
+                double timeout)
+{
+    gh_ncclComm_t comm = self->comm;
+    if (state == GH_ncclInProgress) {
+        char text[300];
+        snprintf(text, sizeof(text),
+                 "rank %d of %d: %s did not complete within %g s (a rank that never came or "
+                 "died keeps the others waiting); the Communicator was aborted",
+                 self->rank, self->size, gh_nccl_name(what), timeout);
+        end_comm(self, 1);
+        PyErr_SetString(PyExc_TimeoutError, text);
+        return -1;
+    }
+    gh_raise_nccl(state, query_failed ? GH_NCCL_CommGetAsyncError : what, comm);
+    {
+        PyObject *type, *value, *tb; /* the error raised first is the one the caller sees */
+        PyErr_Fetch(&type, &value, &tb);
+        end_comm(self, 1);
+        PyErr_Restore(type, value, tb);
+    }
+    return -1;
+}
+
+/* Wait (`timeout` seconds at most, < 0: no limit) for the non-blocking creation of `self`. */
+static int
+wait_created(gh_nccl_comm *self, double timeout, gh_nccl_id what)
+{
+    gh_ncclResult_t state;
+    int rc = gh_nccl_comm_settle(self, timeout, &state);
+    if (rc < 0) { /* a signal: the creation stops too */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        end_comm(self, 1);
+        PyErr_Restore(type, value, tb);
+        return -1;
+    }
+    if (rc == 0 && state == GH_ncclSuccess) {
+        self->initializing = 0;
+        return 0;
+    }
+    return abort_and_raise(self, state, rc == 1, what, timeout);
+}
+
+static PyObject *
+comm_wait_ready(gh_nccl_comm *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"timeout", NULL};
+    PyObject *timeout_o = Py_None;
+    double timeout = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:wait_ready", kwlist, &timeout_o)) {
+        return NULL;
+    }
+    if (timeout_o != Py_None &&
+        ((timeout = PyFloat_AsDouble(timeout_o)) < 0 || timeout != timeout)) {
+        if (!PyErr_Occurred()) {
+            PyErr_Format(PyExc_ValueError, "wait_ready(): timeout must be at least 0, not %R",
+                         timeout_o);
+        }
+        return NULL;
+    }
+    if (self->comm == NULL) {
+        return gh_nccl_comm_live(self, "wait_ready"), NULL;
+    }
+    if (self->initializing && wait_created(self, timeout, GH_NCCL_CommInitRankConfig) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
 }
 
 static void
@@ -109,6 +236,7 @@ comm_dealloc(gh_nccl_comm *self)
         }
         PyErr_Restore(type, value, tb);
     }
+    gh_nccl_fast_clear(&self->fast);
     Py_CLEAR(self->context);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
@@ -116,21 +244,28 @@ comm_dealloc(gh_nccl_comm *self)
 
 /* ---- making communicators ---- */
 
-/* A Communicator object over `comm` (taken over: destroyed on failure) on ctx's device. */
+/* A Communicator object over `comm` (taken over: destroyed on failure) on ctx's device; its
+   rank and size asked of NCCL, unless `rank` is at least 0 (a creation still under way, which
+   cannot answer yet: the caller's are then kept). */
 static PyObject *
-wrap_comm(PyTypeObject *tp, gh_ncclComm_t comm, gh_context *ctx)
+wrap_comm(PyTypeObject *tp, gh_ncclComm_t comm, gh_context *ctx, int rank, int size)
 {
     gh_nccl_comm *self = (gh_nccl_comm *)tp->tp_alloc(tp, 0);
     gh_ncclResult_t res;
     if (self == NULL) {
         Py_BEGIN_ALLOW_THREADS
-        gh_nccl.CommDestroy(comm);
+        gh_nccl.CommAbort(comm);
         Py_END_ALLOW_THREADS
         return NULL;
     }
     self->comm = comm;
     self->context = (gh_context *)Py_NewRef((PyObject *)ctx);
     self->device = ctx->device->id;
+    self->rank = rank;
+    self->size = size;
+    if (rank >= 0) {
+        return (PyObject *)self;
+    }
     if ((res = gh_nccl.CommUserRank(comm, &self->rank)) != GH_ncclSuccess) {
         gh_raise_nccl(res, GH_NCCL_CommUserRank, comm);
         Py_DECREF(self);
@@ -169,9 +304,10 @@ parse_unique_id(PyObject *obj, gh_ncclUniqueId *id)
     return 0;
 }
 
-/* A config asking for `split_share` (None: NCCL's default, *use = 0). */
+/* A config asking for `split_share` (None: NCCL's default, *use = 0) and `blocking` (-1:
+   NCCL's default; 0 or 1 sets *use). */
 static int
-make_config(PyObject *split_share, gh_ncclConfig_t *config, int *use)
+make_config(PyObject *split_share, int blocking, gh_ncclConfig_t *config, int *use)
 {
     *config = (gh_ncclConfig_t){
         .size = sizeof(gh_ncclConfig_t),
@@ -185,7 +321,11 @@ make_config(PyObject *split_share, gh_ncclConfig_t *config, int *use)
         .splitShare = GH_NCCL_CONFIG_UNDEF_INT,
     };
     *use = split_share != NULL && split_share != Py_None;
-    if (*use) {
+    if (blocking >= 0) {
+        config->blocking = blocking;
+        *use = 1;
+    }
+    if (split_share != NULL && split_share != Py_None) {
         int v = PyObject_IsTrue(split_share);
         if (v < 0) {
             return -1;
@@ -211,20 +351,83 @@ rank_context(gh_state *st, PyObject *obj)
     return (gh_context *)Py_NewRef((PyObject *)ctx);
 }
 
+/* Split `self` into one communicator of the same ranks, left in self->child: NCCL's own way
+   to turn a non-blocking communicator (whose creation could be bounded in time) into a
+   blocking one, whose collectives are NCCL's fast path (a non-blocking communicator's run
+   each group on a thread of NCCL's).  Waits `timeout` seconds at most (< 0: no limit). */
+static int
+split_blocking(gh_nccl_comm *self, double timeout)
+{
+    gh_ncclConfig_t config;
+    gh_ncclComm_t parent = self->comm;
+    gh_ncclResult_t res;
+    int use, pushed;
+    if (make_config(NULL, 1, &config, &use) < 0 || gh_context_enter(self->context, &pushed) < 0) {
+        return -1;
+    }
+    self->child = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    res = gh_nccl.CommSplit(parent, 0, self->rank, &self->child, &config);
+    Py_END_ALLOW_THREADS
+    if (gh_context_leave(self->context, pushed) < 0) {
+        return -1;
+    }
+    if (res != GH_ncclSuccess && res != GH_ncclInProgress) {
+        return abort_and_raise(self, res, 0, GH_NCCL_CommSplit, timeout);
+    }
+    self->initializing = 1; /* the parent's state now tells the split's */
+    if (wait_created(self, timeout, GH_NCCL_CommSplit) < 0) {
+        return -1;
+    }
+    if (self->child == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "ncclCommSplit made no communicator");
+        end_comm(self, 1);
+        return -1;
+    }
+    self->comm = self->child; /* the parent served its purpose */
+    self->child = NULL;
+    self->nonblocking = 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (gh_nccl.CommDestroy(parent) != GH_ncclSuccess) {
+        gh_nccl.CommAbort(parent);
+    }
+    Py_END_ALLOW_THREADS
+    return 0;
+}
+
+/* ncclCommInitRank, or ncclCommInitRankConfig where a config is asked for; without the GIL,
+   with ctx current.  -1 with an error, or 0 with *res NCCL's answer. */
+static int
+init_rank(gh_context *ctx, gh_ncclComm_t *comm, int nranks, gh_ncclUniqueId id, int rank,
+          gh_ncclConfig_t *config, gh_ncclResult_t *res)
+{
+    int pushed;
+    if (gh_context_enter(ctx, &pushed) < 0) {
+        return -1;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    *res = config ? gh_nccl.CommInitRankConfig(comm, nranks, id, rank, config)
+                  : gh_nccl.CommInitRank(comm, nranks, id, rank);
+    Py_END_ALLOW_THREADS
+    return gh_context_leave(ctx, pushed);
+}
+
 static PyObject *
 comm_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"nranks", "unique_id", "rank", "device", "split_share", NULL};
+    static char *kwlist[] = {"nranks",      "unique_id", "rank",    "device",
+                             "split_share", "blocking",  "timeout", NULL};
     gh_state *st = gh_nccl_comm_state(tp);
-    PyObject *id_o, *device_o = Py_None, *split_o = Py_None, *out = NULL;
-    int nranks, rank, use_config, pushed;
+    PyObject *id_o, *device_o = Py_None, *split_o = Py_None, *timeout_o = Py_None, *out = NULL;
+    int nranks, rank, use_config, blocking = 1, nonblocking_init;
+    double timeout = -1;
     gh_ncclUniqueId id;
     gh_ncclConfig_t config;
     gh_ncclComm_t comm = NULL;
     gh_ncclResult_t res;
     gh_context *ctx;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iOi|O$O:Communicator", kwlist, &nranks, &id_o,
-                                     &rank, &device_o, &split_o)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iOi|O$OpO:Communicator", kwlist, &nranks, &id_o,
+                                     &rank, &device_o, &split_o, &blocking, &timeout_o)) {
         return NULL;
     }
     if (nranks < 1) {
@@ -236,26 +439,48 @@ comm_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs)
                      nranks);
         return NULL;
     }
-    if (parse_unique_id(id_o, &id) < 0 || make_config(split_o, &config, &use_config) < 0 ||
+    if (timeout_o != Py_None &&
+        ((timeout = PyFloat_AsDouble(timeout_o)) < 0 || timeout != timeout)) {
+        if (!PyErr_Occurred()) {
+            PyErr_Format(PyExc_ValueError, "timeout must be at least 0 seconds, not %R", timeout_o);
+        }
+        return NULL;
+    }
+    nonblocking_init = !blocking || timeout_o != Py_None;
+    if (parse_unique_id(id_o, &id) < 0 ||
+        make_config(split_o, nonblocking_init ? 0 : -1, &config, &use_config) < 0 ||
         gh_nccl_ensure() < 0 || (ctx = rank_context(st, device_o)) == NULL) {
         return NULL;
     }
-    if (gh_context_enter(ctx, &pushed) == 0) {
-        Py_BEGIN_ALLOW_THREADS
-        res = use_config ? gh_nccl.CommInitRankConfig(&comm, nranks, id, rank, &config)
-                         : gh_nccl.CommInitRank(&comm, nranks, id, rank);
-        Py_END_ALLOW_THREADS
-        if (gh_context_leave(ctx, pushed) == 0) {
-            if (res != GH_ncclSuccess) {
-                gh_raise_nccl(res, use_config ? GH_NCCL_CommInitRankConfig : GH_NCCL_CommInitRank,
-                              comm);
+    if (init_rank(ctx, &comm, nranks, id, rank, use_config ? &config : NULL, &res) == 0) {
+        if (res != GH_ncclSuccess && !(nonblocking_init && res == GH_ncclInProgress)) {
+            gh_raise_nccl(res, use_config ? GH_NCCL_CommInitRankConfig : GH_NCCL_CommInitRank,
+                          comm);
+            if (comm != NULL) {
+                Py_BEGIN_ALLOW_THREADS
+                gh_nccl.CommAbort(comm);
+                Py_END_ALLOW_THREADS
             }
-            else {
-                out = wrap_comm(tp, comm, ctx);
-            }
+        }
+        else {
+            out = wrap_comm(tp, comm, ctx, nonblocking_init ? rank : -1, nranks);
         }
     }
     Py_DECREF(ctx);
+    if (out != NULL && nonblocking_init) {
+        gh_nccl_comm *self = (gh_nccl_comm *)out;
+        double start = now_s();
+        self->nonblocking = self->initializing = 1;
+        if (blocking || timeout >= 0) { /* wait for it; then, blocking, make it so */
+            if (wait_created(self, timeout, GH_NCCL_CommInitRankConfig) < 0 ||
+                (blocking && split_blocking(self, timeout < 0 ? -1
+                                                  : timeout - (now_s() - start) > 0
+                                                      ? timeout - (now_s() - start)
+                                                      : 0) < 0)) {
+                Py_CLEAR(out);
+            }
+        }
+    }
     return out;
 }
 
@@ -356,7 +581,7 @@ comm_init_all(PyTypeObject *tp, PyObject *devices)
     }
     for (int i = 0; i < n; i++) {
         gh_context *ctx = gh_context_of(st, gh_device_get(st, list[i]));
-        PyObject *c = wrap_comm(tp, comms[i], ctx);
+        PyObject *c = wrap_comm(tp, comms[i], ctx, -1, 0);
         comms[i] = NULL;
         if (c == NULL) {
             for (int j = i + 1; j < n; j++) {
@@ -382,10 +607,10 @@ comm_split(gh_nccl_comm *self, PyObject *args, PyObject *kwargs)
     PyObject *split_o = Py_None;
     int color, key, use_config, pushed;
     gh_ncclConfig_t config;
-    gh_ncclComm_t comm = NULL;
     gh_ncclResult_t res;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "ii|$O:split", kwlist, &color, &key, &split_o) ||
-        gh_nccl_comm_live(self, "split") < 0 || make_config(split_o, &config, &use_config) < 0) {
+        gh_nccl_comm_live(self, "split") < 0 ||
+        make_config(split_o, -1, &config, &use_config) < 0) {
         return NULL;
     }
     if (color < -1) {
@@ -398,19 +623,38 @@ comm_split(gh_nccl_comm *self, PyObject *args, PyObject *kwargs)
     if (gh_context_enter(self->context, &pushed) < 0) {
         return NULL;
     }
+    self->child = NULL;
     Py_BEGIN_ALLOW_THREADS
-    res = gh_nccl.CommSplit(self->comm, color, key, &comm, use_config ? &config : NULL);
+    res = gh_nccl.CommSplit(self->comm, color, key, &self->child, use_config ? &config : NULL);
     Py_END_ALLOW_THREADS
     if (gh_context_leave(self->context, pushed) < 0) {
         return NULL;
     }
+    if (res == GH_ncclInProgress && self->nonblocking) { /* NCCL splits on a thread */
+        int rc = gh_nccl_comm_settle(self, -1, &res);
+        if (rc < 0) {
+            return NULL;
+        }
+        if (rc == 1) {
+            return gh_raise_nccl(res, GH_NCCL_CommGetAsyncError, self->comm), NULL;
+        }
+    }
     if (res != GH_ncclSuccess) {
         return gh_raise_nccl(res, GH_NCCL_CommSplit, self->comm), NULL;
     }
-    if (comm == NULL) {
+    if (self->child == NULL) {
         Py_RETURN_NONE;
     }
-    return wrap_comm(Py_TYPE(self), comm, self->context);
+    {
+        gh_ncclComm_t child = self->child;
+        PyObject *out;
+        self->child = NULL;
+        out = wrap_comm(Py_TYPE(self), child, self->context, -1, 0);
+        if (out != NULL) { /* the child has the parent's config, blocking or not */
+            ((gh_nccl_comm *)out)->nonblocking = self->nonblocking;
+        }
+        return out;
+    }
 }
 
 /* ---- attributes ---- */
@@ -441,14 +685,17 @@ comm_repr(gh_nccl_comm *self)
 {
     return PyUnicode_FromFormat("<gpuhost.nccl.Communicator rank %d of %d on device %d%s>",
                                 self->rank, self->size, self->device,
-                                self->ended == 1   ? ", destroyed"
-                                : self->ended == 2 ? ", aborted"
-                                                   : "");
+                                self->ended == 1     ? ", destroyed"
+                                : self->ended == 2   ? ", aborted"
+                                : self->initializing ? ", being created"
+                                                     : "");
 }
 
 static PyMemberDef comm_members[] = {
     {"rank", T_INT, offsetof(gh_nccl_comm, rank), READONLY, comm_rank_doc},
     {"size", T_INT, offsetof(gh_nccl_comm, size), READONLY, comm_size_doc},
+    {"_fast_calls", T_PYSSIZET, offsetof(gh_nccl_comm, fast_calls), READONLY,
+     "How many all_reduce calls took the fast path (the same arguments as the last)."},
     {NULL, 0, 0, 0, NULL},
 };
 
@@ -475,6 +722,8 @@ static PyMethodDef comm_methods[] = {
     {"split", (PyCFunction)(void (*)(void))comm_split, KW, comm_split_doc},
     {"check_async_error", (PyCFunction)comm_check_async_error, METH_NOARGS,
      comm_check_async_error_doc},
+    {"wait_ready", (PyCFunction)(void (*)(void))comm_wait_ready, KW, comm_wait_ready_doc},
+    {"register", (PyCFunction)gh_nccl_register, METH_O, comm_register_doc},
     {"abort", (PyCFunction)comm_abort, METH_NOARGS, comm_abort_doc},
     {"destroy", (PyCFunction)comm_destroy, METH_NOARGS, comm_destroy_doc},
     {"init_all", (PyCFunction)comm_init_all, METH_O | METH_CLASS, comm_init_all_doc},

@@ -454,11 +454,82 @@ PyDoc_STRVAR(comm_init_all_doc,
              "[(0, 1, 0)]");
 
 PyDoc_STRVAR(
+    comm_wait_ready_doc,
+    "wait_ready($self, /, timeout=None)\n--\n\n"
+    "Wait until a communicator made with ``blocking=False`` is ready to use.\n\n"
+    "NCCL creates it on a thread of its own (ncclCommInitRankConfig with blocking=0); this\n"
+    "polls ncclCommGetAsyncError until the creation ends.  Returns at once for one that is\n"
+    "ready.  On an error or a timeout the communicator is aborted (abort() ends a creation\n"
+    "under way) and the error raised.\n\n"
+    "Parameters\n"
+    "----------\n"
+    "timeout : float, optional\n"
+    "    Seconds to wait at most; None: as long as it takes.\n\n"
+    "Raises\n"
+    "------\n"
+    "TimeoutError\n"
+    "    The creation did not end within `timeout` (a rank never came, or died).\n"
+    "gpuhost.errors.NcclError\n"
+    "    The creation failed.\n"
+    "ValueError\n"
+    "    `timeout` is negative, or the communicator was destroyed or aborted.\n\n"
+    "Examples\n"
+    "--------\n"
+    ">>> from gpuhost import nccl\n"
+    ">>> comm = nccl.Communicator(1, nccl.get_unique_id(), 0, blocking=False)\n"
+    ">>> comm.wait_ready(timeout=30)\n"
+    ">>> comm.check_async_error()\n"
+    "False\n"
+    ">>> comm.destroy()");
+
+PyDoc_STRVAR(
+    comm_register_doc,
+    "register($self, array, /)\n--\n\n"
+    "Register a device array's memory with the communicator (ncclCommRegister).\n\n"
+    "Collectives on a registered buffer let NCCL move it without copying it through its own\n"
+    "buffers (user-buffer registration: fewer copies and fewer GPU resources for large\n"
+    "transfers).  For every transport, the memory should come from NCCL's allocator:\n"
+    "allocate it with `gpuhost.nccl.device_array`.  Every rank registers its own buffer.\n"
+    "The registration lasts until the Registration is closed (or its with-block ends, or\n"
+    "this communicator ends).  Needs NCCL 2.19 or later.\n\n"
+    "Parameters\n"
+    "----------\n"
+    "array : gpuhost.DeviceArray\n"
+    "    A contiguous, non-empty array on this rank's device.\n\n"
+    "Returns\n"
+    "-------\n"
+    "gpuhost.nccl.Registration\n\n"
+    "Raises\n"
+    "------\n"
+    "TypeError\n"
+    "    `array` is not a gpuhost DeviceArray.\n"
+    "ValueError\n"
+    "    It is on another device, not contiguous or empty; or the communicator ended.\n"
+    "gpuhost.errors.NcclSupportError\n"
+    "    The loaded libnccl has no ncclCommRegister (before NCCL 2.19).\n"
+    "gpuhost.errors.NcclError\n"
+    "    NCCL refused.\n\n"
+    "Examples\n"
+    "--------\n"
+    ">>> from gpuhost import nccl\n"
+    ">>> [comm] = nccl.Communicator.init_all(1)\n"
+    ">>> grads = nccl.device_array(1024, np.float32)\n"
+    ">>> grads[:] = 0\n"
+    ">>> with comm.register(grads):\n"
+    "...     out = comm.all_reduce(grads, grads)\n"
+    ">>> out is grads\n"
+    "True");
+
+PyDoc_STRVAR(
     comm_doc,
-    "Communicator(nranks, unique_id, rank, device=None, *, split_share=None)\n--\n\n"
+    "Communicator(nranks, unique_id, rank, device=None, *, split_share=None, blocking=True, "
+    "timeout=None)\n--\n\n"
     "One rank of an NCCL communicator of `nranks` ranks, on `device` (None: the current "
     "device).\n\n"
     "Every rank passes the same unique_id (get_unique_id(), made by one rank and shared) and\n"
-    "its own rank; the call waits for all of them.");
+    "its own rank; the call waits for all of them: for ever by default, as NCCL does, or\n"
+    "`timeout` seconds at most (a non-blocking creation, polled, then aborted with\n"
+    "TimeoutError).  ``blocking=False`` returns at once a communicator being created\n"
+    "(`wait_ready`, `check_async_error`, `abort` work on it).");
 
 #endif /* GH_NCCL_COMM_DOCS_H */

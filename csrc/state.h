@@ -117,6 +117,8 @@ struct gh_state {
     PyTypeObject *GraphExecType;
     PyTypeObject *GraphNodeType;
     PyTypeObject *NcclCommType;
+    PyTypeObject *NcclRegistrationType;
+    PyTypeObject *NcclMemoryType;
     PyObject *devices;        /* list of Device or None, one per ordinal, made on first use */
     int defer_depth;          /* nesting of defer_cleanup() blocks */
     gh_pending_release *held; /* releases held by defer_cleanup(), n_held of cap_held */

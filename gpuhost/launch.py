@@ -1,33 +1,50 @@
-"""Start one process per GPU for an NCCL program:
+"""Start one process per GPU for an NCCL program, on one node or several:
 
     python -m gpuhost.launch -n 2 script.py [args...]
+    python -m gpuhost.launch --nnodes 2 --node-rank 0 --nproc-per-node 4 \\
+        --master-addr node0 --master-port 29500 script.py [args...]   # on node 0
+    (the same with --node-rank 1 on node 1)
 
-Each process runs ``script.py`` with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE and
-GPUHOST_STORE (a folder the launcher owns, where rank 0 leaves the NCCL unique id) in its
-environment; ``gpuhost.nccl.Communicator.from_env()`` builds the communicator from them.
--n defaults to the number of GPUs.  One node only: across nodes, use mpirun and
-``Communicator.from_mpi()``.  When a process fails, the others are stopped (SIGTERM, then
-SIGKILL after --grace seconds) and the launcher exits with the failed one's status.
+Each process runs ``script.py`` with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+GROUP_RANK (the node rank), MASTER_ADDR and MASTER_PORT in its environment, as torchrun
+spells them; ``gpuhost.nccl.Communicator.from_env()`` builds the communicator from them.
+The launcher of node 0 serves the rendezvous at the master address (the ranks meet there and
+get rank 0's NCCL unique id; on one node, a free port of 127.0.0.1 by default); the other
+nodes' launchers join it before starting their ranks.  When a process fails, the launcher
+stops its others (SIGTERM, then SIGKILL after --grace seconds) and tells the other nodes'
+launchers to stop theirs; every launcher then exits non-zero with the failure's status.
 """
 import argparse
 import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import types
 
+from . import _jobenv, _rendezvous
+
 
 def _parse(argv):
-    ap = argparse.ArgumentParser(prog="python -m gpuhost.launch", description=__doc__.split("\n\n")[0])
-    ap.add_argument("-n", "--nproc", type=int, default=None,
-                    help="processes to start (default: one per GPU)")
+    ap = argparse.ArgumentParser(prog="python -m gpuhost.launch",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("-n", "--nproc-per-node", "--nproc_per_node", "--nproc", dest="nproc",
+                    type=int, default=None,
+                    help="processes to start on this node (default: one per GPU)")
+    ap.add_argument("--nnodes", type=int, default=1, help="nodes of the job (default 1)")
+    ap.add_argument("--node-rank", "--node_rank", dest="node_rank", type=int, default=0,
+                    help="this node's rank, 0 to nnodes-1 (default 0)")
+    ap.add_argument("--master-addr", "--master_addr", dest="master_addr", default="127.0.0.1",
+                    help="node 0's address, where the rendezvous is (default 127.0.0.1)")
+    ap.add_argument("--master-port", "--master_port", dest="master_port", default=None,
+                    help="its port (default: a free one on one node, 29500 on several)")
+    ap.add_argument("--join-timeout", dest="join_timeout", type=float, default=300.0,
+                    help="seconds the launchers wait for one another (default 300)")
     ap.add_argument("--grace", type=float, default=5.0,
                     help="seconds between SIGTERM and SIGKILL when stopping the others")
     ap.add_argument("script", help="the Python script each process runs")
     ap.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
-    return ap.parse_args(argv)
+    return ap, ap.parse_args(argv)
 
 
 def _stop(procs, grace):
@@ -43,14 +60,55 @@ def _stop(procs, grace):
             p.wait()
 
 
-def run(script, args=(), nproc=None, grace=5.0):
-    """Run a Python script in `nproc` processes, one per GPU, and wait for them all.
+def _status(code):
+    """A process's exit code as the launcher's status: 128 + N for a death by signal N."""
+    return code if code >= 0 else 128 - code
 
-    Process k runs ``python script args...`` with RANK=k, WORLD_SIZE=nproc,
-    LOCAL_RANK=k, LOCAL_WORLD_SIZE=nproc and GPUHOST_STORE (a temporary folder, removed
-    at the end) added to this process's environment; the processes share this one's
-    standard streams. When one fails, the others get SIGTERM, then SIGKILL after `grace`
-    seconds; Ctrl-C stops them all the same way.
+
+def _what(code):
+    if code < 0:
+        try:
+            return "was killed by %s" % signal.Signals(-code).name
+        except ValueError:
+            return "was killed by signal %d" % -code
+    return "exited with status %d" % code
+
+
+def _say(text):
+    sys.stderr.write("gpuhost.launch: %s\n" % text)
+    sys.stderr.flush()
+
+
+def _check(nproc, nnodes, node_rank, master_addr, master_port):
+    if nproc < 1:
+        raise ValueError("nproc must be at least 1, not %d" % nproc)
+    if nnodes < 1:
+        raise ValueError("nnodes must be at least 1, not %d" % nnodes)
+    if not 0 <= node_rank < nnodes:
+        raise ValueError("node_rank %d is not in 0 to %d (nnodes %d)" % (node_rank, nnodes - 1,
+                                                                       nnodes))
+    addr = _jobenv.check_host(master_addr, "master_addr")
+    if master_port is None:
+        port = 0 if nnodes == 1 else _jobenv.DEFAULT_PORT
+    else:
+        port = _jobenv.check_port(master_port, "master_port")
+    return addr, port
+
+
+def run(script, args=(), nproc=None, grace=5.0, nnodes=1, node_rank=0, master_addr="127.0.0.1",
+        master_port=None, join_timeout=300.0):
+    """Run a Python script in `nproc` processes on this node, one per GPU, as node
+    `node_rank` of `nnodes`, and wait for them all.
+
+    Process k runs ``python script args...`` with RANK=node_rank*nproc+k,
+    WORLD_SIZE=nnodes*nproc, LOCAL_RANK=k, LOCAL_WORLD_SIZE=nproc, GROUP_RANK=node_rank,
+    MASTER_ADDR and MASTER_PORT added to this process's environment; the processes share
+    this one's standard streams.  Node 0's launcher serves the rendezvous at
+    master_addr:master_port (the ranks' `Communicator.from_env()` meets there) and waits
+    for the other nodes' launchers (`join_timeout` seconds at most) before starting its
+    processes; theirs connect to it first.  When one process fails, anywhere, every
+    launcher stops its processes: SIGTERM, then SIGKILL after `grace` seconds; Ctrl-C
+    stops them all the same way.
 
     Parameters
     ----------
@@ -59,20 +117,37 @@ def run(script, args=(), nproc=None, grace=5.0):
     args : sequence of str, optional
         Its command-line arguments.
     nproc : int, optional
-        How many processes; by default the number of GPUs.
+        How many processes on this node; by default the number of GPUs.
     grace : float, optional
         Seconds between SIGTERM and SIGKILL when stopping the others; default 5.
+    nnodes : int, optional
+        How many nodes (launchers) the job has; default 1.
+    node_rank : int, optional
+        This node's rank, 0 to nnodes - 1; default 0.
+    master_addr : str, optional
+        Node 0's address as the others reach it; default 127.0.0.1.
+    master_port : int, optional
+        The rendezvous's port; by default a free one (one node) or 29500 (several).
+    join_timeout : float, optional
+        Seconds the launchers wait for one another; default 300.
 
     Returns
     -------
     int
-        0 when all succeeded, else the first failure's exit status (128 + the signal
-        number for a process killed by a signal; 130 after Ctrl-C).
+        0 when all succeeded (on every node), else the first failure's exit status (128 +
+        the signal number for a process killed by a signal; 130 after Ctrl-C).
 
     Raises
     ------
     ValueError
-        `nproc` is less than 1.
+        A count below 1, a node rank outside the nodes, a malformed address or port.
+    OSError
+        Node 0 cannot listen at master_addr:master_port (the port is in use).
+    TimeoutError
+        The other nodes' launchers did not join within `join_timeout`.
+    RuntimeError
+        Node 0's launcher refused this one (another node already has its rank, or
+        another --nnodes).
 
     Examples
     --------
@@ -98,36 +173,103 @@ def run(script, args=(), nproc=None, grace=5.0):
         from . import _core
 
         nproc = _core.device_count()
-    if nproc < 1:
-        raise ValueError("nproc must be at least 1, not %d" % nproc)
-    with tempfile.TemporaryDirectory(prefix="gpuhost-launch-") as store:
-        procs = []
-        for rank in range(nproc):
-            env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(nproc), LOCAL_RANK=str(rank),
-                       LOCAL_WORLD_SIZE=str(nproc), GPUHOST_STORE=store)
-            procs.append(subprocess.Popen([sys.executable, script] + list(args), env=env))
-        try:
-            while True:
-                codes = [p.poll() for p in procs]
-                failed = [c for c in codes if c not in (None, 0)]
-                if failed:
-                    _stop(procs, grace)
-                    return failed[0] if failed[0] > 0 else 128 - failed[0]
-                if all(c == 0 for c in codes):
+    addr, port = _check(nproc, nnodes, node_rank, master_addr, master_port)
+    server = agent = None
+    try:
+        if node_rank == 0:
+            server = _rendezvous.Server(addr, port, "the node-0 launcher")
+            port = server.port
+            missing = server.wait_nodes(nnodes, join_timeout) if nnodes > 1 else []
+            if missing:
+                raise TimeoutError("the launchers of node%s %s did not join within %g s "
+                                   "(the rendezvous at %s:%d)" % (
+                                       "s" if len(missing) > 1 else "",
+                                       ", ".join(str(n) for n in missing), join_timeout,
+                                       addr, port))
+        else:
+            agent = _rendezvous.Agent(addr, port, node_rank, nnodes, join_timeout)
+        return _supervise(script, list(args), nproc, grace, nnodes, node_rank, addr, port,
+                          server, agent)
+    finally:
+        if agent is not None:
+            agent.close()
+        if server is not None:
+            server.close()
+
+
+def _start(script, args, nproc, nnodes, node_rank, addr, port):
+    procs = []
+    for local in range(nproc):
+        env = dict(os.environ, RANK=str(node_rank * nproc + local),
+                   WORLD_SIZE=str(nnodes * nproc), LOCAL_RANK=str(local),
+                   LOCAL_WORLD_SIZE=str(nproc), GROUP_RANK=str(node_rank),
+                   GROUP_WORLD_SIZE=str(nnodes), MASTER_ADDR=addr, MASTER_PORT=str(port),
+                   GPUHOST_LAUNCH="1")
+        procs.append(subprocess.Popen([sys.executable, script] + args, env=env))
+    return procs
+
+
+def _supervise(script, args, nproc, grace, nnodes, node_rank, addr, port, server, agent):
+    """Start this node's processes and watch them (and the other nodes) until the end."""
+    procs = _start(script, args, nproc, nnodes, node_rank, addr, port)
+    events = server.events if server is not None else agent.events if agent is not None else None
+    pending = set(range(1, nnodes)) if server is not None else set()  # nodes not yet done
+    local_done = False
+    try:
+        while True:
+            codes = [p.poll() for p in procs]
+            failed = [(k, c) for k, c in enumerate(codes) if c not in (None, 0)]
+            if failed:
+                k, code = failed[0]
+                why = "rank %d (node %d, local rank %d, pid %d) %s" % (
+                    node_rank * nproc + k, node_rank, k, procs[k].pid, _what(code))
+                _say("%s; stopping the others" % why)
+                if server is not None:
+                    server.stop_nodes(why, _status(code))
+                elif agent is not None:
+                    agent.report("failed", _status(code), why)
+                _stop(procs, grace)
+                return _status(code)
+            if not local_done and all(c == 0 for c in codes):
+                local_done = True
+                if agent is not None:
+                    agent.report("done")
                     return 0
-                time.sleep(0.05)
-        except KeyboardInterrupt:
-            _stop(procs, grace)
-            return 130
+            if local_done and not pending:
+                return 0
+            while events is not None and not events.empty():
+                kind, *rest = events.get_nowait()
+                if server is not None:
+                    node, code, why = rest
+                    if kind == "done":
+                        pending.discard(node)
+                        continue
+                    if kind == "lost" and node not in pending:
+                        continue
+                else:
+                    node, (code, why) = 0, rest
+                _say("node %d: %s; stopping this node's ranks" % (node, why))
+                if server is not None:
+                    server.stop_nodes("node %d: %s" % (node, why), code)
+                _stop(procs, grace)
+                return code or 1
+            time.sleep(0.05)
+    except KeyboardInterrupt:
+        if server is not None:
+            server.stop_nodes("node %d was interrupted" % node_rank, 130)
+        elif agent is not None:
+            agent.report("failed", 130, "node %d was interrupted" % node_rank)
+        _stop(procs, grace)
+        return 130
 
 
 def main(argv=None):
     """The entry point of ``python -m gpuhost.launch``, which runs a script in N processes.
 
-    ``python -m gpuhost.launch [-n N] [--grace S] script.py [args ...]`` parses its
-    arguments here and runs the script with `run`; the module exits with the status
-    this returns. ``-n``/``--nproc`` is the number of processes (default one per GPU),
-    ``--grace`` the seconds between SIGTERM and SIGKILL (default 5); the arguments after
+    ``python -m gpuhost.launch [-n N] [--nnodes M --node-rank K --master-addr A
+    --master-port P] [--grace S] [--join-timeout T] script.py [args ...]`` parses its
+    arguments here (torchrun's spellings; ``--nproc-per-node`` is ``-n``) and runs the
+    script with `run`; the module exits with the status this returns.  The arguments after
     the script, options included, are the script's.
 
     Parameters
@@ -138,18 +280,26 @@ def main(argv=None):
     Returns
     -------
     int
-        `run`'s status: 0 when every process succeeded.
+        `run`'s status: 0 when every process succeeded; 1 when the launcher itself could
+        not go on (a port in use, a node that did not join), with the reason on stderr.
 
     Raises
     ------
     SystemExit
-        Bad arguments (argparse prints the usage), or ``--help``.
+        Bad arguments (argparse prints the usage and the reason), or ``--help``.
 
     Examples
     --------
     In a shell, two processes, each running ``train.py --epochs 3``::
 
         $ python -m gpuhost.launch -n 2 train.py --epochs 3
+
+    Two nodes of four GPUs (node 0 is reached as node0)::
+
+        node0$ python -m gpuhost.launch --nnodes 2 --node-rank 0 -n 4 \\
+                   --master-addr node0 --master-port 29500 train.py
+        node1$ python -m gpuhost.launch --nnodes 2 --node-rank 1 -n 4 \\
+                   --master-addr node0 --master-port 29500 train.py
 
     The same from Python:
 
@@ -168,8 +318,15 @@ def main(argv=None):
     ['0', '1', 'train.py']
     >>> shutil.rmtree(folder)
     """
-    opts = _parse(sys.argv[1:] if argv is None else argv)
-    return run(opts.script, opts.args, opts.nproc, opts.grace)
+    ap, opts = _parse(sys.argv[1:] if argv is None else argv)
+    try:
+        return run(opts.script, opts.args, opts.nproc, opts.grace, opts.nnodes, opts.node_rank,
+                   opts.master_addr, opts.master_port, opts.join_timeout)
+    except ValueError as e:
+        ap.error(str(e))
+    except (OSError, RuntimeError) as e:  # TimeoutError is an OSError
+        _say(str(e))
+        return 1
 
 
 class _LaunchModule(types.ModuleType):

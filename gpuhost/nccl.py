@@ -2,10 +2,12 @@
 driving several), on one node or many.
 
     from gpuhost import nccl
-    uid = nccl.get_unique_id()                   # on one rank; share it (MPI, a file, TCP)
-    comm = nccl.Communicator(world_size, uid, rank)
+    comm = nccl.Communicator.from_env()          # under gpuhost.launch, torchrun, srun, mpirun
     out = comm.all_reduce(d_x)                   # a new array: the sum over the ranks
     comm.all_reduce(d_x, d_x, op="max")          # in place
+
+    uid = nccl.get_unique_id()                   # or by hand: on one rank, shared as you like
+    comm = nccl.Communicator(world_size, uid, rank, timeout=60)
 
 libnccl (``libnccl.so.2``) is loaded the first time one of these is used, never by
 ``import gpuhost``: GPUHOST_NCCL (a path), the nvidia-nccl-cu13 / -cu12 wheels, CUDA_HOME,
@@ -24,10 +26,14 @@ A failed peer: NCCL's calls return at once and the work waits on the GPU, so a r
 peer died waits forever in ``stream.synchronize()``.  ``Communicator.wait(stream,
 timeout)`` polls the stream and ``check_async_error()`` instead, and on a timeout or an
 asynchronous error aborts the communicator (ncclCommAbort ends the operations in flight)
-and raises; the rank can then exit or build a new communicator.
+and raises; the rank can then exit or build a new communicator.  Creation is bounded the
+same way: ``Communicator(..., timeout=T)`` creates it non-blockingly (ncclCommInitRankConfig
+with blocking=0, polled) and aborts it with TimeoutError after T seconds; ``from_env``'s
+rendezvous names the ranks that never came before NCCL is called.
 """
 import contextlib
 import inspect
+import itertools
 import os
 import pickle
 import time
@@ -41,12 +47,17 @@ __all__ = [
     "Communicator",
     "NcclError",
     "NcclSupportError",
+    "Registration",
+    "device_array",
     "get_unique_id",
     "get_version",
     "group",
     "is_available",
     "library_path",
+    "registration_available",
 ]
+
+Registration = _core.NcclRegistration
 
 OPS = ("sum", "prod", "max", "min", "avg")
 
@@ -113,6 +124,90 @@ def library_path():
     True
     """
     return _core.nccl_library()
+
+
+def registration_available():
+    """Whether the loaded libnccl has user-buffer registration (NCCL 2.19 and later).
+
+    `Communicator.register` and `device_array` need it (ncclCommRegister, ncclMemAlloc);
+    where it is False they raise NcclSupportError.
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    NcclSupportError
+        libnccl could not be loaded.
+
+    Examples
+    --------
+    >>> from gpuhost import nccl
+    >>> nccl.registration_available()
+    True
+    """
+    return all(_core.nccl_has_optional(name) for name in
+               ("ncclCommRegister", "ncclCommDeregister", "ncclMemAlloc", "ncclMemFree"))
+
+
+def device_array(shape, dtype=np.float64, device=None, order="C"):
+    """A new, uninitialized device array in memory from NCCL's allocator (ncclMemAlloc).
+
+    The memory NCCL can register for every transport (`Communicator.register`): use it for
+    the buffers a program all-reduces again and again.  It is freed (ncclMemFree) when the
+    array and its views are gone.  Needs NCCL 2.19 or later.
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+        The array's shape.
+    dtype : numpy dtype, optional
+        The element type (default float64, as `gpuhost.device_array`'s).
+    device : int or gpuhost.Device, optional
+        Where; None: the current device.
+    order : {"C", "F"}, optional
+        Row-major (default) or column-major layout.
+
+    Returns
+    -------
+    gpuhost.DeviceArray
+
+    Raises
+    ------
+    NcclSupportError
+        The loaded libnccl has no ncclMemAlloc (before NCCL 2.19).
+    NcclError
+        NCCL could not allocate it.
+    ValueError
+        The shape is empty (no bytes to allocate) or negative.
+
+    Examples
+    --------
+    >>> from gpuhost import nccl
+    >>> x = nccl.device_array((2, 3), np.float32)
+    >>> x[:] = 1
+    >>> x.copy_to_host()
+    array([[1., 1., 1.],
+           [1., 1., 1.]], dtype=float32)
+    """
+    shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(n) for n in shape)
+    dt = np.dtype(dtype)
+    if order not in ("C", "F"):
+        raise ValueError("order must be 'C' or 'F', not %r" % (order,))
+    if any(n < 0 for n in shape):
+        raise ValueError("device_array(): negative dimension in shape %r" % (shape,))
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    if nbytes == 0:
+        raise ValueError("device_array(): shape %r holds no bytes; NCCL allocates at least one"
+                         % (shape,))
+    strides, step = [0] * len(shape), dt.itemsize
+    for axis in (reversed(range(len(shape))) if order == "C" else range(len(shape))):
+        strides[axis] = step
+        step *= shape[axis]
+    mem = _core.nccl_mem_alloc(nbytes, device)
+    return _core.make_array(mem, mem.ptr, shape, tuple(strides), dt,
+                            context=mem.device.get_primary_context())
 
 
 def get_unique_id():
@@ -183,7 +278,17 @@ class Communicator(_core.NcclCommunicator):
 
 Collectives: all_reduce, reduce, broadcast, all_gather, reduce_scatter, send, recv,
 all_to_all; each returns its result array.  ``with Communicator(...) as comm:``
-destroys it at the end of the block. It cannot be pickled: share the unique id instead.
+destroys it at the end of the block (aborts it when the block raises). It cannot be
+pickled: share the unique id instead.
+
+With a `timeout`, NCCL creates the communicator non-blockingly (ncclCommInitRankConfig with
+blocking=0) while this polls ncclCommGetAsyncError; on an error or after `timeout` seconds
+it is aborted (ncclCommAbort ends a creation under way) and the error raised, so a rank that
+never comes cannot hang the others.  Once created it is turned into a blocking communicator
+(ncclCommSplit into one of the same ranks, within the same timeout): a non-blocking
+communicator runs each call through a thread of NCCL's, far slower for small collectives.
+``blocking=False`` keeps it non-blocking and returns at once, still being created: use
+`wait_ready` (or `check_async_error`, True meanwhile), or `abort`.
 
 Parameters
 ----------
@@ -197,6 +302,10 @@ device : int or gpuhost.Device, optional
     The rank's device; None: the current device.
 split_share : int, optional
     ncclConfig_t's splitShare: communicators split from this one share its resources.
+blocking : bool, optional
+    False: return at once a non-blocking communicator being created (see above).
+timeout : float, optional
+    Seconds the creation may take; None (the default): as long as NCCL takes.
 
 Attributes
 ----------
@@ -215,6 +324,8 @@ NcclError
     ncclCommInitRank failed (e.g. the ranks disagree on nranks or unique_id).
 NcclSupportError
     libnccl could not be loaded.
+TimeoutError
+    The creation did not end within `timeout` (the communicator was aborted).
 
 Examples
 --------
@@ -232,6 +343,14 @@ A one-rank communicator, made by hand:
 0 1 [0. 1. 2. 3.]
 >>> comm.closed
 True
+
+Bounded in time, and without waiting at all:
+
+>>> comm = nccl.Communicator(1, nccl.get_unique_id(), 0, timeout=60)
+>>> comm.destroy()
+>>> comm = nccl.Communicator(1, nccl.get_unique_id(), 0, blocking=False)
+>>> comm.wait_ready(timeout=60)
+>>> comm.abort()
 """
 
     @classmethod
@@ -267,18 +386,34 @@ True
         return cls(comm.Get_size(), uid, comm.Get_rank(), device)
 
     @classmethod
-    def from_env(cls, timeout=60.0):
-        """The Communicator of a process started by ``python -m gpuhost.launch``.
+    def from_env(cls, timeout=300.0, device=None, blocking=True):
+        """The Communicator of one rank of a job, from its launcher's environment.
 
-        RANK, WORLD_SIZE and LOCAL_RANK come from the environment and the rank is on
-        device LOCAL_RANK (RANK when it is unset). Rank 0 makes the unique id and writes
-        it into the launcher's store (GPUHOST_STORE, a folder); the others read it from
-        there.
+        Reads where the process stands in its job (rank, world size, local rank, the
+        master's address) from gpuhost's launcher (``python -m gpuhost.launch``), torchrun
+        (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT), Slurm's srun
+        (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID; the master is the step's first node),
+        Open MPI (OMPI_COMM_WORLD_*) or MPICH (PMI_RANK, PMI_SIZE, MPI_LOCALRANKID), checks
+        it, then meets the other ranks at MASTER_ADDR:MASTER_PORT over TCP, where rank 0
+        hands out NCCL's unique id: no shared folder, no MPI.  A rank that does not come
+        within `timeout` is named in every other rank's TimeoutError, before NCCL is called.
+        The communicator is then created within `timeout` too (non-blocking creation,
+        aborted on timeout), on device LOCAL_RANK.
+
+        Called once by every rank; a second call makes a second communicator of the same
+        ranks (every rank must call it as often).
 
         Parameters
         ----------
         timeout : float, optional
-            How many seconds a rank other than 0 waits for the unique id.
+            Seconds the rendezvous, then the creation, wait at most (default 300).
+        device : int or gpuhost.Device, optional
+            The rank's device; by default LOCAL_RANK (device 0 where the launcher gave each
+            process one GPU through CUDA_VISIBLE_DEVICES).
+        blocking : bool, optional
+            False: a non-blocking communicator, whose calls NCCL runs on its own threads
+            (see `Communicator`); by default it is made blocking once created, NCCL's fast
+            path.
 
         Returns
         -------
@@ -287,27 +422,41 @@ True
         Raises
         ------
         RuntimeError
-            RANK, WORLD_SIZE or GPUHOST_STORE is not set (not started by the launcher).
+            No launcher's variables are set (the process was not started as a rank).
+        ValueError
+            They are malformed or disagree: a MASTER_ADDR that is no host name or address,
+            a MASTER_PORT that is no port, RANK not below WORLD_SIZE, LOCAL_RANK past the
+            GPUs this process sees, ranks that disagree on the world size or two processes
+            with one rank.
+        OSError
+            Rank 0 cannot listen at MASTER_PORT (it is in use: errno EADDRINUSE).
         TimeoutError
-            Rank 0 did not publish the unique id within `timeout`.
+            Ranks did not arrive within `timeout` (the message names them), or the
+            creation did not end within it (the communicator is aborted).
+        NcclError
+            NCCL failed to create the communicator.
 
         Examples
         --------
-        In a script started by ``python -m gpuhost.launch -n 2 script.py``:
+        In a script started on each of two nodes by
+        ``python -m gpuhost.launch --nnodes 2 --node-rank K --nproc-per-node 4
+        --master-addr node0 --master-port 29500 train.py`` (or by torchrun, srun, mpirun):
 
         >>> from gpuhost import nccl
-        >>> comm = nccl.Communicator.from_env()  # doctest: +SKIP
+        >>> comm = nccl.Communicator.from_env(timeout=120)  # doctest: +SKIP
         >>> comm.rank, comm.size  # doctest: +SKIP
-        (0, 2)
+        (5, 8)
         """
-        try:
-            rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-            store = os.environ["GPUHOST_STORE"]
-        except KeyError as e:
-            raise RuntimeError("%s is not set: start the processes with python -m "
-                               "gpuhost.launch -n N script.py (or use from_mpi())" % e) from None
-        local = int(os.environ.get("LOCAL_RANK", rank))
-        return cls(world, _exchange_id(store, rank, timeout), rank, local)
+        from . import _jobenv, _rendezvous  # on first use: sockets, JSON
+
+        job = _jobenv.from_environ()
+        if device is None:
+            device = _local_device(job)
+        if job.world_size == 1:
+            uid = get_unique_id()
+        else:
+            uid = _rendezvous.exchange(job, float(timeout), get_unique_id, next(_sessions))
+        return cls(job.world_size, uid, job.rank, device, timeout=timeout, blocking=blocking)
 
     def wait(self, stream=None, timeout=None, poll=0.001):
         """Wait for the work queued on a stream, checking NCCL's asynchronous errors meanwhile.
@@ -358,13 +507,22 @@ True
                 raise TimeoutError("the NCCL operations on the stream did not finish in %g s; "
                                    "the Communicator was aborted" % timeout)
             time.sleep(poll)
-        self.check_async_error()
+        try:
+            self.check_async_error()
+        except NcclError:
+            self.abort()
+            raise
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.destroy()
+    def __exit__(self, exc_type, exc, tb):
+        """Destroy the communicator; abort it instead when the block raised (a peer may be
+        gone, and destroy would wait for it)."""
+        if exc_type is None:
+            self.destroy()
+        else:
+            self.abort()
 
     def __reduce__(self):
         raise pickle.PicklingError("a Communicator cannot be pickled: share the unique id "
@@ -378,25 +536,24 @@ Communicator.__signature__ = inspect.signature(Communicator)
 Communicator.__doc__ = Communicator.__doc__.partition("\n--\n\n")[2]
 
 
-def _exchange_id(store, rank, timeout):
-    """Rank 0 writes a new unique id into folder `store` (atomically: a rename); every other
-    rank reads it, polling until it appears."""
-    path = os.path.join(store, "nccl_unique_id")
-    if rank == 0:
-        uid = get_unique_id()
-        tmp = "%s.%d.tmp" % (path, os.getpid())
-        with open(tmp, "wb") as f:
-            f.write(uid)
-        os.replace(tmp, path)
-        return uid
-    deadline = time.monotonic() + timeout
-    while not os.path.exists(path):
-        if time.monotonic() > deadline:
-            raise TimeoutError("rank %d: rank 0 did not publish the NCCL unique id in %s within "
-                               "%g s" % (rank, store, timeout))
-        time.sleep(0.01)
-    with open(path, "rb") as f:
-        return f.read()
+_sessions = itertools.count()  # this process's from_env() calls: the n-th of every rank meet
+
+
+def _local_device(job):
+    """The device of a rank: LOCAL_RANK, checked against the GPUs this process sees."""
+    count = _core.device_count()
+    if job.local_rank < count:
+        return job.local_rank
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if count == 1 and visible is not None and len(visible.split(",")) == 1:
+        return 0  # the launcher gave each process its GPU
+    raise ValueError("LOCAL_RANK=%d (from %s), but this process sees %d GPU%s (devices 0 to %d"
+                     "%s): start at most %d processes per node, or give each process its GPU "
+                     "with CUDA_VISIBLE_DEVICES" % (
+                         job.local_rank, "the environment" if job.source == "environment"
+                         else job.source, count, "" if count == 1 else "s",
+                         count - 1, ", CUDA_VISIBLE_DEVICES=%s" % visible if visible else "",
+                         count))
 
 
 # ---- helpers the C extension calls (csrc/nccl_comm.c) ----

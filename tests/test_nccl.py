@@ -1,10 +1,14 @@
 """gpuhost.nccl: loading libnccl, the Communicator's collectives against NumPy, every check
 made before NCCL is called, NCCL's errors, the launcher, MPI, and CuPy's names.
 
-On the fake driver NCCL is tests/fakecuda/fakenccl (ranks in this process); on a GPU it is
-the real libnccl.  The in-process collectives use init_all over min(2, devices) devices:
-two ranks on the fake driver and on two GPUs, one on one GPU.  Several processes need two
-GPUs (tests/scripts/nccl_ranks.py through gpuhost.launch and mpirun).
+On the fake driver NCCL is tests/fakecuda/fakenccl; on a GPU it is the real libnccl.  The
+in-process collectives use init_all over every device there is (two on the fake driver,
+four on a four-GPU machine); one process per GPU runs tests/scripts/nccl_ranks.py through
+gpuhost.launch and mpirun.  Results are exact: the data are small whole numbers, which every
+order of NCCL's reductions sums (multiplies, averages over a power of two) without rounding.
+Creation with a timeout, registration, graphs and the fast path are in test_nccl_features.py;
+the environment of launchers, the rendezvous, several nodes and faults in
+test_nccl_multinode.py.
 """
 import ctypes
 import os
@@ -63,7 +67,10 @@ def rng():
     return np.random.default_rng()
 
 
-def random_array(dtype, shape, gen=None):
+def random_array(dtype, shape, gen=None, op="sum"):
+    """Fresh random data: integers over their whole range (they wrap alike everywhere);
+    floating point and complex numbers whole and small, so that sums of up to 16 ranks (and
+    products, of numbers up to 2 in size) are exact in every order."""
     gen = gen or rng()
     dt = np.dtype(dtype)
     if dt.kind in "iu":
@@ -72,15 +79,17 @@ def random_array(dtype, shape, gen=None):
         if dt.kind == "u":
             lo = 0
         return gen.integers(lo, hi, size=shape, endpoint=True).astype(dt)
+    bound = 2 if op == "prod" else 64
     if dt.kind == "c":
-        return (gen.standard_normal(shape) + 1j * gen.standard_normal(shape)).astype(dt)
-    return gen.standard_normal(shape).astype(dt)
+        return (gen.integers(-bound, bound, shape, endpoint=True)
+                + 1j * gen.integers(-bound, bound, shape, endpoint=True)).astype(dt)
+    return gen.integers(-bound, bound, size=shape, endpoint=True).astype(dt)
 
 
 @pytest.fixture(scope="module")
 def comms():
-    """One Communicator per device, in this process, on min(2, devices) devices."""
-    cs = nccl.Communicator.init_all(min(2, len(gpuhost.gpus)))
+    """One Communicator per device, in this process, on every device there is."""
+    cs = nccl.Communicator.init_all(len(gpuhost.gpus))
     yield cs
     for c in cs:
         c.destroy()
@@ -118,12 +127,14 @@ def reduce_np(arrays, op):
     return out
 
 
-def check_reduced(got, want, op):
-    if want.dtype.kind in "fc":
+def check_reduced(got, want, op, nranks):
+    """Exact, but for floating-point averages over a number of ranks that is no power of two
+    (x / 3 rounds, and NCCL multiplies by 1/3 where NumPy divides)."""
+    if op == "avg" and want.dtype.kind in "fc" and nranks & (nranks - 1):
         tol = {"float16": 1e-3, "float32": 1e-6, "complex64": 1e-6}.get(got.dtype.name, 1e-12)
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
     else:
-        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(got, want.astype(got.dtype))
 
 
 # ---- loading ----
@@ -252,26 +263,26 @@ def test_a_communicator_does_not_pickle():
 def test_all_reduce_matches_numpy(comms, dtype, op):
     if dtype.startswith("complex") and op not in ("sum", "avg"):
         pytest.skip("complex numbers reduce with sum and avg")
-    xs = [random_array(dtype, (3, 41)) for _ in comms]
+    xs = [random_array(dtype, (3, 41), op=op) for _ in comms]
     ds = [on(c, x) for c, x in zip(comms, xs)]
     with nccl.group():
         outs = [c.all_reduce(d, op=op) for c, d in zip(comms, ds)]
     want = reduce_np(xs, op)
     for c, out in zip(comms, outs):
         assert out.shape == (3, 41) and out.dtype == np.dtype(dtype)
-        check_reduced(host(c, out), want, op)
+        check_reduced(host(c, out), want, op, len(comms))
 
 
 @pytest.mark.parametrize("op", ["sum", "max"])
 def test_bfloat16_reduces_as_nccls_bfloat16(comms, op):
     ml_dtypes = pytest.importorskip("ml_dtypes")
     bf16 = np.dtype(ml_dtypes.bfloat16)
-    xs = [random_array("float32", 257).astype(bf16) for _ in comms]
+    xs = [random_array("float32", 257).astype(bf16) for _ in comms]  # whole: exact sums
     ds = [on(c, x) for c, x in zip(comms, xs)]
     with nccl.group():
         outs = [c.all_reduce(d, op=op) for c, d in zip(comms, ds)]
     wide = [x.astype(np.float32) for x in xs]
-    want = (sum(wide) if op == "sum" else np.maximum.reduce(wide)).astype(bf16)  # one rounding
+    want = (sum(wide) if op == "sum" else np.maximum.reduce(wide)).astype(bf16)
     for c, out in zip(comms, outs):
         assert out.dtype == bf16
         np.testing.assert_array_equal(host(c, out).astype(np.float32), want.astype(np.float32))
@@ -347,7 +358,7 @@ def test_reduce_scatter_gives_each_rank_its_block(comms, dtype, op):
     want = reduce_np(xs, op)
     for c, out in zip(comms, outs):
         assert out.shape == (6, 3)
-        check_reduced(host(c, out), want[6 * c.rank:6 * c.rank + 6], op)
+        check_reduced(host(c, out), want[6 * c.rank:6 * c.rank + 6], op, n)
 
 
 def test_reduce_scatter_of_a_first_axis_that_does_not_divide_is_flat(comms):
@@ -619,21 +630,17 @@ def test_from_mpi_broadcasts_rank_0s_unique_id():
     assert len(uid) == 128 and root == 0
 
 
-def test_from_env_needs_the_launchers_environment(monkeypatch):
-    monkeypatch.delenv("RANK", raising=False)
-    with pytest.raises(RuntimeError, match="gpuhost.launch"):
+def test_from_env_needs_a_launchers_environment(monkeypatch):
+    for name in ("RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(RuntimeError, match="not started as one rank of a job: none of RANK "
+                                           "and WORLD_SIZE .* python -m gpuhost.launch"):
         nccl.Communicator.from_env()
 
 
-def test_the_unique_id_exchange_through_the_store(tmp_path):
-    uid = nccl._exchange_id(str(tmp_path), 0, 1)
-    assert nccl._exchange_id(str(tmp_path), 1, 1) == uid
-    with pytest.raises(TimeoutError, match="rank 0 did not publish"):
-        nccl._exchange_id(str(tmp_path / "empty"), 1, 0.05)
-
-
-def launch(args, timeout=300):
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+def launch(args, timeout=300, env=None):
+    env = dict(os.environ if env is None else env, NCCL_NVLS_ENABLE="0",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.run([sys.executable, "-m", "gpuhost.launch"] + args, cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
 
@@ -641,12 +648,18 @@ def launch(args, timeout=300):
 def test_the_launcher_sets_each_ranks_environment(tmp_path):
     script = tmp_path / "env.py"
     # one write per rank (atomic on a pipe), so that ranks' lines cannot interleave
-    script.write_text("import os, sys\nsys.stdout.write('|'.join(os.environ[k] for k in ("
-                      "'RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE')) + ' %s\\n' % "
-                      "os.path.isdir(os.environ['GPUHOST_STORE']))\n")
-    proc = launch(["-n", "3", str(script)])
+    script.write_text("import os, sys\nsys.stdout.write('|'.join(os.environ.get(k, '-') for k in "
+                      "('RANK', 'WORLD_SIZE', 'LOCAL_RANK', 'LOCAL_WORLD_SIZE', 'GROUP_RANK', "
+                      "'MASTER_ADDR', 'GPUHOST_STORE')) + ' ' + os.environ['MASTER_PORT'] + "
+                      "'\\n')\n")
+    env = {k: v for k, v in os.environ.items() if k != "GPUHOST_STORE"}
+    proc = launch(["-n", "3", str(script)], env=env)
     assert proc.returncode == 0, proc.stderr
-    assert sorted(proc.stdout.splitlines()) == ["0|3|0|3 True", "1|3|1|3 True", "2|3|2|3 True"]
+    lines = sorted(proc.stdout.splitlines())
+    assert [line.split()[0] for line in lines] == ["%d|3|%d|3|0|127.0.0.1|-" % (r, r)
+                                                   for r in range(3)]
+    ports = {line.split()[1] for line in lines}  # one free port, the same for every rank
+    assert len(ports) == 1 and 0 < int(ports.pop()) < 65536
 
 
 def test_the_launcher_stops_the_others_when_one_fails(tmp_path):
@@ -678,16 +691,19 @@ def test_the_allreduce_example_under_the_launcher_with_one_rank():
 
 
 def processes():
-    """One process per GPU, two at most (one on a machine with one GPU)."""
-    return min(2, len(gpuhost.gpus))
+    """One process per GPU, on every GPU there is."""
+    return len(gpuhost.gpus)
 
 
-@pytest.mark.gpu
 def test_one_process_per_gpu_runs_every_collective_through_the_launcher():
+    """Every GPU (every fake device), one process each: no shared folder involved."""
     n = processes()
-    proc = launch(["-n", str(n), os.path.join(SCRIPTS, "nccl_ranks.py")], timeout=600)
+    env = {k: v for k, v in os.environ.items() if k != "GPUHOST_STORE"}
+    proc = launch(["-n", str(n), os.path.join(SCRIPTS, "nccl_ranks.py")], timeout=600, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert sorted(proc.stdout.split()) == ["rank%d:ok" % r for r in range(n)], proc.stdout
+    assert sorted(re.findall(r"rank\d+:\S+", proc.stdout)) == \
+        sorted("rank%d:ok" % r for r in range(n)), proc.stdout
+    assert proc.stdout.count("gpuhost_store:unset") == n
 
 
 @pytest.mark.gpu
@@ -702,7 +718,8 @@ def test_one_process_per_gpu_under_mpirun_with_cuda_aware_mpi_where_built():
                            os.path.join(SCRIPTS, "nccl_ranks.py"), "--mpi"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert sorted(re.findall(r"rank\d:\S+", proc.stdout)) == ["rank%d:ok" % r for r in range(n)]
+    assert sorted(re.findall(r"rank\d+:\S+", proc.stdout)) == \
+        sorted("rank%d:ok" % r for r in range(n))
     aware = re.findall(r"cuda-aware mpi: (ok|skipped: .+)", proc.stdout)
     assert len(aware) == n, proc.stdout
     print("cuda-aware mpi:", aware[0])  # in the GPU run's log
@@ -783,7 +800,7 @@ def _sweep_ops():
     """(the NCCL entry points an operation calls, the operation)."""
     def two(fn):
         def run():
-            comms = nccl.Communicator.init_all(min(2, len(gpuhost.gpus)))
+            comms = nccl.Communicator.init_all(len(gpuhost.gpus))
             ds = [on(c, np.ones(4 * len(comms), np.float32)) for c in comms]
             try:
                 with nccl.group():
@@ -821,6 +838,9 @@ def _sweep_ops():
         (["CommGetAsyncError"], one(lambda c: c.check_async_error())),
         (["CommDestroy"], lambda: nccl.Communicator(1, nccl.get_unique_id(), 0).destroy()),
         (["CommAbort"], lambda: nccl.Communicator(1, nccl.get_unique_id(), 0).abort()),
+        (["MemAlloc"], lambda: nccl.device_array(4)),
+        (["CommRegister", "CommDeregister"],
+         one(lambda c: c.register(nccl.device_array(4)).close())),
     ]
 
 

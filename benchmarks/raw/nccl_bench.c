@@ -38,7 +38,7 @@ nccl_bench_init(const char *libpath, int nranks, int rank, const char *uid)
     if (lib == NULL) {
         return -1;
     }
-    for (int i = 0; i < GH_NCCL__COUNT; i++) {
+    for (int i = 0; i < GH_NCCL__FIRST_OPTIONAL; i++) { /* the optional ones are not used */
         if ((slots[i] = dlsym(lib, names[i])) == NULL) {
             return -2;
         }

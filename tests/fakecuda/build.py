@@ -2,7 +2,7 @@
 libnccl (tests/fakecuda/fakenccl/), when they are out of date.
 
 build() is what tests/conftest.py calls (it builds both, and returns the fake driver's path;
-nccl_path() names the other); `python3 tests/fakecuda/build.py [OUT_DIR]` builds
+nccl_path() names the other; nccl_218_path() builds a third, the fake NCCL playing 2.18); `python3 tests/fakecuda/build.py [OUT_DIR]` builds
 and prints the library's path.  The C compiler is $CC (default cc); $FAKECUDA_CFLAGS adds
 flags (sanitizers); $FAKECUDA_BUILD_DIR moves the default output folder (a sanitizer
 build beside the plain one).  The library is rebuilt when a source (tests/fakecuda/*.c, *.h,
@@ -25,7 +25,8 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 CSRC = os.path.join(ROOT, "csrc")
 LIB_NAME = "libfakecuda.so"
 NCCL_NAME = "libfakenccl.so.2"
-NCCL_SOURCES = [os.path.join(HERE, "fakenccl", "fakenccl.c")]
+NCCL_218_NAME = "libfakenccl-2.18.so.2"  # the same, playing NCCL 2.18 (no registration)
+NCCL_SOURCES = sorted(glob.glob(os.path.join(HERE, "fakenccl", "*.c")))
 DLPACK_SOURCES = [os.path.join(HERE, "fakedlpack", "fakedlpack.c")]
 
 # Frame pointers: fakecuda_take_fault_site() walks the library's own frames to its caller.
@@ -66,10 +67,11 @@ def dependencies():
 
 def nccl_dependencies():
     """Every file whose change makes libfakenccl out of date."""
-    return NCCL_SOURCES + [os.path.join(CSRC, "nccl_api.h")]
+    return (NCCL_SOURCES + sorted(glob.glob(os.path.join(HERE, "fakenccl", "*.h")))
+            + [os.path.join(CSRC, "nccl_api.h")])
 
 
-def compile_command(output, srcs=None):
+def compile_command(output, srcs=None, defines=()):
     """The compiler's argv writing the library (default: the fake driver) to `output`."""
     cc = shlex.split(os.environ.get("CC") or "cc")
     extra = shlex.split(os.environ.get("FAKECUDA_CFLAGS", ""))
@@ -78,7 +80,7 @@ def compile_command(output, srcs=None):
         return (cc + CFLAGS + WARNINGS + includes + extra + srcs + ["-o", output])
     includes = [arg for d in cuda_include_dirs() for arg in ("-I", d)]
     return (cc + CFLAGS + WARNINGS + ["-I", CSRC, "-I", HERE] + includes
-            + extra + (srcs or sources()) + ["-o", output, "-lm"])
+            + extra + list(defines) + (srcs or sources()) + ["-o", output, "-lm"])
 
 
 def _up_to_date(lib, stamp, command, deps):
@@ -131,6 +133,13 @@ def fakedlpack_module(out_dir=None):
     return module
 
 
+def nccl_218_path(out_dir=None):
+    """libfakenccl playing NCCL 2.18 (no ncclCommRegister, ncclMemAlloc), built when first
+    asked for (the suite's tests of a libnccl without them)."""
+    lib = os.path.join(_out_dir(out_dir), NCCL_218_NAME)
+    return _build_one(lib, NCCL_SOURCES, nccl_dependencies(), ["-DFAKENCCL_VERSION=21806"])
+
+
 def build(out_dir=None):
     """Compile both libraries into out_dir (default $FAKECUDA_BUILD_DIR, else
     tests/fakecuda/build/) unless they are up to date; return the fake driver's absolute
@@ -140,15 +149,15 @@ def build(out_dir=None):
     return _build_one(os.path.join(out_dir, LIB_NAME), sources(), dependencies())
 
 
-def _build_one(lib, srcs, deps):
+def _build_one(lib, srcs, deps, defines=()):
     stamp = lib + ".cmd"  # the command the library was built with
-    command = shlex.join(compile_command(lib, srcs))
+    command = shlex.join(compile_command(lib, srcs, defines))
     if _up_to_date(lib, stamp, command, deps):
         return lib
     os.makedirs(os.path.dirname(lib), exist_ok=True)
     tmp = _temp_name(lib)
     try:
-        argv = compile_command(tmp, srcs)
+        argv = compile_command(tmp, srcs, defines)
         try:
             proc = subprocess.run(argv, capture_output=True, text=True)
         except FileNotFoundError:

@@ -8,6 +8,8 @@
 #ifndef FAKECUDA_H
 #define FAKECUDA_H
 
+#include <stddef.h>
+
 #define FAKECUDA_API __attribute__((visibility("default")))
 
 /* Make the nth next call (1 = the very next) of entry point `name` ("cuMemGetInfo") return
@@ -86,5 +88,12 @@ FAKECUDA_API long fakecuda_last_launch(void *buf, long cap, unsigned int dims[7]
    the name's length, or -1 if no launch was recorded. */
 FAKECUDA_API long fakecuda_last_launch_info(char *name, long cap, void **stream,
                                             unsigned int ex[4]);
+
+/* The host bytes behind [addr, addr + len) of a live allocation (device memory included),
+   or NULL if no one allocation holds the whole range.  For other test doubles built on this
+   one (the fake NCCL), which must move an allocation's bytes where the driver API may not be
+   called (inside a host function on the work queue).  The pointer stays valid while the
+   allocation lives. */
+FAKECUDA_API void *fakecuda_host_view(unsigned long long addr, size_t len);
 
 #endif /* FAKECUDA_H */

@@ -387,6 +387,24 @@ fk_memory_free(gh_cu_id id, int args_ok, uintptr_t addr, fk_region_type type, fk
 
 /* ---- control API ---- */
 
+void *
+fakecuda_host_view(unsigned long long addr, size_t len)
+{
+    fk_region *region;
+    void *view = NULL;
+
+    if (len == 0) {
+        return NULL;
+    }
+    fk_lock();
+    region = fk_region_containing((uintptr_t)addr, len);
+    if (region != NULL) {
+        view = region->storage->data + ((uintptr_t)addr - region->base);
+    }
+    fk_unlock();
+    return view;
+}
+
 long
 fakecuda_bytes(const char *kind)
 {
