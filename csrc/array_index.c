@@ -3,7 +3,8 @@
  * ints and slices with a host array or scalar, a gpuhost or foreign device array of the
  * view's shape, or a scalar whose bytes a driver memset can lay (the strided-copy planner
  * of array_copy.c does the copies).  What needs broadcasting, a cast on the device, a
- * record's fields or the copy kernel stays with gpuhost/_arrays.py's setitem.
+ * record's fields or the copy kernel stays with gpuhost/_arrays.py's setitem.  And
+ * iteration over the first axis, element by element (or view by view), in C.
  */
 #include "array_index.h"
 
@@ -181,11 +182,113 @@ assign(PyObject *self, PyObject *key, PyObject *value)
     return rc;
 }
 
+/* ---- iteration ---- */
+
+/* iter(DeviceArray): numba's arrays iterate by indexing 0, 1, ... (elements for a vector,
+   sub-arrays for more axes); this does the same in C, one element or view per step. */
+typedef struct {
+    PyObject_HEAD
+    gh_devicearray *array; /* strong */
+    Py_ssize_t next;
+} gh_array_iter;
+
+static PyObject *
+iter_next(gh_array_iter *self)
+{
+    gh_devicearray *a = self->array;
+    PyObject *index, *res;
+    if (a == NULL || self->next >= a->shape[0]) {
+        Py_CLEAR(self->array);
+        return NULL; /* StopIteration */
+    }
+    if (a->ndim == 1) {
+        res = element_read((PyObject *)a, self->next * a->strides[0]);
+        if (res != Py_NotImplemented) {
+            self->next += res != NULL;
+            return res;
+        }
+        Py_DECREF(res); /* a record: it stays on the device, as self[i] gives it */
+    }
+    if ((index = PyLong_FromSsize_t(self->next)) == NULL) {
+        return NULL;
+    }
+    res = a->ndim == 1 ? PyObject_GetItem((PyObject *)a, index) : gh_devicearray_key_view(a, index);
+    Py_DECREF(index);
+    if (res == Py_NotImplemented) {
+        Py_DECREF(res);
+        res = NULL;
+        PyErr_SetString(PyExc_SystemError, "a device array's row could not be viewed");
+    }
+    self->next += res != NULL;
+    return res;
+}
+
+static PyObject *
+iter_length_hint(gh_array_iter *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyLong_FromSsize_t(self->array ? self->array->shape[0] - self->next : 0);
+}
+
+static int
+iter_traverse(gh_array_iter *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->array);
+    return 0;
+}
+
+static void
+iter_dealloc(gh_array_iter *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    Py_CLEAR(self->array);
+    tp->tp_free(self);
+    Py_DECREF(tp);
+}
+
+static PyMethodDef iter_methods[] = {
+    {"__length_hint__", (PyCFunction)iter_length_hint, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot iter_slots[] = {
+    {Py_tp_iter, PyObject_SelfIter}, {Py_tp_iternext, iter_next},   {Py_tp_methods, iter_methods},
+    {Py_tp_traverse, iter_traverse}, {Py_tp_dealloc, iter_dealloc}, {0, NULL},
+};
+
+static PyType_Spec iter_spec = {
+    .name = "gpuhost._core.DeviceArrayIterator",
+    .basicsize = sizeof(gh_array_iter),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_DISALLOW_INSTANTIATION |
+             Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = iter_slots,
+};
+
+static PyObject *
+array_iter(PyObject *self)
+{
+    gh_state *st = gh_state_of_type(Py_TYPE(self));
+    gh_array_iter *it = PyObject_GC_New(gh_array_iter, st->DeviceArrayIteratorType);
+    if (it == NULL) {
+        return NULL;
+    }
+    it->array = (gh_devicearray *)Py_NewRef(self);
+    it->next = 0;
+    PyObject_GC_Track(it);
+    return (PyObject *)it;
+}
+
 int
 gh_array_index_init(PyObject *module, gh_state *st)
 {
-    (void)module;
+    st->DeviceArrayIteratorType =
+        (PyTypeObject *)PyType_FromModuleAndSpec(module, &iter_spec, NULL);
+    if (st->DeviceArrayIteratorType == NULL) {
+        return -1;
+    }
     st->array_hooks.element = element_read;
     st->array_hooks.assign = assign;
+    st->array_hooks.iter = array_iter;
     return 0;
 }

@@ -595,6 +595,23 @@ da_len(gh_devicearray *self)
     return self->shape[0];
 }
 
+/* iter(self): elements (NumPy scalars) or sub-arrays along the first axis, read in C
+   (array_index.c's iterator); a 0-d array is not iterable, as in NumPy. */
+static PyObject *
+da_iter(PyObject *self)
+{
+    gh_state *st = gh_state_of_type(Py_TYPE(self));
+    if (((gh_devicearray *)self)->ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "iteration over a 0-d device array");
+        return NULL;
+    }
+    if (st->array_hooks.iter == NULL) {
+        PyErr_SetString(PyExc_TypeError, "device arrays are not iterable here");
+        return NULL;
+    }
+    return st->array_hooks.iter(self);
+}
+
 static PyObject *
 da_repr(gh_devicearray *self)
 {
@@ -730,17 +747,12 @@ static PyMemberDef da_members[] = {
 };
 
 static PyType_Slot da_slots[] = {
-    {Py_tp_members, da_members},
-    {Py_tp_doc, (void *)devicearray_doc},
-    {Py_tp_methods, da_methods},
-    {Py_tp_getset, da_getset},
-    {Py_tp_repr, da_repr},
-    {Py_sq_length, da_len},
-    {Py_mp_length, da_len},
-    {Py_mp_subscript, da_getitem},
-    {Py_mp_ass_subscript, da_setitem},
-    {Py_tp_dealloc, da_dealloc},
-    {0, NULL},
+    {Py_tp_members, da_members},   {Py_tp_doc, (void *)devicearray_doc},
+    {Py_tp_methods, da_methods},   {Py_tp_getset, da_getset},
+    {Py_tp_repr, da_repr},         {Py_sq_length, da_len},
+    {Py_tp_iter, da_iter},         {Py_mp_length, da_len},
+    {Py_mp_subscript, da_getitem}, {Py_mp_ass_subscript, da_setitem},
+    {Py_tp_dealloc, da_dealloc},   {0, NULL},
 };
 
 static PyType_Spec da_spec = {

@@ -79,6 +79,7 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->EventType);
     Py_VISIT(st->AllocationType);
     Py_VISIT(st->DeviceArrayType);
+    Py_VISIT(st->DeviceArrayIteratorType);
     Py_VISIT(st->DLPackOwnerType);
     Py_VISIT(st->ModuleType);
     Py_VISIT(st->KernelType);
@@ -112,6 +113,7 @@ module_clear(PyObject *module)
     Py_CLEAR(st->EventType);
     Py_CLEAR(st->AllocationType);
     Py_CLEAR(st->DeviceArrayType);
+    Py_CLEAR(st->DeviceArrayIteratorType);
     Py_CLEAR(st->DLPackOwnerType);
     Py_CLEAR(st->ModuleType);
     Py_CLEAR(st->KernelType);

@@ -64,6 +64,8 @@ typedef struct {
     PyObject *(*element)(PyObject *self, Py_ssize_t offset);
     /* self[key] = value: 1 done, 0 left to gpuhost's Python side, -1 error */
     int (*assign)(PyObject *self, PyObject *key, PyObject *value);
+    /* iter(self): an iterator over its first axis (new reference), or NULL with an error */
+    PyObject *(*iter)(PyObject *self);
 } gh_array_hooks;
 
 /* A release of a driver resource that waits: in a defer_cleanup() block, or until a
@@ -106,6 +108,7 @@ struct gh_state {
     PyTypeObject *EventType;
     PyTypeObject *AllocationType;
     PyTypeObject *DeviceArrayType;
+    PyTypeObject *DeviceArrayIteratorType;
     PyTypeObject *DLPackOwnerType;
     PyTypeObject *ModuleType;
     PyTypeObject *KernelType;

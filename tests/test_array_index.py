@@ -136,3 +136,40 @@ def test_bad_values_raise_and_write_nothing():
     with pytest.raises(ValueError, match="read-only"):
         ro[0] = 1.0
     np.testing.assert_array_equal(dev.copy_to_host(), host)
+
+
+# ---- iteration (numba's arrays iterate; NumPy's rule for 0-d) ----
+
+@pytest.mark.parametrize("shape", [(7,), (3, 4), (2, 3, 2), (0,), (0, 3)])
+def test_iteration_gives_what_numpy_gives(python_side_refused, shape):
+    host = rng.standard_normal(shape).astype(np.float32)
+    dev = gpuhost.to_device(host)
+    got = list(dev)
+    assert len(got) == len(host) and iter(dev).__length_hint__() == len(host)
+    for g, h in zip(got, host):
+        if host.ndim == 1:
+            assert type(g) is np.float32 and g == h
+        else:
+            assert isinstance(g, gpuhost.DeviceArray)
+            np.testing.assert_array_equal(g.copy_to_host(), h)
+
+
+def test_zip_of_device_arrays_as_numbas_documentation_does(python_side_refused):
+    x, y, z = (rng.standard_normal(5) for _ in range(3))
+    d_x, d_y, d_z = (gpuhost.to_device(a) for a in (x, y, z))
+    assert [(a, b, c) for a, b, c in zip(d_x, d_y, d_z)] == list(zip(x, y, z))
+    assert list(gpuhost.to_device(x)[::-2]) == list(x[::-2])
+
+
+def test_iterating_records_gives_device_records():
+    rec = np.zeros(3, dtype=[("a", np.int32), ("b", np.float64)])
+    rec["a"] = [1, 2, 3]
+    got = list(gpuhost.to_device(rec))
+    assert [r.copy_to_host()["a"] for r in got] == [1, 2, 3]
+
+
+def test_a_0d_array_is_not_iterable():
+    with pytest.raises(TypeError, match="iteration over a 0-d device array"):
+        iter(gpuhost.to_device(np.array(2.5)))
+    with pytest.raises(TypeError, match="iteration over a 0-d device array"):
+        list(gpuhost.to_device(np.array(2.5)))
