@@ -128,6 +128,13 @@ def raw_c():
     lib.bench_alloc_trace.argtypes = [ctypes.POINTER(ctypes.c_int),
                                       ctypes.POINTER(ctypes.c_size_t), ctypes.c_int,
                                       ctypes.c_int, ctypes.c_int]
+    lib.bench_jit_load.restype = ctypes.c_int
+    lib.bench_jit_load.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                   ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t), ctypes.c_int]
+    lib.bench_jit_launch.restype = ctypes.c_double
+    lib.bench_jit_launch.argtypes = [ctypes.c_int, ctypes.c_uint, ctypes.c_uint, ctypes.c_int]
+    lib.bench_memset.restype = ctypes.c_double
+    lib.bench_memset.argtypes = [ctypes.c_size_t, ctypes.c_int]
     lib.bench_peer_copy.restype = ctypes.c_double
     lib.bench_peer_copy.argtypes = [ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int]
     res = lib.bench_init()

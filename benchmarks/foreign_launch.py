@@ -230,13 +230,6 @@ def main():
     warnings.simplefilter("ignore")
     p = peers()
     raw = raw_c()
-    raw.bench_jit_load.restype = ctypes.c_int
-    raw.bench_jit_load.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
-                                   ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t), ctypes.c_int]
-    raw.bench_jit_launch.restype = ctypes.c_double
-    raw.bench_jit_launch.argtypes = [ctypes.c_int, ctypes.c_uint, ctypes.c_uint, ctypes.c_int]
-    raw.bench_memset.restype = ctypes.c_double
-    raw.bench_memset.argtypes = [ctypes.c_size_t, ctypes.c_int]
     s = gpuhost.stream()
     # torch's and CuPy's current streams: gpuhost's, so their arrays need no ordering
     torch_stream = p["torch"].cuda.ExternalStream(int(s.handle)) if p["torch"] else None

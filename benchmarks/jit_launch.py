@@ -141,11 +141,6 @@ def main():
     warnings.simplefilter("ignore", NumbaPerformanceWarning)
 
     raw = raw_c()
-    raw.bench_jit_load.restype = ctypes.c_int
-    raw.bench_jit_load.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
-                                   ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t), ctypes.c_int]
-    raw.bench_jit_launch.restype = ctypes.c_double
-    raw.bench_jit_launch.argtypes = [ctypes.c_int, ctypes.c_uint, ctypes.c_uint, ctypes.c_int]
 
     libs = {  # name: (jit, the kernels' `cuda` module, namespace of the launch statements)
         "gpuhost": (gpuhost.jit, gpuhost, namespace(gpuhost.to_device, gpuhost.stream())),

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import gpuhost
+from conftest import DlpackOnly
 
 rng = np.random.default_rng()
 
@@ -124,17 +125,7 @@ class _CaiExporter:
             self.__cuda_array_interface__["strides"] = None
 
 
-class _DlpackExporter:
-    """A foreign array known by __dlpack__ / __dlpack_device__ alone."""
-
-    def __init__(self, arr):
-        self._arr = arr
-
-    def __dlpack__(self, **kwargs):
-        return self._arr.__dlpack__(**kwargs)
-
-    def __dlpack_device__(self):
-        return self._arr.__dlpack_device__()
+_DlpackExporter = DlpackOnly  # a foreign array known by __dlpack__ / __dlpack_device__ alone
 
 
 @pytest.mark.parametrize("kind", sorted(LIKE))
