@@ -29,6 +29,14 @@ extern "C" __global__ void spin(long long cycles) {
 """
 
 
+@pytest.fixture(autouse=True)
+def _same_device():
+    """torch's and CuPy's current device: the one gpuhost's plugin gave this worker."""
+    dev = gpuhost.get_current_device().id
+    with torch.cuda.device(dev), cupy.cuda.Device(dev):
+        yield
+
+
 @pytest.fixture(scope="module")
 def kernels():
     m = gpuhost.SourceModule(COPY)
@@ -293,8 +301,9 @@ def test_numba_cuda_libraries_take_gpuhost_streams():
 
 @pytest.mark.gpus(2)
 def test_a_tensor_of_another_gpu(kernels):
-    copy, _ = kernels  # loaded on device 0
-    t = torch.ones(8, device="cuda:1")
+    copy, _ = kernels  # loaded on this worker's device
+    other = (gpuhost.get_current_device().id + 1) % len(gpuhost.gpus)
+    t = torch.ones(8, device="cuda:%d" % other)
     dst = gpuhost.device_array(8, np.float32)
     try:
         copy[1, 8](dst, t, 8)  # through peer access where the devices have it
