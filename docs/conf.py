@@ -98,6 +98,7 @@ html_theme = "pydata_sphinx_theme"
 html_title = "gpuhost %s" % release
 html_static_path = ["_static"]
 html_css_files = ["gpuhost.css"]
+html_js_files = ["gpuhost.js"]  # code lines that wrap keep a hanging indent
 html_favicon = "_static/favicon.svg"
 html_show_sourcelink = False
 html_theme_options = {
