@@ -150,6 +150,17 @@ def test_readme_installs_the_jit_extra_its_first_program_needs():
 
 # ---- a page run end to end, on a repository made for it ---------------------------------------
 
+@pytest.fixture(scope="module")
+def venv_works(tmp_path_factory):
+    """The runner makes a venv per page: CI's Python 3.14, unpacked from Debian's packages
+    into a folder, may have no venv module to make one with."""
+    where = tmp_path_factory.mktemp("venv_probe")
+    proc = subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where / "v")],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip("this Python cannot make a venv: %s" % proc.stderr.strip()[-200:])
+
+
 def _repo(tmp_path):
     repo = tmp_path / "repo"
     (repo / "docs").mkdir(parents=True)
@@ -216,7 +227,8 @@ def _repo(tmp_path):
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_run_carries_state_between_blocks_and_reports_each_outcome(tmp_path, capsys,
-                                                                     monkeypatch, jobs):
+                                                                     monkeypatch, jobs,
+                                                                     venv_works):
     repo = _repo(tmp_path)
     monkeypatch.setenv("GPUHOST_SECRET", "not for newcomers")
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))
