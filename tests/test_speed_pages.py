@@ -72,10 +72,14 @@ def test_the_performance_page_shows_every_row_once_in_its_group():
                 met, runs)
 
 
-def test_the_chart_has_a_line_per_charted_row_and_names_the_machine():
-    svg = open(os.path.join(ROOT, sp.CHART), encoding="utf-8").read()
+@pytest.mark.parametrize("chart, label", [
+    (sp.CHART, r'text-anchor="end" fill="#222">([^<]+)</text>'),
+    (sp.CHART_NARROW, r'<text x="16" y="[\d.]+" fill="#222">([^<]+)</text>'),
+])
+def test_the_chart_has_a_line_per_charted_row_and_names_the_machine(chart, label):
+    svg = open(os.path.join(ROOT, chart), encoding="utf-8").read()
     charted = [r for r in DATA["rows"] if r.get("chart")]
-    labels = re.findall(r'text-anchor="end" fill="#222">([^<]+)</text>', svg)
+    labels = re.findall(label, svg)
     assert labels == [sp._escape(r.get("label") or r["operation"].strip()) for r in charted]
     assert "<title id=\"t\">Speed relative to raw C, %s, %s</title>" % (
         sp._escape(DATA["machine"]), DATA["date"]) in svg
@@ -299,7 +303,7 @@ def test_a_run_that_is_not_all_py_output_is_refused():
 
 def _tree(tmp_path):
     """A copy of the files speed_pages.py reads and writes."""
-    for rel in [sp.DATA, sp.CHART] + list(sp.PAGES):
+    for rel in [sp.DATA, sp.CHART, sp.CHART_NARROW] + list(sp.PAGES):
         target = tmp_path / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(os.path.join(ROOT, rel), str(target))

@@ -12,8 +12,8 @@ over the runs, the goal and in how many runs it was met) and how each row is sho
 From it this script writes, between ``<!-- speed:NAME -->`` and ``<!-- /speed:NAME -->``
 markers, README.md's and docs/index.md's headline tables (speed:headline) and
 docs/performance.md's tables by group (speed:tables), and the chart,
-docs/_static/speed.svg (written here, byte for byte the same on every machine, so a test
-can compare it). tests/test_speed_pages.py fails when a page differs from the file.
+docs/_static/speed.svg and, for a phone's width, speed-narrow.svg (written here, byte for
+byte the same on every machine, so a test can compare them). tests/test_speed_pages.py fails when a page differs from the file.
 
 To add a row measured in the same run, add it to "rows" (one line each; a row's figures
 are per call in its unit, "µs", "ms" or "GB/s") and run this script. A new run replaces
@@ -32,6 +32,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join("benchmarks", "speed.json")
 CHART = os.path.join("docs", "_static", "speed.svg")
+CHART_NARROW = os.path.join("docs", "_static", "speed-narrow.svg")  # a phone's
 # page -> the blocks it holds
 PAGES = {"README.md": ["headline"], os.path.join("docs", "index.md"): ["headline"],
          os.path.join("docs", "performance.md"): ["tables"]}
@@ -285,18 +286,21 @@ def _escape(text):
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def chart_svg(data):
-    """A dot plot: per charted row, each library's speed relative to raw C, on a log scale."""
+def chart_svg(data, narrow=False):
+    """A dot plot: per charted row, each library's speed relative to raw C, on a log scale.
+    The wide chart names each row to the left of its marks; the narrow one, for a phone's
+    width, above them."""
     rows = [r for r in data["rows"] if r.get("chart")]
     libs = [lib for lib in LIBRARIES[1:] if any(lib in r["figures"] for r in rows)]
     speeds = [s for r in rows for lib in libs for s in [_speed(r, lib)] if s]
     lo = 10.0 ** math.floor(math.log10(min(speeds + [1.0])))
     hi = 10.0 ** math.ceil(math.log10(max(speeds + [1.0])))
-    width, left, right, pitch = 760, 270, 24, 24
-    top = 78  # the legend and the upper axis above the rows
+    if narrow:
+        width, left, right, pitch, top = 380, 24, 22, 38, 112
+    else:
+        width, left, right, pitch, top = 760, 270, 24, 24, 78
     plot = width - left - right
     height = top + pitch * len(rows) + 44
-
     span = math.log10(hi) - math.log10(lo)
 
     def x(value):
@@ -309,14 +313,18 @@ def chart_svg(data):
            '<title id="t">%s</title>' % _escape(title),
            '<rect width="100%" height="100%" fill="#ffffff"/>']
     # the legend, on top, so that it is read before the marks
-    lx = left
+    out.append('<text x="12" y="24.5" fill="#222" font-weight="bold">times as fast as raw C'
+               '</text>')
+    lx, ly = (12, 48) if narrow else (left, 20)
     for lib in libs:
+        step = 16 + 7.3 * len(lib) + 20
+        if lx + step > width:
+            lx, ly = 12, ly + 20
         color, shape = STYLE[lib]
-        out.append(_mark(shape, lx + 6, 20, color))
-        out.append('<text x="%.1f" y="24.5" fill="#222">%s</text>' % (lx + 16, _escape(lib)))
-        lx += 16 + 7.3 * len(lib) + 20
-    out.append('<text x="%d" y="24.5" fill="#222" font-weight="bold">%s</text>'
-               % (12, "times as fast as raw C"))
+        out.append(_mark(shape, lx + 6, ly, color))
+        out.append('<text x="%.1f" y="%.1f" fill="#222">%s</text>'
+                   % (lx + 16, ly + 4.5, _escape(lib)))
+        lx += step
     # stripes, gridlines and ticks
     for i in range(len(rows)):
         if i % 2 == 0:
@@ -344,15 +352,20 @@ def chart_svg(data):
                '&#8592; slower than raw C &#183; faster &#8594;</text>'
                % (x(1.0), bottom + 38))
     for i, row in enumerate(rows):
-        cy = top + i * pitch + pitch / 2
         name = row.get("label") or row["operation"].strip()
-        out.append('<text x="%d" y="%.1f" text-anchor="end" fill="#222">%s</text>'
-                   % (left - 10, cy + 4.5, _escape(name)))
+        if narrow:  # the name on the row's first line, its marks below
+            cy = top + i * pitch + pitch - 11
+            out.append('<text x="%d" y="%.1f" fill="#222">%s</text>'
+                       % (left - 8, top + i * pitch + 14, _escape(name)))
+        else:
+            cy = top + i * pitch + pitch / 2
+            out.append('<text x="%d" y="%.1f" text-anchor="end" fill="#222">%s</text>'
+                       % (left - 10, cy + 4.5, _escape(name)))
         for lib in reversed(libs):  # gpuhost drawn last, on top
-            s = _speed(row, lib)
-            if s:
+            speed = _speed(row, lib)
+            if speed:
                 color, shape = STYLE[lib]
-                out.append(_mark(shape, x(s), cy, color))
+                out.append(_mark(shape, x(speed), cy, color))
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
@@ -369,6 +382,7 @@ def rendered(data, root=ROOT):
             text = replace_block(text, name, BLOCKS[name](data), page)
         out[page] = text
     out[CHART] = chart_svg(data)
+    out[CHART_NARROW] = chart_svg(data, narrow=True)
     return out
 
 
