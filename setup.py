@@ -13,8 +13,18 @@ import shlex
 import shutil
 import sys
 
-from setuptools import Extension, setup
-from setuptools.command.build_ext import build_ext
+import setuptools
+
+# pyproject.toml's license is an SPDX expression (PEP 639), which setuptools reads from 77 on;
+# an older one stops with "project.license must be valid exactly by one definition". pip's
+# builds fetch a new enough one; `python3 setup.py build_ext --inplace` runs with this one.
+if int(setuptools.__version__.split(".")[0]) < 77:
+    sys.exit("gpuhost: building needs setuptools 77 or newer, and this Python (%s) has "
+             "setuptools %s: python3 -m pip install 'setuptools>=77'"
+             % (sys.executable, setuptools.__version__))
+
+from setuptools import Extension, setup  # noqa: E402
+from setuptools.command.build_ext import build_ext  # noqa: E402
 
 
 def cuda_include_dirs():

@@ -1,21 +1,56 @@
 """Sphinx configuration of gpuhost's documentation site.
 
-    python -m sphinx -W -b html docs OUT
+    python3 -m pip install '.[docs]' && python3 -m sphinx -W -b html docs OUT
 
-The reference is autodoc over the docstrings of the built package: build the extension
-first (python3 setup.py build_ext --inplace), then run Sphinx from the checkout. The
-requirements are in docs/requirements.txt. Notebooks are rendered with their stored
-outputs and never executed here (tools/run_notebooks.py executes them on a GPU machine).
+The reference is autodoc over the docstrings of the built package. The `docs` extra
+installs gpuhost itself (its build also leaves the extension in the checkout) with Sphinx,
+the theme and the extensions below. The checkout's gpuhost/ is documented where its
+extension is built for this Python (that install, or `python3 setup.py build_ext
+--inplace`); otherwise an installed gpuhost of the same version. Notebooks are rendered
+with their stored outputs and never executed here (tools/run_notebooks.py executes them on
+a GPU machine).
 """
+import glob
+import importlib.machinery
 import os
 import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, ROOT)
 
-import gpuhost  # noqa: E402  (the checkout's, built in place)
+
+def _checkout_version():
+    with open(os.path.join(ROOT, "gpuhost", "_version.py"), encoding="utf-8") as f:
+        return re.search(r'__version__ = "([^"]+)"', f.read()).group(1)
+
+
+def _import_gpuhost():
+    """The gpuhost this site documents: the checkout's if built for this Python, else an
+    installed one of the checkout's version; else stop, saying how to get one."""
+    built = any(glob.glob(os.path.join(ROOT, "gpuhost", "_core" + suffix))
+                for suffix in importlib.machinery.EXTENSION_SUFFIXES)
+    here = {ROOT, "", os.getcwd()} if os.path.samefile(os.getcwd(), ROOT) else {ROOT}
+    if built:
+        sys.path.insert(0, ROOT)
+    else:  # the unbuilt checkout would shadow an installed gpuhost: look past it
+        sys.path[:] = [p for p in sys.path if p not in here]
+    try:
+        import gpuhost
+    except ImportError as e:
+        raise RuntimeError(
+            "the documentation imports gpuhost, which is neither built in this checkout for "
+            "this Python nor installed (%s). Install it with the documentation's tools: "
+            "python3 -m pip install '.[docs]'" % e) from e
+    if not built and gpuhost.__version__ != _checkout_version():
+        raise RuntimeError(
+            "this checkout is gpuhost %s but is not built, and the installed gpuhost (%s) is "
+            "%s: build this one, python3 -m pip install '.[docs]'"
+            % (_checkout_version(), os.path.dirname(gpuhost.__file__), gpuhost.__version__))
+    return gpuhost
+
+
+gpuhost = _import_gpuhost()
 
 project = "gpuhost"
 author = "the gpuhost developers"
@@ -63,6 +98,7 @@ html_theme = "pydata_sphinx_theme"
 html_title = "gpuhost %s" % release
 html_static_path = ["_static"]
 html_css_files = ["gpuhost.css"]
+html_js_files = ["gpuhost.js"]  # code lines that wrap keep a hanging indent
 html_favicon = "_static/favicon.svg"
 html_show_sourcelink = False
 html_theme_options = {

@@ -11,8 +11,14 @@ CudaSupportError.
 """
 import sys as _sys
 
-from . import _shadow_check  # noqa: F401  (first: refuses a mix with the index's other "gpuhost")
-from . import _core, errors, nvtx
+from . import _shadow_check  # first: refuses a mix with the index's other "gpuhost"
+
+try:
+    from . import _core
+except ImportError as _error:
+    _shadow_check.unbuilt(_error)  # a source checkout never built: says how to build it
+    raise
+from . import errors, nvtx
 from . import _library_versions as runtime
 from ._core import (
     Context,

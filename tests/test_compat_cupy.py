@@ -420,7 +420,9 @@ def test_streams_belong_to_the_current_device():
     with cuda.Device(1):
         s1 = cuda.Stream()
     assert s1.device_id == 1 and s1._gpuhost().device is gpuhost.gpus[1]
-    ext1 = cuda.ExternalStream(s1.ptr, 1)
+    # ExternalStream (deprecated in CuPy 14, and here) binds the stream to the device given
+    with pytest.warns(DeprecationWarning, match="ExternalStream is deprecated"):
+        ext1 = cuda.ExternalStream(s1.ptr, 1)
     assert ext1._gpuhost().device is gpuhost.gpus[1] and cuda.get_device_id() == 0
 
 
@@ -512,10 +514,13 @@ def test_gpuhost_functions_take_these_streams():
     ev = gpuhost.event()
     ev.record(s)
     ev.synchronize()
-    ext = cuda.ExternalStream(s.ptr)
+    ext = cuda.Stream.from_external(s)
     assert ext.ptr == s.ptr and ext.device_id == -1 and ext == s
+    back = gpuhost.to_device(host, stream=ext).copy_to_host(stream=ext)
     ext.synchronize()
-    del ext, s  # the external wrapper never destroys the stream
+    np.testing.assert_array_equal(back, host)
+    del ext
+    s.synchronize()  # the external wrapper never destroyed the stream
 
 
 # ---- Event ----

@@ -72,4 +72,51 @@ def test_import_gpuhost_fails_clearly_when_the_other_project_is_mixed_in(tmp_pat
     assert "agent.py, api.py, cli.py, client, gpu.py, job_manager.py, state.py, tunnel.py are " \
         "the package index's 'gpuhost'" in proc.stderr
     assert last[-2:] == ["    python -m pip uninstall -y gpuhost gpuhost-cuda",
-                         "    python -m pip install gpuhost-cuda"]
+                         "    python -m pip install .    (in a clone of gpuhost-cuda, until it "
+                         "is on the package index)"]
+
+
+def _unbuilt_checkout(tmp_path, extra=()):
+    """A copy of the package as a fresh clone has it: no _core built (plus `extra` files)."""
+    pkg = tmp_path / "checkout" / "gpuhost"
+    shutil.copytree(os.path.dirname(gpuhost.__file__), str(pkg),
+                    ignore=shutil.ignore_patterns("__pycache__", "_core.*"))
+    for name in extra:
+        (pkg / name).write_bytes(b"")
+    return pkg
+
+
+def test_an_unbuilt_checkout_says_so_instead_of_a_circular_import(tmp_path):
+    pkg = _unbuilt_checkout(tmp_path)
+    proc = subprocess.run([sys.executable, "-c", "import gpuhost"], cwd=str(pkg.parent),
+                          env=dict(os.environ, PYTHONPATH=""), capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last == (
+        "ImportError: gpuhost: the C extension gpuhost._core is not built in %s for this "
+        "Python (%d.%d). This folder is a source checkout (Python imports it before an "
+        "installed gpuhost when run from the checkout's root): build it with `python3 -m pip "
+        "install .` (which also leaves the extension here), or in place with `python3 -m pip "
+        "install 'setuptools>=77' numpy && python3 setup.py build_ext --inplace`; or run "
+        "Python outside the checkout to import an installed gpuhost." % ((pkg,) + sys.version_info[:2]))
+    assert "circular import" in proc.stderr  # Python's own guess, kept as the cause
+
+
+def test_an_extension_built_for_another_python_is_named(tmp_path):
+    other = "_core.cpython-29-x86_64-linux-gnu.so"
+    pkg = _unbuilt_checkout(tmp_path, [other])
+    with pytest.raises(ImportError) as info:
+        _shadow_check.unbuilt(ImportError("cannot import name '_core'"), str(pkg))
+    assert info.value.name == "gpuhost._core" and info.value.path == str(pkg)
+    assert "for this Python (%d.%d) (%s there is built for another Python). " \
+        % (sys.version_info[:2] + (other,)) in str(info.value)
+    assert str(info.value.__cause__) == "cannot import name '_core'"
+
+
+def test_a_built_extension_that_fails_to_load_keeps_its_own_error(tmp_path):
+    import importlib.machinery
+
+    pkg = _unbuilt_checkout(tmp_path, ["_core" + importlib.machinery.EXTENSION_SUFFIXES[0]])
+    assert _shadow_check.unbuilt(ImportError("undefined symbol: cuFoo"), str(pkg)) is None
+    assert _shadow_check.unbuilt(ImportError("x"), str(tmp_path / "missing")) is None

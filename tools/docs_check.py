@@ -3,12 +3,19 @@
     python3 tools/docs_check.py SITE [--screenshots DIR] [--chromium PATH]
 
 SITE is Sphinx's HTML output (python -m sphinx -W -b html docs SITE). The site is served
-over HTTP on 127.0.0.1 and every page is opened in a 1280 x 900 viewport through the
-Chrome DevTools protocol. A page fails if it logs a console error or an uncaught exception,
-if a resource it loads fails, or if it is wider than the viewport (a horizontal scrollbar
-on the page itself: tables and code blocks scroll inside their own boxes). The search page
-must find `to_device`. With --screenshots, full-page PNGs of the index, a guide page and an
-API page (and any --shot PAGE) are written to DIR.
+over HTTP on 127.0.0.1 and every page is opened through the Chrome DevTools protocol at each
+width of --widths: 1280 px (a laptop) and 390 px (a phone, emulated as one) by default. A
+page fails if it logs a console error or an uncaught exception, if a resource it loads
+fails, if it is wider than the viewport (a horizontal scrollbar on the page itself: tables
+may scroll inside their own boxes), if a code block, table, image or chart sticks out of
+the viewport on either side, if a code block hides part of its lines behind a sideways
+scroll or a table cell's text, or a sidebar's entry, runs past its edge (cut off), if a
+table column is squeezed
+to a few characters, or if its text column is narrower than TEXT_MIN of the viewport's width
+(squeezed by sidebars). The search page must find
+`to_device`. With --screenshots, full-page PNGs of the index, the quick start, the numba
+and jit guides, the performance page and an API page (and any --shot PAGE) are written to
+DIR at each width, as PAGE-WIDTH.png.
 
 Needs Chromium (Debian's `chromium`) and the websocket-client package. Exits 1 on any
 failure, listing each.
@@ -28,7 +35,58 @@ import time
 import urllib.request
 
 WIDTH, HEIGHT = 1280, 900
-DEFAULT_SHOTS = ["index.html", "guide/kernels.html", "reference/memory.html"]
+WIDTHS = (1280, 390)
+HEIGHTS = {390: 844}  # a phone's viewport height; other widths: HEIGHT
+# The text column's least width, as a share of the viewport's: at 1280 px the two sidebars
+# (narrowed by docs/_static/gpuhost.css) leave the article about 60% of it, room for code
+# lines of 88 characters (the theme's own widths left 49%); a phone's gives it nearly all.
+TEXT_MIN = {1280: 0.55, 390: 0.85}
+DEFAULT_SHOTS = ["index.html", "quickstart.html", "guide/numba.html", "guide/jit.html",
+                 "performance.html", "reference/memory.html"]
+# Code blocks, tables, images and charts that stick out of the viewport, or code that hides
+# part of its lines behind a sideways scroll; and the text column's width.
+LAYOUT_PROBE = r"""(() => {
+  const vw = document.documentElement.clientWidth, out = [];
+  for (const el of document.querySelectorAll('.bd-article pre, .bd-article table, '
+                                             + '.bd-article img, .bd-article svg')) {
+    if (el.closest('pre') && el.tagName !== 'PRE') continue;
+    // what a scrolled box holds is not cut off: the box is what must fit
+    let box = el;
+    for (let p = el.parentElement; p && !p.classList.contains('bd-article'); p = p.parentElement) {
+      const ox = getComputedStyle(p).overflowX;
+      if (ox === 'auto' || ox === 'scroll') { box = p; break; }
+    }
+    const r = box.getBoundingClientRect();
+    if (r.width === 0) continue;
+    const what = 'cut off: ' + el.tagName.toLowerCase() + ': '
+                 + (el.textContent || el.getAttribute('alt') || '').trim().slice(0, 50);
+    if (r.left < -1 || r.right > vw + 1)
+      out.push(what + ' (its box spans ' + Math.round(r.left) + '..' + Math.round(r.right)
+               + ' px)');
+    else if (el.tagName === 'PRE' && el.scrollWidth > el.clientWidth + 4)
+      out.push(what + ' (' + (el.scrollWidth - el.clientWidth) + ' px of its lines hidden, '
+               + 'behind a sideways scroll)');
+  }
+  for (const cell of document.querySelectorAll('.bd-article td, .bd-article th')) {
+    const text = cell.textContent.trim();
+    if (cell.scrollWidth > cell.clientWidth + 2)
+      out.push('cut off: a table cell: ' + text.slice(0, 50) + ' (its text runs '
+               + (cell.scrollWidth - cell.clientWidth) + ' px past the cell)');
+    else if (cell.clientWidth < 48 && text.split(/\s+/).some(word => word.length >= 8))
+      out.push('squeezed: a table cell: ' + text.slice(0, 50) + ' (' + cell.clientWidth
+               + ' px wide)');
+  }
+  for (const bar of document.querySelectorAll('.bd-sidebar-primary, .bd-sidebar-secondary')) {
+    const box = bar.getBoundingClientRect();
+    if (box.width > 0 && getComputedStyle(bar).visibility !== 'hidden'
+        && bar.scrollWidth > bar.clientWidth + 1)
+      out.push('cut off: the ' + (bar.classList.contains('bd-sidebar-primary') ? 'left' : 'right')
+               + ' sidebar: ' + (bar.scrollWidth - bar.clientWidth) + ' px of its entries run '
+               + 'past its edge');
+  }
+  const article = document.querySelector('.bd-article');
+  return {cut: out, text: article ? article.getBoundingClientRect().width : vw, vw: vw};
+})()"""
 
 
 class Page:
@@ -42,8 +100,16 @@ class Page:
         self.events = []
         for method in ("Page.enable", "Runtime.enable", "Log.enable"):
             self.call(method)
-        self.call("Emulation.setDeviceMetricsOverride", width=WIDTH, height=HEIGHT,
-                  deviceScaleFactor=1, mobile=False)
+        self.resize(WIDTH)
+
+    def resize(self, width, height=None):
+        """A viewport `width` px wide: a phone's (touch, mobile layout) below 800 px."""
+        self.width = width
+        self.height = height or HEIGHTS.get(width, HEIGHT)
+        mobile = width < 800
+        self.call("Emulation.setDeviceMetricsOverride", width=width, height=self.height,
+                  deviceScaleFactor=1, mobile=mobile)
+        self.call("Emulation.setTouchEmulationEnabled", enabled=mobile)
 
     def call(self, method, **params):
         self.next_id += 1
@@ -85,13 +151,15 @@ class Page:
         self.call("Runtime.evaluate", expression="1")  # drain what arrived meanwhile
         return [e for e in map(console_error, self.events) if e]
 
-    def screenshot(self, path):
-        height = min(int(self.evaluate("document.documentElement.scrollHeight")), 6000)
-        self.call("Emulation.setDeviceMetricsOverride", width=WIDTH, height=height,
-                  deviceScaleFactor=1, mobile=False)
-        data = self.call("Page.captureScreenshot", format="png")["data"]
-        self.call("Emulation.setDeviceMetricsOverride", width=WIDTH, height=HEIGHT,
-                  deviceScaleFactor=1, mobile=False)
+    def screenshot(self, path, limit=16000):
+        """The whole page (up to `limit` px tall) as a PNG at `path`."""
+        width, height = self.width, self.height
+        full = min(int(self.evaluate("document.documentElement.scrollHeight")), limit)
+        self.call("Page.captureScreenshot", format="png")  # settle the layout first
+        data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True,
+                         clip={"x": 0, "y": 0, "width": width, "height": full,
+                               "scale": 1})["data"]
+        self.resize(width, height)
         with open(path, "wb") as f:
             f.write(base64.b64decode(data))
 
@@ -166,6 +234,22 @@ def check_search(page, base, word="to_device"):
     return []
 
 
+def layout_problems(page):
+    """What reads badly on the page open in `page`, at its viewport's width."""
+    problems = []
+    width = page.evaluate("document.documentElement.scrollWidth")
+    if width is None or width > page.width:
+        problems.append("the page is %s px wide, more than the %d px viewport"
+                        % (width, page.width))
+    probe = page.evaluate(LAYOUT_PROBE) or {"cut": [], "text": page.width}
+    problems += probe["cut"]
+    least = TEXT_MIN.get(page.width, 0.5) * page.width
+    if probe["text"] < least:
+        problems.append("the text column is %d px wide, less than %d px"
+                        % (probe["text"], least))
+    return problems
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("site")
@@ -174,11 +258,20 @@ def main(argv=None):
     parser.add_argument("--screenshots", metavar="DIR")
     parser.add_argument("--shot", action="append", default=[], metavar="PAGE",
                         help="also screenshot this page (a path in the site, e.g. install.html)")
+    parser.add_argument("--widths", default=",".join(map(str, WIDTHS)),
+                        help="viewport widths to check and screenshot at, in px "
+                        "(default %(default)s)")
     args = parser.parse_args(argv)
     if not args.chromium:
         parser.error("no chromium found (apt-get install chromium, or --chromium PATH)")
     if not os.path.exists(os.path.join(args.site, "index.html")):
         parser.error("%s has no index.html: build the site first" % args.site)
+    try:
+        widths = [int(w) for w in args.widths.split(",")]
+    except ValueError:
+        parser.error("--widths takes numbers separated by commas, not %r" % args.widths)
+    if any(w < 200 for w in widths):
+        parser.error("--widths: each width must be at least 200 px")
     server, base = serve(args.site)
     profile = tempfile.mkdtemp(prefix="docs_check.")
     proc, ws_url = start_chromium(args.chromium, profile)
@@ -186,22 +279,26 @@ def main(argv=None):
     try:
         page = Page(ws_url)
         pages = list(pages_of(args.site))
-        for rel in pages:
-            errors = page.open(base + rel)
-            width = page.evaluate("document.documentElement.scrollWidth")
-            if width is None or width > WIDTH:
-                errors.append("the page is %s px wide, more than the %d px viewport"
-                              % (width, WIDTH))
-            failures += ["%s: %s" % (rel, e) for e in errors]
-        print("%d pages opened, %d problems" % (len(pages), len(failures)))
+        for width in widths:
+            page.resize(width)
+            for rel in pages:
+                errors = page.open(base + rel)
+                errors += layout_problems(page)
+                failures += ["%s at %d px: %s" % (rel, width, e) for e in errors]
+        print("%d pages opened at %s px, %d problems"
+              % (len(pages), " and ".join(map(str, widths)), len(failures)))
+        page.resize(widths[0])
         failures += check_search(page, base)
         if args.screenshots:
             os.makedirs(args.screenshots, exist_ok=True)
-            for rel in DEFAULT_SHOTS + args.shot:
-                page.open(base + rel, settle=1.0)
-                path = os.path.join(args.screenshots, rel.replace("/", "_")[:-5] + ".png")
-                page.screenshot(path)
-                print("screenshot:", path)
+            for width in widths:
+                page.resize(width)
+                for rel in DEFAULT_SHOTS + args.shot:
+                    page.open(base + rel, settle=1.0)
+                    path = os.path.join(args.screenshots, "%s-%d.png"
+                                        % (rel.replace("/", "_")[:-5], width))
+                    page.screenshot(path)
+                    print("screenshot:", path)
     finally:
         proc.terminate()
         proc.wait(timeout=30)

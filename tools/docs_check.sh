@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Build the documentation site with warnings as errors and check it in headless Chromium.
 #   tools/docs_check.sh [OUT] [SCREENSHOT_DIR]
-# Needs: the extension built in place (python3 setup.py build_ext --inplace), the packages
-# of docs/requirements.txt plus websocket-client and nbformat for $PYTHON (default python3),
-# and Debian's chromium.
+# Needs, for $PYTHON (default python3): gpuhost's docs extra (python3 -m pip install '.[docs]',
+# which also builds the extension into the checkout), websocket-client and nbformat; and
+# Debian's chromium. Every page is checked at 1280 and 390 px (tools/docs_check.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
