@@ -1,8 +1,8 @@
 """Every row of ANCHORS.md in one run: gpuhost next to raw C, cuda.core, CuPy, numba-cuda
 and PyTorch, with ratios to raw C and to the best peer, as a table, JSON and a PNG chart.
 
-Each area (launch, jit launch, graphs, streams and events, transfers, allocation, compile,
-import time) runs in its own process, interleaving the libraries repetition by repetition as
+Each area (launch, jit launch, other libraries' arrays as arguments, graphs, streams and
+events, transfers, allocation, compile, import time) runs in its own process, interleaving the libraries repetition by repetition as
 _harness.interleaved does; this script collects them.  With --repeat N the whole table is
 measured N times: each figure is the median of the N runs, each ratio to raw C is given as
 its median with its spread (lowest-highest), and a row is met only if it met its goal in
@@ -19,9 +19,10 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-AREAS = ["launch", "jit_launch", "graphs", "streams_events", "transfers", "pools", "compile"]
-LIBS = ["raw C", "gpuhost", "cuda.core", "CuPy", "numba-cuda", "PyTorch"]
-PEERS = ["cuda.core", "CuPy", "numba-cuda", "PyTorch"]
+AREAS = ["launch", "jit_launch", "foreign_launch", "graphs", "streams_events", "transfers",
+         "pools", "compile"]
+LIBS = ["raw C", "gpuhost", "cuda.core", "CuPy", "numba-cuda", "numba-cuda-mlir", "PyTorch"]
+PEERS = ["cuda.core", "CuPy", "numba-cuda", "numba-cuda-mlir", "PyTorch"]
 
 
 FAILED = []  # the areas whose script failed: the run then exits 1, after what it has

@@ -165,7 +165,7 @@ def _row(data, op="launch, async, 1 arg"):
     (lambda d: d.update(runs=0), "'runs' must be a whole number of at least 1, not 0"),
     (lambda d: d.update(runs=True), "'runs' must be a whole number of at least 1, not True"),
     (lambda d: d.update(libraries=["gpuhost"]), "'libraries' must be [\"raw C\", \"gpuhost\", "
-     "\"cuda.core\", \"CuPy\", \"numba-cuda\", \"PyTorch\"], in that order"),
+     "\"cuda.core\", \"CuPy\", \"numba-cuda\", \"numba-cuda-mlir\", \"PyTorch\"], in that order"),
     (lambda d: d.update(rows=[]), "'rows' must be a non-empty list"),
     (lambda d: d["rows"].__setitem__(0, 5), "row 1 is not an object"),
     (lambda d: d["rows"][0].pop("operation"), "row 1 has no 'operation'"),
@@ -180,7 +180,8 @@ def _row(data, op="launch, async, 1 arg"):
     (lambda d: d["rows"][0]["figures"].pop("gpuhost"), "row 1 ('launch, async, 1 arg'): "
      "'figures' must hold at least gpuhost's"),
     (lambda d: d["rows"][0]["figures"].update(JAX=1.0), "row 1 ('launch, async, 1 arg'): 'JAX' "
-     "is not one of the libraries (raw C, gpuhost, cuda.core, CuPy, numba-cuda, PyTorch)"),
+     "is not one of the libraries (raw C, gpuhost, cuda.core, CuPy, numba-cuda, "
+     "numba-cuda-mlir, PyTorch)"),
     (lambda d: d["rows"][0]["figures"].update(CuPy=-2), "row 1 ('launch, async, 1 arg'): "
      "CuPy's figure must be a positive number, not -2"),
     (lambda d: d["rows"][0]["figures"].update(CuPy="5"), "CuPy's figure must be a positive "

@@ -36,13 +36,13 @@ CHART_NARROW = os.path.join("docs", "_static", "speed-narrow.svg")  # a phone's
 # page -> the blocks it holds
 PAGES = {"README.md": ["headline"], os.path.join("docs", "index.md"): ["headline"],
          os.path.join("docs", "performance.md"): ["tables"]}
-LIBRARIES = ["raw C", "gpuhost", "cuda.core", "CuPy", "numba-cuda", "PyTorch"]
-PEERS = ["cuda.core", "CuPy", "numba-cuda", "PyTorch"]
+LIBRARIES = ["raw C", "gpuhost", "cuda.core", "CuPy", "numba-cuda", "numba-cuda-mlir", "PyTorch"]
+PEERS = ["cuda.core", "CuPy", "numba-cuda", "numba-cuda-mlir", "PyTorch"]
 UNITS = ("µs", "ms", "GB/s")
 # The chart's colours (Okabe and Ito's, told apart by colour-blind readers) and marks.
 STYLE = {"gpuhost": ("#0072B2", "circle"), "cuda.core": ("#009E73", "square"),
          "CuPy": ("#E69F00", "diamond"), "numba-cuda": ("#D55E00", "triangle"),
-         "PyTorch": ("#CC79A7", "cross")}
+         "numba-cuda-mlir": ("#56B4E9", "triangle"), "PyTorch": ("#CC79A7", "cross")}
 TOP_KEYS = ("about", "machine", "date", "command", "runs", "libraries", "rows")
 ROW_KEYS = ("operation", "group", "unit", "figures", "vs_raw_c", "goal", "met_runs",
             "label", "headline", "chart")
@@ -421,6 +421,8 @@ def write(root=ROOT):
 # ---- a new measurement -----------------------------------------------------------------
 
 def _group_of(op):
+    if op.startswith(("jit, ", "NVRTC, ", "d[")):
+        return "Other libraries' arrays, many scalars, assignment"
     if op.startswith(("launch", "jit", "@jit", "graph", "capture")):
         return "Kernel launches and CUDA graphs"
     if op.startswith(("event", "stream")):
