@@ -6,6 +6,7 @@ Statistics are checked against a model of the size classes written here; stream 
 out of memory and leaks through the fake driver's gate, fault injection and counters.  The
 tests marked gpu check real memory on the GPU."""
 import ctypes
+import functools
 import gc
 import math
 import os
@@ -626,6 +627,99 @@ def test_pycuda_page_locked_allocator_flags():
     with pytest.raises(ValueError, match=r"^flags must combine host_alloc_flags \(PORTABLE, "
                                          r"DEVICEMAP, WRITECOMBINED\), not 8$"):
         PageLockedAllocator(8)
+
+
+# ---- the garbage collector ----
+
+class _Memory:
+    """What a pool's allocator hands back: the address, the memory's owner, and whatever
+    the test hangs on it (a path back to the pool, making a cycle)."""
+
+    def __init__(self, alloc):
+        self.alloc, self.ptr, self.back = alloc, alloc.ptr, None
+
+
+def _memory_from(source, made, size):
+    m = _Memory(source.allocate(size))
+    made.append(m)
+    return m
+
+
+def test_a_pool_is_tracked_by_the_collector_only_with_an_allocator():
+    assert gc.is_tracked(_core.Pool("device", "cache", allocator=_core.mem_alloc))
+    assert gc.is_tracked(_core.Pool("pinned", "plain", allocator=_core.mem_alloc))
+    assert not gc.is_tracked(_core.Pool("device", "cache"))
+    assert not gc.is_tracked(_core.default_pool())
+    assert gc.is_tracked(DeviceMemoryPool()._pool) is False  # pycuda's, no allocator given
+    assert gc.is_tracked(DeviceMemoryPool(_core.mem_alloc)._pool)
+
+
+def test_a_cycle_through_a_pools_allocator_is_freed_with_its_memory(fake):
+    class Owner:  # the allocator is its bound method: owner -> pool -> allocator -> owner
+        def __init__(self):
+            self.source, self.made = _core.Pool("device", "plain"), []
+            self.pool = _core.Pool("device", "cache", allocator=self.allocate)
+
+        def allocate(self, size):
+            return _memory_from(self.source, self.made, size)
+
+    gc.collect()
+    live = fake.live("allocations")
+    owner = Owner()
+    sizes = [int(n) for n in rng.integers(1, 1 << 15, size=6)]
+    blocks = [owner.pool.allocate(n) for n in sizes]
+    h = fresh_bytes(sizes[0])
+    d = _core.make_array(blocks[0], blocks[0].ptr, (sizes[0],), (1,), np.uint8)
+    d.copy_to_device(h)
+    assert np.array_equal(d.copy_to_host(), h)  # the allocator's memory is used
+    assert [m.alloc.size for m in owner.made] == [class_size(n) for n in sizes]
+    assert fake.live("allocations") == live + len(sizes)
+    del d, blocks  # held by the pool now, with the allocator's objects
+    assert owner.pool.n_free_blocks == len(sizes)
+    ref = weakref.ref(owner)
+    del owner
+    assert ref() is not None  # only the collector can free the cycle
+    gc.collect()
+    assert ref() is None and fake.live("allocations") == live
+
+
+def test_a_cycle_through_a_held_blocks_memory_is_freed(fake):
+    # The allocator refers to nothing of the pool; only a held block's memory object
+    # leads back to it, so the collector must see the held blocks.
+    gc.collect()
+    live = fake.live("allocations")
+    source, made = _core.Pool("device", "plain"), []
+    pool = _core.Pool("device", "cache", allocator=functools.partial(_memory_from, source,
+                                                                      made))
+    n = int(rng.integers(1, 1 << 16))
+    pool.allocate(n).close()
+    assert pool.n_free_blocks == 1 and len(made) == 1
+    made[0].back = {"pool": pool}
+    probe = weakref.ref(made[0])
+    del made[:], pool
+    assert probe() is not None
+    gc.collect()
+    assert probe() is None and fake.live("allocations") == live
+    assert source.used_bytes == 0
+
+
+def test_a_pool_in_a_cycle_with_blocks_in_use_lives_until_they_are_freed(fake):
+    class Owner:
+        def __init__(self):
+            self.pool = _core.Pool("device", "cache", allocator=self.allocate)
+
+        def allocate(self, size):
+            return _core.mem_alloc(size)
+
+    owner = Owner()
+    a = owner.pool.allocate(int(rng.integers(1, 4096)))
+    ref = weakref.ref(owner)
+    del owner
+    gc.collect()
+    assert ref() is not None and a.pool is ref().pool  # the Allocation holds its pool
+    del a
+    gc.collect()
+    assert ref() is None
 
 
 # ---- CuPy's allocator API ----
