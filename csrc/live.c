@@ -145,11 +145,12 @@ gh_live_note(gh_state *st, gh_live_kind kind, PyObject *obj)
     PyObject *type, *value, *tb;
 
     PyErr_Fetch(&type, &value, &tb); /* none is set where objects are made; kept if one is */
-    if (make_room(live) < 0) {
+    rec.code = origin(live->skip, &rec.line);
+    if (make_room(live) < 0) { /* (after origin(): room made is used at once) */
         live->lost++;
+        Py_XDECREF(rec.code);
     }
     else {
-        rec.code = origin(live->skip, &rec.line);
         place(live, &rec);
     }
     PyErr_Clear();
@@ -239,23 +240,50 @@ record_tuple(const gh_live_record *rec)
 #endif
 }
 
+/* The records, copied (strong references) before any Python object is made: making one
+   may run the collector, which frees and makes gpuhost objects, changing the table. */
+static gh_live_record *
+snapshot(gh_live_records *live, Py_ssize_t *n)
+{
+    gh_live_record *copy = PyMem_Calloc(live->n ? live->n : 1, sizeof(*copy));
+    *n = 0;
+    if (copy == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (size_t i = 0; i < live->cap; i++) {
+        if (live->table[i].obj != NULL && live->table[i].obj != REMOVED) {
+            copy[*n] = live->table[i];
+            Py_INCREF(copy[*n].obj);
+            Py_XINCREF(copy[*n].code);
+            (*n)++;
+        }
+    }
+    return copy;
+}
+
 static PyObject *
 live_recorded(PyObject *module, PyObject *Py_UNUSED(ignored))
 {
     gh_live_records *live = &gh_state_of_module(module)->live;
-    PyObject *records = PyList_New(0), *item;
+    Py_ssize_t n, lost = live->lost;
+    gh_live_record *copy = snapshot(live, &n);
+    PyObject *records = copy != NULL ? PyList_New(n) : NULL, *item;
 
-    for (size_t i = 0; records != NULL && i < live->cap; i++) {
-        if (live->table[i].obj == NULL || live->table[i].obj == REMOVED) {
-            continue;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (records != NULL) {
+            if ((item = record_tuple(&copy[i])) == NULL) {
+                Py_CLEAR(records);
+            }
+            else {
+                PyList_SET_ITEM(records, i, item);
+            }
         }
-        item = record_tuple(&live->table[i]);
-        if (item == NULL || PyList_Append(records, item) < 0) {
-            Py_CLEAR(records);
-        }
-        Py_XDECREF(item);
+        Py_DECREF(copy[i].obj);
+        Py_XDECREF(copy[i].code);
     }
-    return records == NULL ? NULL : Py_BuildValue("(Nn)", records, live->lost);
+    PyMem_Free(copy);
+    return records == NULL ? NULL : Py_BuildValue("(Nn)", records, lost);
 }
 
 static PyObject *

@@ -207,3 +207,35 @@ def test_release_pool_blocks_gives_back_what_every_pool_holds(fake):
     with pytest.raises(TypeError, match=r"^_release_pool_blocks\(\) takes a Context or None, "
                                         r"not int$"):
         _core._release_pool_blocks(0)
+
+
+def test_the_records_stay_whole_while_the_collector_runs_during_a_read(recording):
+    # Cycles of events left to the collector, which runs at almost every allocation the
+    # read makes: what it frees, and what finalizers make, must not upset the read.
+    import gc
+    import weakref
+
+    class Maker:
+        def __del__(self):
+            made.append(gpuhost.event())  # made while the collector runs
+
+    made = []
+    n = int(rng.integers(50, 200))
+    refs = []
+    for _ in range(n):
+        cycle = [gpuhost.event(), Maker()]
+        cycle.append(cycle)
+        refs.append(weakref.ref(cycle[0]))
+        del cycle
+    threshold = gc.get_threshold()
+    gc.set_threshold(1, 1, 1)
+    try:
+        for _ in range(5):
+            records = _recorded()
+            alive = {id(r()) for r in refs if r() is not None} | {id(e) for e in made}
+            assert {id(r[1]) for r in records} <= alive and len(records) <= 2 * n
+            del records
+    finally:
+        gc.set_threshold(*threshold)
+    gc.collect()
+    assert {id(r[1]) for r in _recorded()} == {id(e) for e in made} and len(made) == n
