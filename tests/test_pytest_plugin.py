@@ -34,8 +34,11 @@ BASE = PLUGIN + ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-rfEs")
 @pytest.fixture
 def inner(pytester, monkeypatch, tmp_path):
     """pytester with a home of its own, no CUDA_DEVICE, and the checkout's gpuhost first
-    on the path of subprocesses."""
+    on the path of subprocesses.  Not an xdist worker, whatever this run is: the inner
+    session is one of its own (the plugin reads the worker count from the environment)."""
     monkeypatch.delenv("CUDA_DEVICE", raising=False)
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT"):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         [ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
