@@ -239,3 +239,20 @@ def test_the_records_stay_whole_while_the_collector_runs_during_a_read(recording
         gc.set_threshold(*threshold)
     gc.collect()
     assert {id(r[1]) for r in _recorded()} == {id(e) for e in made} and len(made) == n
+
+
+@pytest.mark.parametrize("name", ["_live_counts", "_live_record", "_live_recorded",
+                                  "_live_record_stop", "_live_kept", "_release_pool_blocks"])
+def test_the_private_functions_examples_run(name):
+    # tests/test_docstring_examples.py runs the public names' examples; these are gpuhost's
+    # own, documented the same way.
+    import doctest
+
+    fn = getattr(_core, name)
+    doc = fn.__doc__
+    assert fn.__text_signature__ is not None and "Examples\n--------\n>>> " in doc
+    test = doctest.DocTestParser().get_doctest(doc, {"gpuhost": gpuhost, "np": np}, name,
+                                               None, 0)
+    report = []
+    results = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS).run(test, out=report.append)
+    assert results.failed == 0 and results.attempted >= 3, "".join(report)
