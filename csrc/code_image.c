@@ -12,6 +12,7 @@
 #include "cuda_api.h"
 #include "errors.h"
 #include "kernel.h"
+#include "live.h"
 #include "release.h"
 #include "services.h"
 #include "state.h"
@@ -129,6 +130,7 @@ module_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs)
         gh_release(ctx, ctx->generation, GH_CU_ModuleUnload, handle);
         goto done;
     }
+    gh_live_add(st, GH_LIVE_MODULE, (PyObject *)self);
     self->context = (gh_context *)Py_NewRef(ctx);
     self->generation = ctx->generation;
     self->handle = handle;
@@ -350,6 +352,7 @@ module_dealloc(gh_module *self)
     Py_XDECREF(self->lowered);
     Py_XDECREF(self->info_log);
     Py_XDECREF(self->context);
+    gh_live_remove(gh_state_of_type(tp), GH_LIVE_MODULE, (PyObject *)self);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }

@@ -11,6 +11,7 @@
 #include "device.h"
 #include "display.h"
 #include "errors.h"
+#include "live.h"
 #include "release.h"
 #include "services.h"
 #include "state.h"
@@ -102,6 +103,7 @@ gh_event_new(gh_state *st, gh_context *ctx, unsigned int flags, int ctx_is_curre
     self->recorded = 0;
     self->imported = 0;
     self->weakreflist = NULL;
+    gh_live_add(st, GH_LIVE_EVENT, (PyObject *)self);
     return (PyObject *)self;
 }
 
@@ -433,6 +435,7 @@ event_dealloc(gh_event *self)
         gh_release(ctx, self->generation, GH_CU_EventDestroy, self->handle);
     }
     Py_DECREF(ctx);
+    gh_live_remove(gh_state_of_type(tp), GH_LIVE_EVENT, (PyObject *)self);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }
@@ -576,6 +579,7 @@ mod_open_ipc_event(PyObject *module, PyObject *arg)
             self->recorded = 1; /* the exporting process records it */
             self->imported = 1;
             self->weakreflist = NULL;
+            gh_live_add(st, GH_LIVE_EVENT, (PyObject *)self);
         }
     }
     Py_DECREF(ctx);

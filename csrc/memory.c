@@ -11,6 +11,7 @@
 #include "context.h"
 #include "cuda_api.h"
 #include "errors.h"
+#include "live.h"
 #include "release.h"
 #include "state.h"
 #include "memory_docs.h"
@@ -38,6 +39,7 @@ gh_allocation_new(gh_state *st, gh_context *ctx, gh_alloc_kind kind, size_t size
     self->pool = NULL;
     self->block = NULL;
     self->weakreflist = NULL;
+    gh_live_add(st, GH_LIVE_ALLOCATION, (PyObject *)self);
     return self;
 }
 
@@ -367,6 +369,7 @@ allocation_dealloc(gh_allocation *self)
     }
     allocation_release(self);
     Py_DECREF(self->context);
+    gh_live_remove(gh_state_of_type(tp), GH_LIVE_ALLOCATION, (PyObject *)self);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }

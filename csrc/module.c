@@ -23,6 +23,7 @@
 #include "interop.h"
 #include "jit.h"
 #include "kernel.h"
+#include "live.h"
 #include "memory.h"
 #include "nccl_comm.h"
 #include "nvrtc_api.h"
@@ -41,6 +42,7 @@ static PyMethodDef *const function_tables[] = {
     gh_driver_methods,  gh_nvrtc_methods,   gh_current_methods,    gh_services_methods,
     gh_release_methods, gh_nvtx_methods,    gh_jit_methods,        gh_address_methods,
     gh_program_methods, gh_display_methods, gh_array_copy_methods, gh_interop_methods,
+    gh_live_methods,
 };
 
 static int
@@ -138,6 +140,7 @@ module_free(void *module)
     gh_state *st = gh_state_of_module((PyObject *)module);
     gh_release_free(st);
     module_clear((PyObject *)module);
+    gh_live_free(st);
 }
 
 static PyModuleDef_Slot module_slots[] = {

@@ -82,6 +82,42 @@ pool_tp_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     return (PyObject *)p;
 }
 
+/* A pool with a Python allocator is tracked by the garbage collector (gh_pool_new): the
+   allocator, or the memory it handed out, may refer back to the pool.  The blocks in use
+   are the Allocations' (not tracked), so only the held ones are visited. */
+static int
+pool_traverse(gh_pool *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->context);
+    Py_VISIT(self->backing);
+    for (Py_ssize_t i = 0; i < self->n_lanes; i++) {
+        lane *l = self->lanes[i];
+        Py_ssize_t left = l->n_blocks;
+        Py_VISIT(l->stream_obj);
+        for (int bin = 0; bin < N_BINS && left > 0; bin++) {
+            for (block *b = l->bins[bin]; b != NULL; b = b->next, left--) {
+                Py_VISIT(b->stream_obj);
+                Py_VISIT(b->backing);
+            }
+        }
+    }
+    return 0;
+}
+
+/* Break a cycle through the pool: give the held blocks back (which drops what they keep)
+   and let the allocator go; new blocks would then come from the driver.  The context
+   stays: the blocks in use go back to it. */
+static int
+pool_clear(gh_pool *self)
+{
+    if (self->mode != MODE_DRIVER) {
+        gh_pool_release_held(self, NULL);
+    }
+    Py_CLEAR(self->backing);
+    return 0;
+}
+
 static void
 pool_dealloc(gh_pool *self)
 {
@@ -89,6 +125,7 @@ pool_dealloc(gh_pool *self)
     gh_state *st = gh_pool_state_of(self);
     gh_pool **link;
 
+    PyObject_GC_UnTrack(self);
     if (self->mode != MODE_DRIVER) {
         gh_pool_release_held(self, NULL); /* (a driver pool's memory stays with the driver) */
     }
@@ -664,6 +701,8 @@ static PyType_Slot pool_slots[] = {
                 "1"},
     {Py_tp_new, pool_tp_new},
     {Py_tp_dealloc, pool_dealloc},
+    {Py_tp_traverse, pool_traverse},
+    {Py_tp_clear, pool_clear},
     {Py_tp_methods, pool_methods},
     {Py_tp_getset, pool_getset},
     {Py_tp_repr, pool_repr},
@@ -673,7 +712,7 @@ static PyType_Slot pool_slots[] = {
 static PyType_Spec pool_spec = {
     .name = "gpuhost.Pool",
     .basicsize = sizeof(gh_pool),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_HAVE_GC,
     .slots = pool_slots,
 };
 
@@ -728,6 +767,45 @@ mod_default_pool(PyObject *module, PyObject *args)
     return Py_XNewRef((PyObject *)p);
 }
 
+/* _core._release_pool_blocks(context=None): every live pool (of `context`) gives back what
+   it holds; the pytest plugin's leak check, before it counts and measures. */
+static PyObject *
+mod_release_pool_blocks(PyObject *module, PyObject *args)
+{
+    gh_state *st = gh_state_of_module(module);
+    PyObject *arg = Py_None, *pools;
+    size_t before = 0, after = 0;
+
+    if (!PyArg_ParseTuple(args, "|O:_release_pool_blocks", &arg)) {
+        return NULL;
+    }
+    if (arg != Py_None && !Py_IS_TYPE(arg, st->ContextType)) {
+        PyErr_Format(PyExc_TypeError, "_release_pool_blocks() takes a Context or None, not %s",
+                     Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    if ((pools = PyList_New(0)) == NULL) {
+        return NULL;
+    }
+    /* A snapshot: giving blocks back lets go of objects, which may free other pools. */
+    for (gh_pool *p = st->pools; p != NULL; p = p->next_pool) {
+        if ((arg == Py_None || (PyObject *)p->context == arg) &&
+            PyList_Append(pools, (PyObject *)p) < 0) {
+            Py_DECREF(pools);
+            return NULL;
+        }
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(pools); i++) {
+        gh_pool *p = (gh_pool *)PyList_GET_ITEM(pools, i);
+        gh_pool_sync(p);
+        before += p->held_bytes;
+        gh_pool_release_held(p, NULL);
+        after += p->held_bytes;
+    }
+    Py_DECREF(pools);
+    return PyLong_FromSize_t(before - after);
+}
+
 static PyMethodDef pool_module_methods[] = {
     {"device_alloc", (PyCFunction)(void (*)(void))mod_device_alloc, METH_FASTCALL | METH_KEYWORDS,
      "device_alloc(size, stream=None)\n--\n\n"
@@ -747,6 +825,28 @@ static PyMethodDef pool_module_methods[] = {
      ">>> pool = gpuhost._core.default_pool()\n"
      ">>> gpuhost.device_array(16, np.uint8).owner.pool is pool\n"
      "True"},
+    {"_release_pool_blocks", (PyCFunction)mod_release_pool_blocks, METH_VARARGS,
+     "_release_pool_blocks(context=None, /)\n--\n\n"
+     "Every live Pool (of `context`, if given) gives the blocks it holds back (gpuhost\n"
+     "internal: the pytest plugin's leak check).\n\n"
+     "free_all_blocks() of each pool gpuhost knows, the default pools and those made from\n"
+     "Python (CuPy's MemoryPool, pycuda's DeviceMemoryPool, ...), found in gpuhost's own list\n"
+     "of live pools. A 'driver' mode pool synchronizes its context and trims the driver's\n"
+     "pool. Never raises for what a release does: that is warned about.\n\n"
+     "Returns\n"
+     "-------\n"
+     "int\n"
+     "    The bytes the 'cache' and 'plain' mode pools held and gave back.\n\n"
+     "Raises\n"
+     "------\n"
+     "TypeError\n"
+     "    `context` is neither a Context nor None.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> pool = gpuhost._core.Pool('device', 'cache')\n"
+     ">>> pool.allocate(1000).close()\n"
+     ">>> gpuhost._core._release_pool_blocks(pool.context) >= 1024, pool.free_bytes\n"
+     "(True, 0)"},
     {NULL, NULL, 0, NULL},
 };
 

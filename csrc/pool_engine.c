@@ -751,6 +751,9 @@ gh_pool_new(gh_state *st, PyTypeObject *type, gh_context *ctx, pool_mode mode, i
     p->backing = Py_XNewRef(backing);
     p->next_pool = st->pools;
     st->pools = p;
+    if (backing == NULL) {
+        PyObject_GC_UnTrack(p); /* holds no object that could refer back to it (pool.c) */
+    }
     if (mode == MODE_DRIVER) {
         int pushed;
         if (gh_context_enter(ctx, &pushed) < 0) {

@@ -1,7 +1,7 @@
 /* gpuhost._core's module state (PEP 573): the heap types, the devices made so far, the
- * releases held by defer_cleanup(), the event cache, the pools, and the Python functions
- * the C code calls.  It includes nothing of gpuhost's but the driver's declarations: the
- * ground floor of csrc/, which every file may include.
+ * releases held by defer_cleanup(), the event cache, the pools, the records of live objects,
+ * and the Python functions the C code calls.  It includes nothing of gpuhost's but the driver's
+ * declarations: the ground floor of csrc/, which every file may include.
  */
 #ifndef GPUHOST_STATE_H
 #define GPUHOST_STATE_H
@@ -38,6 +38,41 @@ typedef enum {
 #undef GH_HELPER_ENUM
         GH_HELPER__COUNT
 } gh_helper;
+
+/* The kinds of objects owning a driver resource that gpuhost keeps records of (live.c): how
+   many are alive, and, while the pytest plugin's leak check records, which ones were made
+   since and where.  X(enum, the type's name, unquoted) */
+#define GH_LIVE_LIST(X)                                                                            \
+    X(ALLOCATION, Allocation)                                                                      \
+    X(STREAM, Stream)                                                                              \
+    X(EVENT, Event)                                                                                \
+    X(MODULE, Module)
+
+typedef enum {
+#define GH_LIVE_ENUM(e, name) GH_LIVE_##e,
+    GH_LIVE_LIST(GH_LIVE_ENUM)
+#undef GH_LIVE_ENUM
+        GH_LIVE__COUNT
+} gh_live_kind;
+
+/* One object made while recording (live.c): its address (NULL: a free slot), its kind, and
+   the code and line of the Python frame that made it (code NULL: not known). */
+typedef struct {
+    PyObject *obj; /* borrowed: its dealloc removes the record */
+    PyObject *code;
+    int line;
+    int kind;
+} gh_live_record;
+
+/* gpuhost's records of its live objects (live.c). */
+typedef struct {
+    Py_ssize_t counts[GH_LIVE__COUNT]; /* alive now, by kind */
+    int recording;                     /* noting the objects made, and where */
+    PyObject *skip;                    /* str: frames of files under it are looked past */
+    gh_live_record *table;             /* open addressing by address, cap slots (2^k) */
+    size_t cap, used, n;               /* slots taken (removed ones too), records */
+    Py_ssize_t lost;                   /* made while recording but not noted: no memory */
+} gh_live_records;
 
 typedef struct gh_context gh_context;
 typedef struct gh_pool gh_pool;
@@ -137,6 +172,7 @@ struct gh_state {
     int n_foreign_types;
     PyObject *typestrs;          /* dict: CUDA array interface typestr -> NumPy dtype (interop.c) */
     PyObject *interop_names[24]; /* interned attribute and key names (interop.c) */
+    gh_live_records live; /* live.c's records of the objects owning resources */
 };
 
 /* Whether the interpreter is shutting down (a driver thread must not take the GIL). */

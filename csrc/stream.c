@@ -11,6 +11,7 @@
 #include "cuda_api.h"
 #include "errors.h"
 #include "event.h"
+#include "live.h"
 #include "release.h"
 #include "state.h"
 #include "stream_docs.h"
@@ -223,6 +224,7 @@ stream_wrap(gh_state *st, gh_context *ctx, CUstream handle, gh_stream_kind kind)
     self->launched = 0;
     self->capture = self->capture_kernels = NULL;
     self->weakreflist = NULL;
+    gh_live_add(st, GH_LIVE_STREAM, (PyObject *)self);
     return self;
 }
 
@@ -807,6 +809,7 @@ stream_dealloc(gh_stream *self)
     Py_XDECREF(self->capture);
     Py_XDECREF(self->capture_kernels);
     Py_DECREF(ctx);
+    gh_live_remove(gh_state_of_type(tp), GH_LIVE_STREAM, (PyObject *)self);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }

@@ -108,6 +108,7 @@ def _kernel(dev, name):
                     raise
                 _unavailable.append(e)
                 return None
+            _core._live_kept(entry[0])  # cached by design: no leak for the leak check
             _loaded[dev.context] = entry
     kernels = entry[1]
     k = kernels.get(name)

@@ -369,6 +369,7 @@ class Dispatcher(_core.JitDispatcher):
         name, _, _, carveout = _numba.overload_facts(overload)
         with ctx.device:  # loaded in ctx, whichever context is current
             module = _core.Module(_numba.cubin_for(overload, ctx.device))
+        _core._live_kept(module)  # cached by design: no leak for the leak check
         kernel = module.get_function(name)
         if carveout is not None and carveout >= 0:  # -1: the driver's default
             kernel.preferred_shared_memory_carveout = carveout

@@ -307,6 +307,7 @@ class RawKernel:
         if k is None or k.module.unloaded:
             with self._lock:
                 k = Module(self.compile()).get_function(self.name)
+                _core._live_kept(k.module)  # cached by design: no leak for the leak check
                 self._kernels[key] = k
         return k
 

@@ -9,9 +9,11 @@ Fixtures
     ``gpuhost_context``: the default device's primary context (make_default_context()),
     pushed for the test and popped after it.  ``gpuhost_device``: its Device.
     ``gpuhost_leak_check``: the same context; the test fails if gpuhost streams, events,
-    modules or allocations it made are still alive when it ends, or if the device's free
-    memory fell by more than ``--gpuhost-leak-tolerance``; the context is synchronized at
-    the end so that an asynchronous error fails the test that caused it.
+    modules or allocations it made are still alive when it ends (each named with the line
+    that made it), or if the device's free memory fell by more than
+    ``--gpuhost-leak-tolerance``; the context is synchronized at the end so that an
+    asynchronous error fails the test that caused it.  It reads gpuhost's own records,
+    never the heap: some microseconds a test, whatever else the process holds.
 Options
     ``--gpuhost-device N``: run the tests on device N.  Under pytest-xdist, without it,
     worker ``gw<k>`` runs on device ``k % device count``.
@@ -31,7 +33,6 @@ pays nothing for the plugin.
 import gc
 import os
 import re
-import sys
 
 import pytest
 
@@ -255,7 +256,8 @@ def gpuhost_context():
 
     The device is make_default_context()'s: the one chosen by ``--gpuhost-device`` or
     xdist, else CUDA_DEVICE, else the first usable one. The context is pushed for the
-    test and popped after it. The test is skipped where CUDA is not usable.
+    test and popped after it. The test is skipped where CUDA is not usable, and fails
+    saying why where no device gives a usable context (as after a sticky error).
 
     Yields
     ------
@@ -276,7 +278,11 @@ def gpuhost_context():
     _, why = _usable_count()
     if why is not None:
         pytest.skip("needs a CUDA device: %s" % why)
-    ctx = make_default_context()
+    try:
+        ctx = make_default_context()
+    except (gpuhost.CudaSupportError, gpuhost.CudaDriverError) as e:
+        # e.g. a sticky error an earlier test left: every test after it says so
+        pytest.fail("gpuhost_context: no usable context for the test: %s" % e, pytrace=False)
     yield ctx
     if gpuhost.gpus.current is not None:
         gpuhost.current_context().pop()  # the top, whichever: the stack is as deep as before
@@ -305,10 +311,14 @@ def gpuhost_leak_check(gpuhost_context):
     """The fixture `gpuhost_context`, with a leak check around the test.
 
     The test fails if it leaves gpuhost streams, events, modules or allocations alive
-    (after gc.collect() and emptying the memory pools), or the device with less free
-    memory than it found (beyond ``--gpuhost-leak-tolerance``), or an asynchronous CUDA
-    error pending: the context is synchronized at the end, so that the error fails the
-    test that caused it. Skips the test where CUDA is not usable.
+    (after emptying the memory pools, and gc.collect() if any is left), each named with
+    the file, line and function that made it, or the device with less free memory than
+    it found (beyond ``--gpuhost-leak-tolerance``), or an asynchronous CUDA error pending:
+    the context is synchronized at the end, so that the error fails the test that caused
+    it. Modules that gpuhost's kernel caches keep (a RawKernel's, a jit function's, the
+    copy kernel's) and ``context_dependent_memoize`` results do not count. The check reads
+    gpuhost's own records, never the heap, so it costs the same whatever the process
+    holds. Skips the test where CUDA is not usable.
 
     Returns
     -------
@@ -320,85 +330,46 @@ def gpuhost_leak_check(gpuhost_context):
     >>> def test_no_leak(gpuhost_leak_check):
     ...     s = gpuhost.stream()
     ...     s.synchronize()
-    ...     del s  # kept alive, the test would fail: "1 stream" still alive
+    ...     del s  # kept alive, the test would fail: "1 stream" still alive, with the
+    ...            # line that made it
     """
     return gpuhost_context
 
 
-_POOL_CLASSES = (("gpuhost.memory", ("MemoryPool", "PinnedMemoryPool")),
-                 ("gpuhost.tools", ("DeviceMemoryPool", "PageLockedMemoryPool")),
-                 ("gpuhost._core", ("Pool",)))
-_HAVE_GC = 1 << 14  # Py_TPFLAGS_HAVE_GC: the type's instances are tracked by gc
+# ---- the leak check ----
+#
+# It asks gpuhost, never the garbage collector's view of the heap: the C core counts its
+# allocations, streams, events and modules as they are made and freed, records which ones
+# are made while a checked test runs (and by which line), and keeps a list of its live
+# pools.  So a check costs the same whatever else the process holds, and it never calls
+# gc.get_referents() or gc.get_objects(): walking every module's references is what hangs
+# CPython 3.12.0-3.12.5 after anything awaited an asyncio future (gh-122695: _asyncio's
+# module hands out a freed object; the next gc.collect() loops for ever).  gc.collect()
+# runs only when something the test made is still alive, which a cycle may be all that
+# holds.
+
+_SHOWN = 10  # leaked objects listed one by one in a report; the rest are counted
+_package = []  # gpuhost's package folder (with a separator), once known
 
 
-def _release(pool):
-    """Give `pool`'s held blocks back (pycuda's free_held, CuPy's free_all_blocks)."""
-    for name in ("free_held", "free_all_blocks"):
-        method = getattr(pool, name, None)
-        if callable(method):
-            method()
-            return
+def _package_folder():
+    """Frames of files in it are looked past for where an object was made."""
+    if not _package:
+        import gpuhost
 
-
-def _free_pool_blocks(ctx):
-    """Give the blocks gpuhost's memory pools hold back to the driver, so that they count
-    neither as live allocations nor as used memory: the context's default pool (device
-    arrays allocate from it), and every pool of the pool modules the tests imported (those
-    modules are not imported here)."""
-    core = sys.modules.get("gpuhost._core")
-    default_pool = getattr(core, "default_pool", None)
-    if callable(default_pool):
-        _release(default_pool(ctx))
-    classes = []
-    for module, names in _POOL_CLASSES:
-        for name in names:
-            cls = getattr(sys.modules.get(module), name, None)
-            if isinstance(cls, type) and cls not in classes:
-                classes.append(cls)
-    if not classes:
-        return
-    tracked = tuple(c for c in classes if c.__flags__ & _HAVE_GC)
-    untracked = tuple(c for c in classes if c not in tracked)
-    objects = gc.get_objects()
-    pools = [o for o in objects if isinstance(o, tracked)] if tracked else []
-    if untracked:  # C types gc does not track: look one reference below what it does
-        pools += [o for o in gc.get_referents(*objects) if isinstance(o, untracked)]
-    del objects
-    for pool in {id(p): p for p in pools}.values():
-        _release(pool)
-
-
-def _cached_modules():
-    """How many modules gpuhost keeps loaded by design: the built-in copy kernel's (one
-    per context) and those of RawKernel objects (one per device, on first use)."""
-    n = 0
-    copykernel = sys.modules.get("gpuhost._copykernel")
-    if copykernel is not None:
-        n += len(getattr(copykernel, "_loaded", ()))
-    kernels = sys.modules.get("gpuhost.kernels")
-    raw = getattr(kernels, "RawKernel", None)
-    if isinstance(raw, type):
-        for obj in gc.get_objects():
-            if isinstance(obj, raw):
-                n += len(getattr(obj, "_kernels", ()))
-    return n
-
-
-def _free_threaded():
-    import sysconfig
-
-    return bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+        # as the code objects name their files: the path the package was imported from
+        _package.append(os.path.join(os.path.dirname(gpuhost.__file__), ""))
+    return _package[0]
 
 
 def live_counts():
-    """How many of each resource the leak check counts are alive, for tests of your own.
+    """How many gpuhost allocations, streams, events and modules are alive, for tests of
+    your own.
 
-    These types are not tracked by the garbage collector (gc.get_objects() does not list
-    them), but each instance holds a reference to its heap type, so the type's reference
-    count moves with them: a precise and cheap count; compare two calls' results, not the
-    numbers themselves.  On a free-threaded build, where instances count their type per
-    thread, they are looked for instead one reference away from every object the collector
-    tracks (and through device arrays).
+    gpuhost counts them itself as they are made and freed: exact and cheap, on every
+    CPython build (free-threaded ones included), whatever else the process holds.  A
+    DeviceArray counts as its Allocation (views share it); a pool's block in use is an
+    Allocation too.
 
     Returns
     -------
@@ -413,31 +384,9 @@ def live_counts():
     >>> live_counts()["Stream"] - before
     1
     """
-    import gpuhost
+    from gpuhost import _core
 
-    types = {name: getattr(gpuhost, name) for name, _ in _LEAK_TYPES}
-    if not _free_threaded():
-        return {name: sys.getrefcount(tp) for name, tp in types.items()}
-    return _scan_counts(types)
-
-
-def _scan_counts(types):
-    import gpuhost
-
-    wanted = {tp: name for name, tp in types.items()}
-    found = {}
-    for obj in gc.get_referents(*gc.get_objects()):
-        tp = type(obj)
-        if tp in wanted:
-            found[id(obj)] = obj
-        elif tp is gpuhost.DeviceArray:
-            for inner in (getattr(obj, "owner", None), getattr(obj, "stream", None)):
-                if type(inner) in wanted:
-                    found[id(inner)] = inner
-    counts = dict.fromkeys(types, 0)
-    for obj in found.values():
-        counts[wanted[type(obj)]] += 1
-    return counts
+    return _core._live_counts()
 
 
 def _memory_checked(count):
@@ -447,60 +396,128 @@ def _memory_checked(count):
     return not (workers and workers.isdigit() and int(workers) > count)
 
 
-class _Snapshot:
-    def __init__(self, ctx, memory):
-        from gpuhost import _pycuda_tools
-
-        _pycuda_tools.clear_context_caches()
-        gc.collect()
-        _free_pool_blocks(ctx)  # blocks freed by the collection too
-        self.counts = live_counts()
-        self.cached = _cached_modules()
-        self.free = ctx.get_memory_info().free if memory else None
-
-
-def _leak_report(ctx, before, tolerance):
-    """What the test leaked, as text, or None."""
-    from gpuhost import CudaDriverError
-
+def _safe_repr(obj):
+    """repr(obj), or a stand-in naming its type where repr raises: the check never fails
+    on an object it cannot show."""
     try:
-        ctx.synchronize()
-    except CudaDriverError as e:
-        return ("gpuhost_leak_check: an asynchronous CUDA error surfaced when the test's "
-                "work was synchronized at its end: %s" % e)
-    after = _Snapshot(ctx, before.free is not None)
-    leaked = []
-    for name, word in _LEAK_TYPES:
-        n = after.counts[name] - before.counts[name]
-        if name == "Module":
-            n -= max(0, after.cached - before.cached)
-        if n > 0:
-            leaked.append("%d %s%s" % (n, word, "" if n == 1 else "s"))
+        return repr(obj)
+    except Exception as e:  # noqa: BLE001 - any error of a user's repr
+        return "<%s object (repr() raised %s)>" % (type(obj).__name__, type(e).__name__)
+
+
+def _where(root, filename, line, function):
+    if filename is None:
+        return "made outside Python code"
+    if root and filename.startswith(root):
+        filename = os.path.relpath(filename, root)
+    return "made at %s:%d in %s" % (filename, line, function)
+
+
+def _leak_lines(records, lost, root):
+    """(headline, lines) of the report on the objects still alive: how many of each kind,
+    then a line for each one saying where it was made."""
+    words = dict(_LEAK_TYPES)
+    counts = {name: 0 for name, _ in _LEAK_TYPES}
+    for kind, *_ in records:
+        counts[kind] += 1
+    summary = ", ".join("%d %s%s" % (n, words[kind], "" if n == 1 else "s")
+                        for kind, n in counts.items() if n)
+    if lost:
+        summary += "%s%d made while memory ran out, not recorded" % (
+            ", " if summary else "", lost)
+    headline = ("gpuhost objects made during the test are still alive after it (after "
+                "gc.collect()): " + summary)
     lines = []
-    if leaked:
-        lines.append("gpuhost objects made during the test are still alive after it (after "
-                     "gc.collect()): %s" % ", ".join(leaked))
-    if before.free is not None and before.free - after.free > tolerance:
-        lines.append("the device's free memory fell by %.1f MiB during the test (tolerance "
-                     "%.1f MiB: --gpuhost-leak-tolerance)"
-                     % ((before.free - after.free) / _MIB, tolerance / _MIB))
-    if not lines:
-        return None
-    return "gpuhost_leak_check: " + "; ".join(lines)
+    order = {name: i for i, (name, _) in enumerate(_LEAK_TYPES)}
+    records = sorted(records, key=lambda r: (order[r[0]], r[2] or "", r[3] or 0))
+    for kind, obj, filename, line, function in records[:_SHOWN]:
+        what = _safe_repr(obj)
+        pool = getattr(obj, "pool", None) if kind == "Allocation" else None
+        if pool is not None:
+            what += ", a block of " + _safe_repr(pool)
+        lines.append("    %s %s: %s" % (words[kind], _where(root, filename, line, function),
+                                       what))
+    if len(records) > _SHOWN:
+        lines.append("    ... and %d more" % (len(records) - _SHOWN))
+    return headline, lines
+
+
+class _LeakCheck:
+    """One test's leak check: begun when its body starts (every fixture set up), ended
+    when the body returns (before any fixture is torn down)."""
+
+    def __init__(self, ctx, memory):
+        from gpuhost import CudaDriverError, _core, _pycuda_tools
+
+        self.ctx = ctx
+        self.free = None
+        _pycuda_tools.clear_context_caches()
+        if memory:
+            _core._release_pool_blocks()  # held blocks are not the test's: not counted
+            try:
+                self.free = ctx.get_memory_info().free
+            except CudaDriverError as e:
+                pytest.fail("gpuhost_leak_check: the context was already unusable when the "
+                            "test began (an earlier test or fixture broke it): %s" % e,
+                            pytrace=False)
+        _core._live_record(_package_folder())
+
+    def end(self, tolerance, root):
+        """What the test leaked, as text, or None; recording stops."""
+        from gpuhost import _core
+
+        try:
+            return self._report(tolerance, root)
+        finally:
+            _core._live_record_stop()
+
+    def _report(self, tolerance, root):
+        from gpuhost import CudaDriverError, _core, _pycuda_tools
+
+        try:
+            self.ctx.synchronize()
+        except CudaDriverError as e:
+            return ("gpuhost_leak_check: an asynchronous CUDA error surfaced when the test's "
+                    "work was synchronized at its end: %s" % e)
+        _pycuda_tools.clear_context_caches()
+        _core._release_pool_blocks()  # a pool's held blocks keep their streams alive
+        records, lost = _core._live_recorded()
+        if records or lost:  # something the test made lives on: perhaps only in a cycle
+            del records
+            gc.collect()
+            _core._release_pool_blocks()  # blocks the collection gave back
+            records, lost = _core._live_recorded()
+        headlines, lines = [], []
+        if records or lost:
+            headline, lines = _leak_lines(records, lost, root)
+            headlines.append(headline)
+        del records
+        if self.free is not None:
+            try:
+                fell = self.free - self.ctx.get_memory_info().free
+            except CudaDriverError:
+                fell = 0  # the test closed or reset the context: nothing to compare
+            if fell > tolerance:
+                headlines.append("the device's free memory fell by %.1f MiB during the "
+                                 "test (tolerance %.1f MiB: --gpuhost-leak-tolerance)"
+                                 % (fell / _MIB, tolerance / _MIB))
+        if not headlines:
+            return None
+        return "\n".join(["gpuhost_leak_check: " + "; ".join(headlines)] + lines)
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
     """pytest's hook running `gpuhost_leak_check`'s check around a test's body.
 
-    For tests using the fixture: take stock when the test body starts (every fixture set
-    up), check when it returns, before any fixture is torn down; a leak fails the test
-    (or, when it failed already, is added to its report). Called by pytest, not by users.
+    For tests using the fixture: begin when the test body starts (every fixture set up),
+    check when it returns, before any fixture is torn down; a leak fails the test (or,
+    when it failed already, is added to its report). Called by pytest, not by users.
 
     Examples
     --------
     >>> def test_leaks(gpuhost_leak_check):
-    ...     test_leaks.kept = gpuhost.stream()  # fails: "1 stream" still alive
+    ...     test_leaks.kept = gpuhost.stream()  # fails: "1 stream" still alive, and where
     """
     funcargs = getattr(item, "funcargs", None) or {}
     ctx = funcargs.get("gpuhost_leak_check")
@@ -508,17 +525,17 @@ def pytest_runtest_call(item):
         yield
         return
     count, _ = _usable_count()
-    before = _Snapshot(ctx, _memory_checked(count))
+    check = _LeakCheck(ctx, _memory_checked(count))
     outcome = yield
     tolerance = item.config.getoption("gpuhost_leak_tolerance")
+    root = os.path.join(str(item.config.rootpath), "")
+    report = check.end(tolerance, root)
     if outcome.excinfo is not None:
-        # The test failed already: keep its error; still synchronize, so that an
-        # asynchronous error does not surface in the next test, and say so.
-        report = _leak_report(ctx, before, tolerance)
+        # The test failed already: keep its error; what it leaked (and an asynchronous
+        # error, surfaced here rather than in the next test) is shown beside it.
         if report:
             item.add_report_section("call", "gpuhost", report)
         return
-    report = _leak_report(ctx, before, tolerance)
     if report:
         failure = pytest.fail.Exception(report, pytrace=False)
         force = getattr(outcome, "force_exception", None)

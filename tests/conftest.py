@@ -217,6 +217,23 @@ def fake_kernels(fake):
         fake.kernels(False)
 
 
+@pytest.fixture
+def device0(monkeypatch):
+    """Pins the test to device 0: its context current for the test (CUDA_DEVICE=0 where
+    set), the device current before it current again after.  gpuhost's pytest plugin
+    gives each xdist worker a device of its own; most tests run on it, and those about
+    device 0 itself, or written as moves between devices 0 and 1, pin it."""
+    import gpuhost
+
+    before = gpuhost.gpus.current
+    if "CUDA_DEVICE" in os.environ:
+        monkeypatch.setenv("CUDA_DEVICE", "0")
+    gpuhost.select_device(0)
+    yield gpuhost.gpus[0]
+    if before is not None and gpuhost.gpus.current is not before:
+        gpuhost.select_device(before.id)
+
+
 def fake_last_launch():
     """(params, dims) of the fake driver's last recorded launch (FakeDriver.last_launch):
     the parameter buffer's bytes and (grid x, y, z, block x, y, z, dynamic shared bytes);

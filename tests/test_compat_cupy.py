@@ -24,6 +24,9 @@ from conftest import run_python
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+# CuPy's device model, tested as CuPy's own tests run: from device 0, moving to device 1
+# and back (gpuhost's pytest plugin may give an xdist worker another device).
+pytestmark = pytest.mark.usefixtures("device0")
 
 
 # ---- layout ----

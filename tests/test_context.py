@@ -107,8 +107,8 @@ def test_push_and_pop():
 
 def test_pop_on_an_empty_stack_is_a_clear_error():
     ctx = gpuhost.current_context()
-    with pytest.raises(CudaDriverError, match="cannot pop device 0's context: this thread's "
-                                              "context stack is empty"):
+    with pytest.raises(CudaDriverError, match="cannot pop device %d's context: this thread's "
+                                              "context stack is empty" % ctx.device.id):
         in_thread(ctx.pop)
 
 
@@ -183,7 +183,7 @@ def test_require_context_decorator():
 
 def test_context_repr_and_no_direct_construction():
     ctx = gpuhost.current_context()
-    assert repr(ctx) == "<CUDA context %#x of device 0>" % ctx.handle
+    assert repr(ctx) == "<CUDA context %#x of device %d>" % (ctx.handle, ctx.device.id)
     with pytest.raises(TypeError):
         gpuhost.Context()
 
@@ -198,7 +198,9 @@ def test_contexts_take_weak_references():
     managers = weakref.WeakKeyDictionary()
     managers[ctx] = "a plugin"
     assert managers[gpuhost.current_context()] == "a plugin"
-    assert in_thread(lambda: managers[gpuhost.current_context()]) == "a plugin"
+    # another thread, with the same device current there
+    assert in_thread(lambda: managers[gpuhost.select_device(ctx.device.id)
+                                      .get_primary_context()]) == "a plugin"
 
 
 def test_retain_failure_leaves_nothing_behind(fake):
@@ -313,7 +315,8 @@ def test_a_destroyed_current_context_is_reported_and_close_recovers():
     assert proc.stdout.split() == ["CUDA_ERROR_CONTEXT_IS_DESTROYED", "None", "True"]
 
 
-def test_objects_used_after_close_or_reset_name_what_ended_their_context():
+def test_objects_used_after_close_or_reset_name_what_ended_their_context(device0):
+    # device 0: the device a thread with no context current gets again after close()
     host = np.random.default_rng().random(5)
     a, s = gpuhost.to_device(host), gpuhost.stream()
     gpuhost.close()

@@ -237,9 +237,11 @@ def test_numpy_conversion_copies_to_the_host_as_numba_does():
 
 def test_array_basics():
     dev = gpuhost.to_device(random_array((4, 2), np.int16))
+    here = gpuhost.get_current_device()
     assert len(dev) == 4
-    assert repr(dev) == "<gpuhost.DeviceArray shape=(4, 2) dtype=int16 on device 0 at %#x>" % dev.ptr
-    assert dev.device is gpuhost.gpus[0] and dev.context is gpuhost.current_context()
+    assert repr(dev) == "<gpuhost.DeviceArray shape=(4, 2) dtype=int16 on device %d at %#x>" % (
+        here.id, dev.ptr)
+    assert dev.device is here and dev.context is gpuhost.current_context()
     assert isinstance(dev.owner, gpuhost.Allocation) and dev.owner.kind == "device"
     with pytest.raises(TypeError, match="len.. of a 0-d device array"):
         len(gpuhost.to_device(np.float32(1)))
@@ -287,12 +289,14 @@ def test_bad_allocations():
 
 
 def test_out_of_memory_states_the_request_and_leaks_nothing():
-    total = gpuhost.gpus[0].total_memory
+    here = gpuhost.get_current_device()
+    total = here.total_memory
     with pytest.raises(CudaOutOfMemoryError) as info:
         gpuhost.device_array(total * 2, np.uint8)
     e = info.value
     assert isinstance(e, MemoryError) and e.requested == total * 2
-    assert "out of memory allocating %d bytes of device memory on device 0" % (total * 2) in str(e)
+    assert "out of memory allocating %d bytes of device memory on device %d" % (
+        total * 2, here.id) in str(e)
     gpuhost.device_array(16)  # still usable
 
 
@@ -533,7 +537,7 @@ def test_views_keep_their_owner_alive(fake):
 def test_dlpack_round_trip_without_copy(max_version):
     host = random_array((3, 5), np.float32)
     dev = gpuhost.to_device(host)[:, 1:4]  # strided: strides travel in elements
-    assert dev.__dlpack_device__() == (2, 0)
+    assert dev.__dlpack_device__() == (2, gpuhost.get_current_device().id)
     capsule = dev.__dlpack__(max_version=max_version)
     back = gpuhost._core.dlpack_import(capsule)
     assert back.ptr == dev.ptr and back.shape == dev.shape and back.strides == dev.strides
@@ -587,8 +591,10 @@ def test_dlpack_export_errors():
     dev = gpuhost.to_device(random_array((4,), np.float64))
     with pytest.raises(BufferError, match="copy=True is not supported"):
         dev.__dlpack__(copy=True)
-    with pytest.raises(BufferError, match="the array is on CUDA device 0, not .1, 0."):
-        dev.__dlpack__(dl_device=(1, 0))
+    here = gpuhost.get_current_device().id
+    with pytest.raises(BufferError, match="the array is on CUDA device %d, not .1, %d."
+                                          % (here, here + 1)):
+        dev.__dlpack__(dl_device=(1, here + 1))
     with pytest.raises(ValueError, match="stream 0 is ambiguous"):
         dev.__dlpack__(stream=0)
     with pytest.raises(TypeError, match="stream must be an int or None"):
@@ -873,7 +879,7 @@ def test_scalar_assignment_uses_memsets_where_the_pattern_allows(fake):
 
 
 @pytest.mark.gpus(2)
-def test_copies_between_devices_are_peer_copies_and_exact():
+def test_copies_between_devices_are_peer_copies_and_exact(device0):
     host = random_array((50, 3), np.float64)
     with gpuhost.gpus[1]:
         on1 = gpuhost.to_device(host)
@@ -895,7 +901,7 @@ def test_copies_between_devices_are_peer_copies_and_exact():
         on0.copy_to_host(stream=s1)
 
 
-def test_peer_copy_goes_through_cuMemcpyPeer(fake):
+def test_peer_copy_goes_through_cuMemcpyPeer(fake, device0):
     with gpuhost.gpus[1]:
         on1 = gpuhost.to_device(random_array((8,), np.int32))
     on0 = gpuhost.device_array_like(on1)

@@ -197,7 +197,7 @@ def test_device_array_html_shows_layout_without_copying(fake):
     assert caption(table).startswith("gpuhost.DeviceArray (in device memory")
     assert cells(table) == {
         "shape": "(4, 4)", "dtype": "float32", "strides": "(32, 8)", "layout": "strided",
-        "nbytes": "64 bytes", "device": "0 (%s)" % gpuhost.gpus[0].name,
+        "nbytes": "64 bytes", "device": "%d (%s)" % (arr.device.id, arr.device.name),
         "stream": "none (the default stream)", "address": hex(arr.ptr),
     }
     assert text.split("\n")[0] == repr(arr) and "  layout: strided" in text
@@ -229,7 +229,7 @@ def test_device_array_html_names_its_bound_stream_and_device():
 def test_event_html_shows_device_and_flags():
     ev = gpuhost.event(timing=False, blocking_sync=True)
     got = cells(ev._repr_html_())
-    assert got == {"device": "0 (%s)" % gpuhost.gpus[0].name, "timing": "False",
+    assert got == {"device": "%d (%s)" % (ev.device.id, ev.device.name), "timing": "False",
                    "recorded": "False", "blocking sync": "True", "interprocess": "False",
                    "handle": hex(ev.handle)}
     ev.record()
@@ -248,7 +248,7 @@ def test_pool_html_shows_its_statistics():
     got = cells(pool._repr_html_())
     fmt = gpuhost._core.format_bytes
     assert got == {"kind": "device", "mode": "cache",
-                   "device": "0 (%s)" % gpuhost.gpus[0].name,
+                   "device": "%d (%s)" % (pool.context.device.id, pool.context.device.name),
                    "in use": "%s in 2 blocks" % fmt(pool.used_bytes),
                    "held for reuse": "%s in 1 blocks" % fmt(pool.free_bytes), "limit": "none"}
     pool.limit = 3 << 20
@@ -274,7 +274,7 @@ def test_pycuda_pools_show_their_statistics():
     del a
 
 
-def test_cupy_pools_show_a_row_per_device():
+def test_cupy_pools_show_a_row_per_device(device0):
     pool = gpuhost.memory.MemoryPool()
     a = pool.malloc(1000)
     with gpuhost.gpus[-1]:

@@ -18,7 +18,6 @@ import importlib.metadata
 import inspect
 import pkgutil
 import re
-import sys
 import types
 
 import numpy as np
@@ -135,10 +134,6 @@ def _has_numba_cuda():
 HAS_NUMBA_CUDA = _has_numba_cuda()
 
 
-@pytest.mark.skipif(sys.version_info[:2] == (3, 12),
-                    reason="on CPython 3.12 (3.12.1 in CI) a gc.collect() in a later test's leak "
-                           "check never returns after these examples ran in the process; not "
-                           "yet understood, so they run on 3.10, 3.11, 3.13 and 3.14 only")
 @pytest.mark.parametrize("qual, doc", WITH_EXAMPLES, ids=[q for q, _ in WITH_EXAMPLES])
 def test_docstring_examples_run(qual, doc, fake_kernels, monkeypatch):
     test = doctest.DocTestParser().get_doctest(doc, {"gpuhost": gpuhost, "np": np}, qual,

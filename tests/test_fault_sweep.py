@@ -961,7 +961,8 @@ def check(sweep, summary, min_runs, min_pairs):
 
 
 @pytest.mark.skipif(DRIVER != "fake", reason="needs the fake driver")
-def test_every_driver_call_of_every_operation_fails_cleanly(fake):
+def test_every_driver_call_of_every_operation_fails_cleanly(fake, device0):
+    # device0: the operations are written as moves between devices 0 and 1
     sweep, summary = run_sweep(fake, OPERATIONS, "default allocator")
     # lower bounds, so that coverage cannot shrink unnoticed (when written: 1097 runs,
     # 117 pairs, 102 source lines; 102 pairs in the sanitizer build, which inlines more)

@@ -17,7 +17,9 @@ import gpuhost
 from gpuhost import CudaAPIError, CudaDriverError
 from conftest import DRIVER, run_python
 
-pytestmark = pytest.mark.gpus(2)
+# Written as moves between devices 0 and 1: pinned to device 0 (gpuhost's pytest plugin
+# may give an xdist worker another device).
+pytestmark = [pytest.mark.gpus(2), pytest.mark.usefixtures("device0")]
 rng = np.random.default_rng()
 
 

@@ -480,8 +480,9 @@ def test_rank_arguments_are_checked(one):
 
 def test_read_only_memory_cannot_receive(one):
     d = on(one, np.zeros(4))
-    ro = gpuhost.from_cuda_array_interface(dict(d.__cuda_array_interface__, data=(d.ptr, True)),
-                                           owner=d)
+    with gpuhost.gpus[one.device.id]:  # a view of memory of the communicator's device
+        ro = gpuhost.from_cuda_array_interface(
+            dict(d.__cuda_array_interface__, data=(d.ptr, True)), owner=d)
     with pytest.raises(ValueError, match=re.escape("all_reduce(): recv is read-only memory")):
         one.all_reduce(d, ro)
     with pytest.raises(ValueError, match=re.escape("broadcast(): send is read-only memory")):
@@ -733,7 +734,8 @@ def test_compat_cupy_nccl_takes_pointers_and_nccls_codes():
     assert cn.available and cn.get_version() == nccl.get_version()
     uid = cn.get_unique_id()
     comm = cn.NcclCommunicator(1, uid, 0)
-    assert (comm.rank_id(), comm.size(), comm.device_id()) == (0, 1, 0)
+    here = gpuhost.get_current_device().id  # a rank on the current device, as CuPy's
+    assert (comm.rank_id(), comm.size(), comm.device_id()) == (0, 1, here)
     x = random_array("int64", 10)
     d, r = gpuhost.to_device(x), gpuhost.to_device(np.zeros(10, np.int64))
     cn.groupStart()

@@ -23,8 +23,9 @@ def test_reimporting_core_gives_distinct_working_types():
         assert second.Device is not first.Device
         assert second.Context is not first.Context
         assert second.MemoryInfo is not first.MemoryInfo
-        dev = second.get_device(0)
-        assert type(dev) is second.Device and dev.name == first.get_device(0).name
+        here = first.current_context().device.id
+        dev = second.get_device(here)
+        assert type(dev) is second.Device and dev.name == first.get_device(here).name
         assert second.current_context().get_memory_info().total == dev.total_memory
     finally:
         sys.modules["gpuhost._core"] = first

@@ -6,6 +6,7 @@ Statistics are checked against a model of the size classes written here; stream 
 out of memory and leaks through the fake driver's gate, fault injection and counters.  The
 tests marked gpu check real memory on the GPU."""
 import ctypes
+import functools
 import gc
 import math
 import os
@@ -212,7 +213,7 @@ def test_device_arrays_allocate_from_the_default_pool_and_give_back_to_it():
 
 
 @pytest.mark.gpus(2)
-def test_every_device_has_its_own_default_pool():
+def test_every_device_has_its_own_default_pool(device0):
     with gpuhost.gpus[1]:
         d1 = gpuhost.device_array(100)
         pool1 = _core.default_pool()
@@ -281,7 +282,7 @@ def test_free_all_blocks_of_one_stream_leaves_the_others(fake):
 
 
 @pytest.mark.gpus(2)
-def test_a_pool_refuses_a_stream_of_another_device():
+def test_a_pool_refuses_a_stream_of_another_device(device0):
     with gpuhost.gpus[1]:
         s = gpuhost.stream()
     pool = _core.Pool("device", "cache")
@@ -298,6 +299,7 @@ def test_eight_threads_allocating_and_freeing_at_once_never_share_memory():
 
     def work(seed):
         r = np.random.default_rng(seed)
+        gpuhost.select_device(pool.context.device.id)  # a new thread starts on device 0
         stream = gpuhost.stream() if seed % 2 else None
         mine = []
         try:
@@ -434,9 +436,9 @@ def test_out_of_memory_twice_raises_with_size_pool_statistics_and_device_memory(
     assert e.requested == 123457 and e.call == "cuMemAlloc" and e.code == OOM
     assert str(e) == (
         "cuMemAlloc failed: [2] CUDA_ERROR_OUT_OF_MEMORY: out of memory allocating 123457 bytes "
-        "of device memory on device 0 (%d of %d bytes free); the pool (cache mode) has %d "
+        "of device memory on device %d (%d of %d bytes free); the pool (cache mode) has %d "
         "bytes in use in 1 blocks and holds 0 bytes in 0 free blocks"
-        % (info_now.free, info_now.total, class_size(10000)))
+        % (pool.context.device.id, info_now.free, info_now.total, class_size(10000)))
     assert e.pool_stats == dict(pool.stats)
     assert pool.n_used_blocks == 1 and pool.used_bytes == class_size(10000)
     assert pool.allocate(123457).size == 123457  # usable afterwards
@@ -447,7 +449,8 @@ def test_out_of_memory_of_a_pinned_pool_names_pinned_memory(fake):
     pool = PageLockedMemoryPool()
     fake.fail("cuMemHostAlloc", OOM, times=2)
     with pytest.raises(CudaOutOfMemoryError, match=r"out of memory allocating 4000 bytes of "
-                                                   r"pinned memory on device 0 \(") as info:
+                                                   r"pinned memory on device %d \("
+                                                   % gpuhost.get_current_device().id) as info:
         pool.allocate(1000, np.float32)
     assert info.value.call == "cuMemHostAlloc" and pool.active_blocks == 0
 
@@ -628,13 +631,107 @@ def test_pycuda_page_locked_allocator_flags():
         PageLockedAllocator(8)
 
 
+# ---- the garbage collector ----
+
+class _Memory:
+    """What a pool's allocator hands back: the address, the memory's owner, and whatever
+    the test hangs on it (a path back to the pool, making a cycle)."""
+
+    def __init__(self, alloc):
+        self.alloc, self.ptr, self.back = alloc, alloc.ptr, None
+
+
+def _memory_from(source, made, size):
+    m = _Memory(source.allocate(size))
+    made.append(m)
+    return m
+
+
+def test_a_pool_is_tracked_by_the_collector_only_with_an_allocator():
+    assert gc.is_tracked(_core.Pool("device", "cache", allocator=_core.mem_alloc))
+    assert gc.is_tracked(_core.Pool("pinned", "plain", allocator=_core.mem_alloc))
+    assert not gc.is_tracked(_core.Pool("device", "cache"))
+    assert not gc.is_tracked(_core.default_pool())
+    assert gc.is_tracked(DeviceMemoryPool()._pool) is False  # pycuda's, no allocator given
+    assert gc.is_tracked(DeviceMemoryPool(_core.mem_alloc)._pool)
+
+
+def test_a_cycle_through_a_pools_allocator_is_freed_with_its_memory(fake):
+    class Owner:  # the allocator is its bound method: owner -> pool -> allocator -> owner
+        def __init__(self):
+            self.source, self.made = _core.Pool("device", "plain"), []
+            self.pool = _core.Pool("device", "cache", allocator=self.allocate)
+
+        def allocate(self, size):
+            return _memory_from(self.source, self.made, size)
+
+    gc.collect()
+    live = fake.live("allocations")
+    owner = Owner()
+    sizes = [int(n) for n in rng.integers(1, 1 << 15, size=6)]
+    blocks = [owner.pool.allocate(n) for n in sizes]
+    h = fresh_bytes(sizes[0])
+    d = _core.make_array(blocks[0], blocks[0].ptr, (sizes[0],), (1,), np.uint8)
+    d.copy_to_device(h)
+    assert np.array_equal(d.copy_to_host(), h)  # the allocator's memory is used
+    assert [m.alloc.size for m in owner.made] == [class_size(n) for n in sizes]
+    assert fake.live("allocations") == live + len(sizes)
+    del d, blocks  # held by the pool now, with the allocator's objects
+    assert owner.pool.n_free_blocks == len(sizes)
+    ref = weakref.ref(owner)
+    del owner
+    assert ref() is not None  # only the collector can free the cycle
+    gc.collect()
+    assert ref() is None and fake.live("allocations") == live
+
+
+def test_a_cycle_through_a_held_blocks_memory_is_freed(fake):
+    # The allocator refers to nothing of the pool; only a held block's memory object
+    # leads back to it, so the collector must see the held blocks.
+    gc.collect()
+    live = fake.live("allocations")
+    source, made = _core.Pool("device", "plain"), []
+    pool = _core.Pool("device", "cache", allocator=functools.partial(_memory_from, source,
+                                                                      made))
+    n = int(rng.integers(1, 1 << 16))
+    pool.allocate(n).close()
+    assert pool.n_free_blocks == 1 and len(made) == 1
+    made[0].back = {"pool": pool}
+    probe = weakref.ref(made[0])
+    del made[:], pool
+    assert probe() is not None
+    gc.collect()
+    assert probe() is None and fake.live("allocations") == live
+    assert source.used_bytes == 0
+
+
+def test_a_pool_in_a_cycle_with_blocks_in_use_lives_until_they_are_freed(fake):
+    class Owner:
+        def __init__(self):
+            self.pool = _core.Pool("device", "cache", allocator=self.allocate)
+
+        def allocate(self, size):
+            return _core.mem_alloc(size)
+
+    owner = Owner()
+    a = owner.pool.allocate(int(rng.integers(1, 4096)))
+    ref = weakref.ref(owner)
+    del owner
+    gc.collect()
+    assert ref() is not None and a.pool is ref().pool  # the Allocation holds its pool
+    del a
+    gc.collect()
+    assert ref() is None
+
+
 # ---- CuPy's allocator API ----
 
 def test_cupy_memory_pool_statistics_and_pointers():
     pool = cmem.MemoryPool()
     p = pool.malloc(1000)
     assert isinstance(p, cmem.MemoryPointer) and p.ptr != 0 and p.mem.size == 1000
-    assert p.device_id == 0 and p.device.id == 0 and int(p) == p.ptr
+    here = gpuhost.get_current_device().id
+    assert p.device_id == here and p.device.id == here and int(p) == p.ptr
     q = pool.malloc(5000)
     assert (pool.used_bytes(), pool.free_bytes(), pool.n_free_blocks()) == \
         (class_size(1000) + class_size(5000), 0, 0)
@@ -767,15 +864,16 @@ def test_cupy_default_memory_pool_counts_device_arrays():
 
 
 def test_cupy_memory_kinds():
+    here = gpuhost.get_current_device().id
     m = cmem.Memory(100)
-    assert m.size == 100 and m.ptr != 0 and m.device_id == 0 and int(m) == m.ptr
+    assert m.size == 100 and m.ptr != 0 and m.device_id == here and int(m) == m.ptr
     managed = cmem.malloc_managed(64)
     assert managed.mem.size == 64 and managed.ptr != 0
     asynchronous = cmem.malloc_async(5000, gpuhost.stream())
     assert asynchronous.mem.size == 5000 and asynchronous.ptr != 0
     owner = object()
     u = cmem.UnownedMemory(m.ptr, 100, owner)
-    assert u.ptr == m.ptr and u.device_id == 0 and u._owner is owner
+    assert u.ptr == m.ptr and u.device_id == here and u._owner is owner
     with pytest.raises(RuntimeError, match=r"^UnownedMemory requires an explicit device ID "
                                            r"for a null pointer\.$"):
         cmem.UnownedMemory(0, 0, None)
@@ -819,7 +917,8 @@ def test_a_plugin_allocates_every_device_array(plugin):
     d = gpuhost.to_device(h)
     like = gpuhost.device_array_like(h)
     plain = gpuhost.device_array(5, np.int8)
-    assert plugin.EVENTS == [("initialize", 0), ("memalloc", h.nbytes),
+    here = gpuhost.get_current_device().id
+    assert plugin.EVENTS == [("initialize", here), ("memalloc", h.nbytes),
                              ("memalloc", h.nbytes), ("memalloc", 5)]
     assert isinstance(d.owner, emm.MemoryPointer)
     assert np.array_equal(d.copy_to_host(), h)
@@ -835,7 +934,7 @@ def test_a_plugin_allocates_every_device_array(plugin):
 
 
 @pytest.mark.gpus(2)
-def test_a_plugin_has_an_instance_per_context(plugin):
+def test_a_plugin_has_an_instance_per_context(plugin, device0):
     with gpuhost.gpus[1]:
         gpuhost.device_array(10)
         mgr1 = emm.get_memory_manager()

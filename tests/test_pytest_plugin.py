@@ -3,9 +3,12 @@ pytest's pytester: markers, fixtures, the leak check, device choice and xdist.
 
 Inner runs in this process share its driver (the fake one, or the GPU); those that need
 another driver set-up, choose a device, or may poison the context run in a subprocess."""
+import gc
 import os
+import sys
 from importlib.metadata import entry_points
 
+import numpy as np
 import pytest
 
 import gpuhost
@@ -31,8 +34,11 @@ BASE = PLUGIN + ("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-rfEs")
 @pytest.fixture
 def inner(pytester, monkeypatch, tmp_path):
     """pytester with a home of its own, no CUDA_DEVICE, and the checkout's gpuhost first
-    on the path of subprocesses."""
+    on the path of subprocesses.  Not an xdist worker, whatever this run is: the inner
+    session is one of its own (the plugin reads the worker count from the environment)."""
     monkeypatch.delenv("CUDA_DEVICE", raising=False)
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT"):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         [ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
@@ -218,7 +224,7 @@ KEEP = []
 def test_clean(gpuhost_leak_check):
     s = gpuhost.stream()
     e = gpuhost.event()
-    a = gpuhost.to_device(np.arange(1000, dtype=np.float32), stream=s)
+    a = gpuhost.to_device(np.random.default_rng().random(1000, dtype=np.float32), stream=s)
     e.record(s)
     s.synchronize()
     del s, e, a
@@ -226,32 +232,159 @@ def test_clean(gpuhost_leak_check):
 def test_keeps_a_stream(gpuhost_leak_check):
     KEEP.append(gpuhost.stream())
 
+def make_an_event():
+    return gpuhost.event()
+
 def test_keeps_arrays_and_more(gpuhost_leak_check):
     KEEP.append(gpuhost.device_array(256, np.float64))
     KEEP.append(gpuhost.pinned_array(64, np.int32))
-    KEEP.append((gpuhost.stream(), gpuhost.event()))
+    KEEP.append((gpuhost.stream(), make_an_event()))
+
+def test_keeps_a_pool_block(gpuhost_leak_check):
+    pool = gpuhost.memory.MemoryPool()
+    KEEP.append(pool.malloc(3000))
+
+def test_a_cycle_is_collected(gpuhost_leak_check):
+    cycle = [gpuhost.stream(), gpuhost.device_array(100, np.uint8)]
+    cycle.append(cycle)
 
 def test_fails_and_leaks(gpuhost_leak_check):
     KEEP.append(gpuhost.event())
     assert 1 == 2
 
 def test_not_checked():
-    KEEP.append(gpuhost.stream())
+    KEEP.append([gpuhost.stream()])
 """
 
 
-def test_leak_check_fails_tests_that_leave_gpuhost_objects_alive(inner):
-    inner.makepyfile(test_leaks=LEAKS)
+def _line(text, snippet):
+    """The line number of the line of `text` holding `snippet` (a test file's source)."""
+    lines = [n for n, line in enumerate(text.split("\n"), 1) if snippet in line]
+    assert len(lines) == 1, snippet
+    return lines[0]
+
+
+PREFIX = ("gpuhost_leak_check: gpuhost objects made during the test are still alive after "
+          "it (after gc.collect()): ")
+
+
+def test_leak_check_fails_tests_that_leave_gpuhost_objects_alive_naming_where_made(inner):
+    source = inner.makepyfile(test_leaks=LEAKS).read_text()
     result = run_in(inner)
-    result.assert_outcomes(passed=2, failed=3)
-    prefix = ("gpuhost_leak_check: gpuhost objects made during the test are still alive "
-              "after it (after gc.collect()): ")
-    out = result.stdout.str()
-    assert prefix + "1 stream\n" in out
-    assert prefix + "2 allocations, 1 stream, 1 event\n" in out
+    result.assert_outcomes(passed=3, failed=4)
+    at = {s: _line(source, s) for s in ("KEEP.append(gpuhost.stream())", "device_array(256",
+                                       "pinned_array", "make_an_event()))",
+                                       "return gpuhost.event()", "pool.malloc",
+                                       "KEEP.append(gpuhost.event())")}
+    result.stdout.fnmatch_lines([
+        PREFIX + "1 stream",
+        "    stream made at test_leaks.py:%d in test_keeps_a_stream: <CUDA stream 0x* on "
+        "device ?>" % at["KEEP.append(gpuhost.stream())"],
+    ])
+    # Sorted by kind, then line; an object made through gpuhost's Python (device_array)
+    # names the test's line, one made in a helper of the test's file names the helper.
+    result.stdout.fnmatch_lines([
+        PREFIX + "2 allocations, 1 stream, 1 event",
+        "    allocation made at test_leaks.py:%d in test_keeps_arrays_and_more: "
+        "<gpuhost.Allocation of 2048 bytes of device memory at 0x* on device ?>, a block of "
+        "<gpuhost.Pool of device memory on device ?, cache mode: *>" % at["device_array(256"],
+        "    allocation made at test_leaks.py:%d in test_keeps_arrays_and_more: "
+        "<gpuhost.Allocation of 256 bytes of pinned memory at 0x*>" % at["pinned_array"],
+        "    stream made at test_leaks.py:%d in test_keeps_arrays_and_more: <CUDA stream *>"
+        % at["make_an_event()))"],
+        "    event made at test_leaks.py:%d in make_an_event: <CUDA event *>"
+        % at["return gpuhost.event()"],
+    ])
+    result.stdout.fnmatch_lines([
+        PREFIX + "1 allocation",
+        "    allocation made at test_leaks.py:%d in test_keeps_a_pool_block: "
+        "<gpuhost.Allocation of 3000 bytes of device memory at 0x* on device ?>, a block of "
+        "<gpuhost.Pool of device memory on device ?, cache mode: 3072 bytes in use in 1 "
+        "blocks, 0 bytes held in 0 blocks>" % at["pool.malloc"],
+    ])
     # A test that failed keeps its own error; what it leaked is shown beside it.
-    result.stdout.fnmatch_lines(["*assert 1 == 2", "*Captured gpuhost call*",
-                                 prefix + "1 event"])
+    result.stdout.fnmatch_lines([
+        "*assert 1 == 2", "*Captured gpuhost call*", PREFIX + "1 event",
+        "    event made at test_leaks.py:%d in test_fails_and_leaks: <CUDA event *>"
+        % at["KEEP.append(gpuhost.event())"]])
+    assert "test_a_cycle_is_collected" not in result.stdout.str()
+
+
+def test_a_long_report_lists_ten_objects_and_counts_the_rest(inner):
+    inner.makepyfile(test_many="""
+        import gpuhost
+
+        KEEP = []
+
+        def test_keeps_many(gpuhost_leak_check):
+            KEEP.extend(gpuhost.event() for _ in range(13))
+    """)
+    result = run_in(inner)
+    result.assert_outcomes(failed=1)
+    # The generator's name: <genexpr>, qualified on CPython 3.11+
+    result.stdout.fnmatch_lines([PREFIX + "13 events"] + [
+        "    event made at test_many.py:6 in *<genexpr>: <CUDA event *>"] * 10
+        + ["    ... and 3 more"])
+
+
+@pytest.mark.fake
+def test_leak_check_names_modules_but_not_the_rawkernel_cache(inner):
+    # The fake driver loads PTX in its kernels mode: a RawKernel made to give PTX.
+    source = inner.makepyfile(test_mods="""
+        import ctypes, os
+        import pytest
+        import gpuhost
+
+        SRC = 'extern "C" __global__ void twice(float *x) { x[threadIdx.x] *= 2.0f; }'
+        KEEP = []
+
+        class PtxKernel(gpuhost.RawKernel):
+            def compile(self):
+                return gpuhost.compile(self.code, "ptx")
+
+        RAW = PtxKernel(SRC, "twice")
+
+        @pytest.fixture(autouse=True)
+        def kernels_mode():
+            lib = ctypes.CDLL(os.environ["GPUHOST_CUDA_DRIVER"])
+            lib.fakecuda_kernels(1)
+            yield
+            lib.fakecuda_kernels(0)
+
+        def test_rawkernel_loads_once(gpuhost_leak_check):
+            assert RAW.kernel.name == "twice"
+
+        def test_keeps_a_module(gpuhost_leak_check):
+            KEEP.append(gpuhost.Module(gpuhost.compile(SRC, "ptx")))
+    """).read_text()
+    result = run_in(inner)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        PREFIX + "1 module",
+        "    module made at test_mods.py:%d in test_keeps_a_module: <gpuhost.Module on device ?>"
+        % _line(source, "KEEP.append")])
+
+
+@pytest.mark.fake
+def test_an_object_made_outside_python_code_is_reported_so(inner):
+    # A thread started on a C function runs no Python frame.
+    inner.makepyfile(test_thread="""
+        import _thread, time
+        import gpuhost
+
+        KEEP = []
+
+        def test_thread_made(gpuhost_leak_check):
+            done = _thread.allocate_lock()
+            done.acquire()
+            _thread.start_new_thread(KEEP.extend, (map(gpuhost.event, [True]),))
+            while not KEEP:
+                time.sleep(0.001)
+    """)
+    result = run_in(inner)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([PREFIX + "1 event",
+                                 "    event made outside Python code: <CUDA event *>"])
 
 
 @pytest.mark.fake
@@ -268,9 +401,9 @@ def test_leak_check_reports_fallen_free_memory_beyond_the_tolerance(inner):
     result = run_in(inner, "--gpuhost-leak-tolerance=1000")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
-        "gpuhost_leak_check: gpuhost objects made during the test are still alive after it "
-        "(after gc.collect()): 1 allocation; the device's free memory fell by 1.0 MiB "
-        "during the test (tolerance 0.0 MiB: --gpuhost-leak-tolerance)"])
+        PREFIX + "1 allocation; the device's free memory fell by 1.0 MiB during the test "
+        "(tolerance 0.0 MiB: --gpuhost-leak-tolerance)",
+        "    allocation made at test_mem.py:7 in test_leaks_a_mebibyte: *"])
     # Within the default tolerance only the allocation is reported.
     result = run_in(inner)
     result.assert_outcomes(failed=1)
@@ -301,29 +434,114 @@ def test_leak_check_fails_the_test_whose_work_raised_asynchronously(inner):
         "FAILED test_async.py::test_poisons*"])
 
 
+ARM_STICKY = """
+    import ctypes, os
+
+    def arm_sticky():
+        # Every later cuCtxSynchronize and cuMemGetInfo fails with error 700, as after a
+        # kernel faulted.
+        lib = ctypes.CDLL(os.environ["GPUHOST_CUDA_DRIVER"])
+        lib.fakecuda_fail.argtypes = [ctypes.c_char_p, ctypes.c_long, ctypes.c_int,
+                                      ctypes.c_long]
+        for name in (b"cuCtxSynchronize", b"cuMemGetInfo"):
+            assert lib.fakecuda_fail(name, 1, 700, -1) == 0
+"""
+
+
+@pytest.mark.fake
+def test_a_sticky_error_fails_the_test_that_made_it_and_the_next_says_so(inner):
+    # In a subprocess: the faults stay.
+    inner.makepyfile(test_sticky=ARM_STICKY + """
+    def test_breaks_it(gpuhost_leak_check):
+        arm_sticky()
+
+    def test_unchecked():
+        pass
+
+    def test_next(gpuhost_leak_check):
+        pass
+    """)
+    result = run_sub(inner)
+    result.assert_outcomes(passed=1, failed=1, errors=1)
+    result.stdout.fnmatch_lines([
+        "gpuhost_leak_check: an asynchronous CUDA error surfaced when the test's work was "
+        "synchronized at its end: cuCtxSynchronize failed: [[]700] CUDA_ERROR_ILLEGAL_ADDRESS: "
+        "an illegal memory access was encountered (a kernel faulted: this error is sticky*"])
+    result.stdout.fnmatch_lines([
+        "gpuhost_context: no usable context for the test: make_default_context(): none of the "
+        "2 devices gave a usable context (device 0: cuMemGetInfo failed: [[]700] "
+        "CUDA_ERROR_ILLEGAL_ADDRESS: * this error is sticky*"])
+    assert "Traceback" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["FAILED test_sticky.py::test_breaks_it*",
+                                 "ERROR test_sticky.py::test_next*"])
+
+
+@pytest.mark.fake
+def test_a_context_broken_before_the_test_body_fails_it_saying_so(inner):
+    # A fixture set up after gpuhost_leak_check breaks the context: the check cannot take
+    # stock and says why, instead of raising from the plugin.
+    inner.makepyfile(test_sticky=ARM_STICKY + """
+    import pytest
+
+    @pytest.fixture
+    def breaks_it():
+        arm_sticky()
+
+    def test_after_a_breaking_fixture(gpuhost_leak_check, breaks_it):
+        pass
+    """)
+    result = run_sub(inner)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "gpuhost_leak_check: the context was already unusable when the test began (an "
+        "earlier test or fixture broke it): cuMemGetInfo failed: [[]700] "
+        "CUDA_ERROR_ILLEGAL_ADDRESS: * this error is sticky*",
+        "FAILED test_sticky.py::test_after_a_breaking_fixture*"])
+    assert "Traceback" not in result.stdout.str()
+
+
 @pytest.mark.gpu
-def test_leak_check_on_the_gpu_counts_modules_but_not_rawkernel_caches(inner):
+def test_leak_check_on_the_gpu_counts_modules_but_not_kernel_caches(inner):
     inner.makepyfile(test_mods="""
         import gpuhost
         import numpy as np
+        import pytest
 
         SRC = 'extern "C" __global__ void twice(float *x) { x[threadIdx.x] *= 2.0f; }'
         RAW = gpuhost.RawKernel(SRC, "twice")
         KEEP = []
+
+        @gpuhost.jit
+        def add_one(x):
+            i = gpuhost.grid(1)
+            if i < x.size:
+                x[i] += 1
 
         def test_rawkernel_loads_once(gpuhost_leak_check):
             x = gpuhost.to_device(np.ones(32, np.float32))
             RAW((1,), (32,), (x,))
             assert (x.copy_to_host() == 2).all()
 
+        def test_jit_loads_once(gpuhost_leak_check):
+            pytest.importorskip("numba_cuda", reason="gpuhost.jit needs numba-cuda")
+            x = gpuhost.to_device(np.arange(32, dtype=np.float32))
+            add_one[1, 32](x)
+            assert (x.copy_to_host() == np.arange(1, 33)).all()
+
+        def test_copy_kernel_loads_once(gpuhost_leak_check):
+            host = np.random.default_rng().random((64, 64))
+            d = gpuhost.to_device(host)
+            assert (d[::2, ::3].copy_to_host() == host[::2, ::3]).all()
+
         def test_keeps_a_module(gpuhost_leak_check):
             KEEP.append(gpuhost.SourceModule(SRC))
     """)
     result = run_in(inner)
-    result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines([
-        "gpuhost_leak_check: gpuhost objects made during the test are still alive after it "
-        "(after gc.collect()): 1 module*"])
+    outcomes = result.parseoutcomes()
+    assert outcomes["failed"] == 1 and outcomes["passed"] + outcomes.get("skipped", 0) == 3
+    result.stdout.fnmatch_lines([PREFIX + "1 module",
+                                 "    module made at test_mods.py:* in test_keeps_a_module: "
+                                 "<gpuhost.Module on device ?>"])
 
 
 @pytest.mark.gpu
@@ -345,27 +563,212 @@ def test_leak_check_surfaces_an_illegal_address_in_the_test_that_caused_it(inner
         "synchronized at its end: *CUDA_ERROR_ILLEGAL_ADDRESS*"])
 
 
-def test_live_counts_move_with_the_objects_and_the_scan_agrees():
-    # live_counts() reads the types' reference counts; _scan_counts() (free-threaded
-    # builds) looks one reference below every tracked object, and through device arrays.
-    from gpuhost.pytest_plugin import _LEAK_TYPES, _free_pool_blocks, _scan_counts, live_counts
+# ---- the leak check's cost and safety: gpuhost's records, never the heap ----
 
-    ctx = gpuhost.current_context()
-    types = {name: getattr(gpuhost, name) for name, _ in _LEAK_TYPES}
-    _free_pool_blocks(ctx)
-    before, scanned = live_counts(), _scan_counts(types)
+def test_live_counts_are_exact_and_follow_the_objects():
+    from gpuhost import _core
+    from gpuhost.pytest_plugin import live_counts
+
+    _core._release_pool_blocks()
+    before = live_counts()
+    assert set(before) == {"Allocation", "Stream", "Event", "Module"}
     stream = gpuhost.stream()
-    keep = [stream, gpuhost.event(), gpuhost.device_array(8, stream=stream)]
+    n = int(np.random.default_rng().integers(2, 9))
+    keep = [stream, [gpuhost.event() for _ in range(n)],
+            gpuhost.device_array(8, stream=stream)]
     keep.append(keep[-1][2:])  # a view: the same allocation
-    expected = {"Allocation": 1, "Stream": 1, "Event": 1, "Module": 0}
     counts = live_counts()
-    assert {k: counts[k] - before[k] for k in counts} == expected
-    del stream
-    scanned_now = _scan_counts(types)
-    assert {k: scanned_now[k] - scanned[k] for k in scanned_now} == expected
-    del keep
-    _free_pool_blocks(ctx)  # a pool may keep a freed block, and its stream, for reuse
+    assert {k: counts[k] - before[k] for k in counts} == {
+        "Allocation": 1, "Stream": 1, "Event": n, "Module": 0}
+    del stream, keep
+    # The pool holds the freed block, and with it its stream, for reuse.
+    assert live_counts()["Stream"] == before["Stream"] + 1
+    assert _core._release_pool_blocks() >= 512
     assert live_counts() == before
+
+
+INSTRUMENTED_GC = """
+import gc
+import pytest
+
+COLLECTIONS = []
+
+def pytest_configure(config):
+    real_collect = gc.collect
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the leak check walked the heap")
+
+    def counted(*args, **kwargs):
+        COLLECTIONS.append(1)
+        return real_collect(*args, **kwargs)
+
+    for name in ("get_objects", "get_referents", "get_referrers"):
+        setattr(gc, name, refused)
+    gc.collect = counted
+
+
+@pytest.fixture
+def collections():
+    return COLLECTIONS
+"""
+
+
+def test_leak_check_never_walks_the_heap_and_collects_only_for_survivors(inner, monkeypatch):
+    # gc.get_objects / get_referents / get_referrers raise, gc.collect is counted: a clean
+    # test costs no collection, one whose objects survive the pools' release costs one.
+    for name in ("get_objects", "get_referents", "get_referrers", "collect"):
+        monkeypatch.setattr(gc, name, getattr(gc, name))  # restored after the inner run
+    inner.makeconftest(INSTRUMENTED_GC)
+    inner.makepyfile(test_gc="""
+        import gpuhost
+        import numpy as np
+
+        KEEP = []
+
+        def test_clean(gpuhost_leak_check, collections):
+            s = gpuhost.stream()
+            d = gpuhost.to_device(np.random.default_rng().random(100), stream=s)
+            s.synchronize()
+            del d, s   # the pool keeps d's block, and s, until the check gives it back
+
+        def test_clean_again(gpuhost_leak_check, collections):
+            assert collections == []
+
+        def test_cycle(gpuhost_leak_check, collections):
+            cycle = [gpuhost.event()]
+            cycle.append(cycle)
+
+        def test_after_cycle(gpuhost_leak_check, collections):
+            assert len(collections) == 1
+
+        def test_leak(gpuhost_leak_check):
+            KEEP.append(gpuhost.event())
+
+        def test_after_leak(collections):
+            assert len(collections) == 2
+    """)
+    result = run_in(inner)
+    result.assert_outcomes(passed=5, failed=1)
+    result.stdout.fnmatch_lines([PREFIX + "1 event"])
+
+
+HOSTILE = """
+import gc
+import gpuhost
+
+class Hostile:
+    # An object that cannot be inspected: every attribute, its class, repr and comparison raise.
+    def __getattribute__(self, name):
+        raise RuntimeError("no attribute for you: " + name)
+    def __repr__(self):
+        raise RuntimeError("no repr")
+    def __eq__(self, other):
+        raise RuntimeError("no comparison")
+    __hash__ = None
+
+class HostileType(type):
+    def __instancecheck__(cls, obj):
+        raise RuntimeError("no isinstance")
+    def __subclasscheck__(cls, sub):
+        raise RuntimeError("no issubclass")
+
+class Opaque(metaclass=HostileType):
+    pass
+
+HEAP = [Hostile() for _ in range(10)] + [Opaque() for _ in range(10)]
+KEEP = []
+
+def test_with_hostile_objects_around(gpuhost_leak_check):
+    s = gpuhost.stream()
+    cycle = [Hostile(), Opaque(), s]
+    cycle.append(cycle)   # a collection runs, with the hostile objects in a cycle
+
+def test_leaks_beside_hostile_objects(gpuhost_leak_check):
+    KEEP.append((Hostile(), gpuhost.event(), Opaque()))
+"""
+
+
+def test_leak_check_never_raises_on_objects_it_cannot_inspect(inner):
+    source = inner.makepyfile(test_hostile=HOSTILE).read_text()
+    result = run_in(inner)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([PREFIX + "1 event",
+                                 "    event made at test_hostile.py:%d in "
+                                 "test_leaks_beside_hostile_objects: <CUDA event *>"
+                                 % _line(source, "KEEP.append")])
+    assert "RuntimeError" not in result.stdout.str()
+
+
+def test_a_leaked_object_whose_repr_fails_is_still_named():
+    from gpuhost.pytest_plugin import _leak_lines
+
+    class Unshowable:
+        def __repr__(self):
+            raise ValueError("no")
+
+    headline, lines = _leak_lines([("Stream", Unshowable(), "/r/t.py", 3, "test_x")], 0, "/r/")
+    assert "gpuhost_leak_check: " + headline == PREFIX + "1 stream"
+    assert lines == ["    stream made at t.py:3 in test_x: <Unshowable object (repr() raised "
+                     "ValueError)>"]
+    headline, lines = _leak_lines([], 2, "/r/")
+    assert "gpuhost_leak_check: " + headline == PREFIX + "2 made while memory ran out, not recorded"
+    assert lines == []
+
+
+ASYNC_THEN_CHECKED = """
+import asyncio
+import gpuhost
+import numpy as np
+
+def test_awaits_a_future():
+    async def main():
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        loop.call_soon(fut.set_result, 7)
+        return await fut
+    assert asyncio.run(main()) == 7
+
+def test_awaits_a_stream():
+    async def copy_back(d, s):
+        h = d.copy_to_host(stream=s)
+        await s.async_done()
+        return h
+    host = np.random.default_rng().random(64)
+    s = gpuhost.stream()
+    assert (asyncio.run(copy_back(gpuhost.to_device(host, stream=s), s)) == host).all()
+
+def test_checked(gpuhost_leak_check):
+    gpuhost.stream().synchronize()
+
+def test_checked_with_a_cycle(gpuhost_leak_check):
+    cycle = [gpuhost.stream()]
+    cycle.append(cycle)
+
+KEEP = []
+
+def test_checked_and_leaking(gpuhost_leak_check):
+    KEEP.append(gpuhost.stream())
+
+def test_collects_last():
+    import gc
+    gc.collect()
+"""
+
+
+def test_an_awaited_future_then_a_leak_check_does_not_hang(inner):
+    # CPython 3.12.0-3.12.5 (gh-122695): after asyncio awaited a future, walking the
+    # _asyncio module's references (gc.get_referents) corrupts its free list and the next
+    # gc.collect() loops for ever.  The check must not walk it; a regression fails here
+    # after the timeout instead of hanging the suite.  In a subprocess, for the timeout.
+    inner.makepyfile(test_after_asyncio=ASYNC_THEN_CHECKED)
+    try:
+        result = inner.runpytest_subprocess(*BASE, timeout=90)
+    except inner.TimeoutExpired:
+        pytest.fail("the leak check hung after an awaited asyncio future (on CPython %s: "
+                    "gh-122695)" % sys.version.split()[0])
+    result.assert_outcomes(passed=5, failed=1)
+    result.stdout.fnmatch_lines([PREFIX + "1 stream"])
 
 
 # ---- choosing the device ----

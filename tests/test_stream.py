@@ -18,8 +18,9 @@ def test_stream_basics():
     assert isinstance(s, gpuhost.Stream)
     assert isinstance(s.handle, int) and s.handle not in (0, 1, 2)
     assert s.ptr == s.handle == int(s)
-    assert s.context is gpuhost.current_context() and s.device is gpuhost.gpus[0]
-    assert repr(s) == "<CUDA stream %#x on device 0>" % s.handle
+    here = gpuhost.get_current_device()
+    assert s.context is gpuhost.current_context() and s.device is here
+    assert repr(s) == "<CUDA stream %#x on device %d>" % (s.handle, here.id)
     s.synchronize()
     assert s.query() is True and s.done is True
     assert s.priority == 0 and s.non_blocking is False
@@ -38,9 +39,10 @@ def test_default_stream_kinds():
     d, l, p = (gpuhost.default_stream(), gpuhost.legacy_default_stream(),
                gpuhost.per_thread_default_stream())
     assert (d.handle, l.handle, p.handle) == (0, 1, 2)
-    assert repr(d) == "<Default CUDA stream on device 0>"
-    assert repr(l) == "<Legacy default CUDA stream on device 0>"
-    assert repr(p) == "<Per-thread default CUDA stream on device 0>"
+    here = gpuhost.get_current_device().id
+    assert repr(d) == "<Default CUDA stream on device %d>" % here
+    assert repr(l) == "<Legacy default CUDA stream on device %d>" % here
+    assert repr(p) == "<Per-thread default CUDA stream on device %d>" % here
     for s in (d, l, p):
         s.synchronize()
         assert s.query()
@@ -54,8 +56,9 @@ def test_non_blocking_and_priority():
 
 
 def test_bad_stream_arguments():
-    with pytest.raises(ValueError, match=r"stream priority 7 is out of range: device 0 accepts 0 "
-                                         r"\(lowest\) to -\d+ \(highest\)"):
+    with pytest.raises(ValueError, match=r"stream priority 7 is out of range: device %d accepts 0 "
+                                         r"\(lowest\) to -\d+ \(highest\)"
+                                         % gpuhost.get_current_device().id):
         gpuhost.stream(priority=7)
     with pytest.raises(TypeError):
         gpuhost.stream(True)  # keyword-only
@@ -90,7 +93,8 @@ def test_bad_stream_arguments():
 def test_external_stream_is_never_destroyed_by_gpuhost():
     owner = gpuhost.stream()
     ext = gpuhost.external_stream(owner.handle)
-    assert repr(ext) == "<External CUDA stream %#x on device 0>" % owner.handle
+    assert repr(ext) == "<External CUDA stream %#x on device %d>" % (owner.handle,
+                                                                      owner.device.id)
     del ext
     gc.collect()
     owner.synchronize()  # still alive

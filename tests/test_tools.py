@@ -177,7 +177,7 @@ def test_get_default_device_warns_and_falls_back_to_default(monkeypatch):
 
 # ---- context_dependent_memoize ----
 
-def test_memoize_caches_per_arguments_and_per_context():
+def test_memoize_caches_per_arguments_and_per_context(device0):
     calls = []
 
     @context_dependent_memoize
@@ -243,7 +243,7 @@ def test_device_data_reads_the_device_attributes(index):
 
 
 @pytest.mark.fake
-def test_device_data_of_the_fake_h100_has_hopper_limits():
+def test_device_data_of_the_fake_h100_has_hopper_limits(device0):
     dd = DeviceData()
     assert (dd.warps_per_mp, dd.thread_blocks_per_mp, dd.registers_per_mp) == (64, 32, 65536)
     assert (dd.shared_memory_per_mp, dd.reserved_shared_memory) == (233472, 1024)
