@@ -103,10 +103,9 @@ device_new(gh_state *st, int ordinal)
     }
     name[sizeof(name) - 1] = '\0';
     bus_id[sizeof(bus_id) - 1] = '\0';
-    /* In a buffer this long the driver writes an 8-digit domain ("00000000:3B:00.0"), a form
-       its own cuDeviceGetByPCIBusId refuses (CUDA_ERROR_INVALID_VALUE); the documented form
-       has 4 digits ("0000:3B:00.0", what CuPy's 13-byte buffer gets): the 4 leading zeros
-       go (a domain past 0xFFFF keeps its digits). */
+    /* The documented form has a 4-digit domain ("0000:3B:00.0", what CuPy's 13-byte buffer
+       gets, and what the driver writes here too); an 8-digit one ("00000000:3B:00.0", as
+       nvidia-smi shows ids) loses its 4 leading zeros (a domain past 0xFFFF keeps them). */
     if (strlen(bus_id) > 8 && bus_id[8] == ':' && strncmp(bus_id, "0000", 4) == 0) {
         memmove(bus_id, bus_id + 4, strlen(bus_id + 4) + 1);
     }

@@ -85,7 +85,7 @@ PyDoc_STRVAR(reg_enter_doc, "__enter__($self, /)\n--\n\n"
                             "...     print(reg.closed)\n"
                             "False");
 
-PyDoc_STRVAR(reg_exit_doc, "__exit__($self, *exc_info, /)\n--\n\n"
+PyDoc_STRVAR(reg_exit_doc, "__exit__($self, *exc_info)\n--\n\n"
                            "Deregister the buffer (close()).\n\n"
                            "Examples\n"
                            "--------\n"

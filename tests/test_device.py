@@ -93,30 +93,25 @@ def _driver_function(name, *argtypes):
     return ctypes.CFUNCTYPE(ctypes.c_int, *argtypes)(fn.value)
 
 
-def test_the_drivers_pci_bus_id_forms_and_the_one_its_lookup_refuses():
+def test_the_drivers_pci_bus_id_forms_and_what_its_lookup_takes():
     """What gpuhost's pci_bus_id relies on, asked of the driver itself (so that the fake is
-    held to the real driver on a GPU run): in the documented 13 bytes the id has a 4-digit
-    domain, and looks its device up; in a buffer of 17 bytes or more the domain has 8
-    digits, which cuDeviceGetByPCIBusId refuses with CUDA_ERROR_INVALID_VALUE (what made
-    CuPy's Device.from_pci_bus_id(Device().pci_bus_id) fail on the H200 when gpuhost read
-    the id into 64 bytes)."""
+    held to the real driver on a GPU run): the id has a 4-digit domain in the documented 13
+    bytes and in a longer buffer alike (seen on the H200), and looks its device up, as do
+    nvidia-smi's 8-digit domain and the "[bus]:[device].[function]" form."""
     get_id = _driver_function("cuDeviceGetPCIBusId", ctypes.c_char_p, ctypes.c_int, ctypes.c_int)
     by_id = _driver_function("cuDeviceGetByPCIBusId", ctypes.POINTER(ctypes.c_int),
                              ctypes.c_char_p)
     for dev in gpuhost.gpus:
         short, long = ctypes.create_string_buffer(13), ctypes.create_string_buffer(64)
         assert get_id(short, 13, dev.id) == 0 and get_id(long, 64, dev.id) == 0
-        assert short.value.decode() == dev.pci_bus_id
-        assert re.fullmatch(r"[0-9A-F]{8}:[0-9A-F]{2}:[0-9A-F]{2}\.0", long.value.decode())
-        assert long.value.decode()[4:] == dev.pci_bus_id
-        found = ctypes.c_int(-1)
-        assert by_id(ctypes.byref(found), short.value) == 0 and found.value == dev.id
-        assert by_id(ctypes.byref(found), long.value) == 1  # CUDA_ERROR_INVALID_VALUE
-        bus_device = dev.pci_bus_id.split(":", 1)[1]  # "[bus]:[device].[function]"
-        found = ctypes.c_int(-1)
-        assert by_id(ctypes.byref(found), bus_device.encode()) == 0 and found.value == dev.id
-        for bad in ("fake:id", ""):  # (the fake refuses any width past the documented too)
-            assert by_id(ctypes.byref(found), bad.encode()) == 1, bad
+        assert short.value.decode() == long.value.decode() == dev.pci_bus_id
+        assert re.fullmatch(r"[0-9A-F]{4}:[0-9A-F]{2}:[0-9A-F]{2}\.0", dev.pci_bus_id)
+        for form in (dev.pci_bus_id, "0000" + dev.pci_bus_id, dev.pci_bus_id.lower(),
+                     dev.pci_bus_id.split(":", 1)[1]):
+            found = ctypes.c_int(-1)
+            assert by_id(ctypes.byref(found), form.encode()) == 0 and found.value == dev.id, form
+        for bad in ("fake:id", ""):
+            assert by_id(ctypes.byref(found), bad.encode()) == 1, bad  # INVALID_VALUE
 
 
 def test_attribute_reads_agree_every_way():

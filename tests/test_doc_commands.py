@@ -303,8 +303,10 @@ def test_readme_programs_run_on_the_gpu(tmp_path):
     for block in blocks:
         program = tmp_path / ("block-%d.py" % block.number)
         program.write_text(block.text)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(  # the checkout as installed
+            [ROOT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
         proc = subprocess.run([sys.executable, str(program)], cwd=ROOT, capture_output=True,
-                              text=True, timeout=600)
+                              text=True, timeout=600, env=env)
         assert proc.returncode == 0, "%s\n%s%s" % (block.name, proc.stdout, proc.stderr)
     assert REAL_GPU
 

@@ -418,6 +418,17 @@ def comms():
         c.destroy()
 
 
+def _end_captures(comms, streams):
+    """End a capture a failure left open (it would make every later CUDA call fail)."""
+    for c, s in zip(comms, streams):
+        if s.is_capturing():
+            with gpuhost.gpus[c.device.id]:
+                try:
+                    s.end_capture()
+                except gpuhost.CudaAPIError:
+                    pass
+
+
 def test_collectives_captured_into_graphs_replay_with_fresh_data(comms):
     n = len(comms)
     streams, sends, recvs, gathered = [], [], [], []
@@ -434,7 +445,8 @@ def test_collectives_captured_into_graphs_replay_with_fresh_data(comms):
     gc.disable()
     try:
         for s in streams:
-            s.begin_capture()
+            # thread-local: NCCL's own threads keep working while this one captures
+            s.begin_capture(mode="thread_local")
         with nccl.group():
             for c, s, d, r in zip(comms, streams, sends, recvs):
                 c.all_reduce(d, r, stream=s)
@@ -447,6 +459,7 @@ def test_collectives_captured_into_graphs_replay_with_fresh_data(comms):
                 graphs.append(s.end_capture())
     finally:
         gc.enable()
+        _end_captures(comms, streams)
     execs = []
     for c, g in zip(comms, graphs):
         with gpuhost.gpus[c.device.id]:
@@ -475,9 +488,11 @@ def test_a_captured_collective_keeps_its_arrays_alive_with_the_graph():
     r = gpuhost.device_array(10, np.float32)
     s.synchronize()
     gc.collect()  # no earlier test's memory freed during the capture (illegal then)
-    s.begin_capture()
-    c.all_reduce(d, r, stream=s)
-    graph = s.end_capture()
+    s.begin_capture(mode="thread_local")
+    try:
+        c.all_reduce(d, r, stream=s)
+    finally:
+        graph = s.end_capture()
     refs = [weakref.ref(d), weakref.ref(r)]
     del d, r
     gc.collect()
@@ -568,9 +583,11 @@ def test_the_fast_path_leaves_foreign_arrays_new_results_and_captures_to_the_lon
     c.all_reduce(d, d, stream=s)
     c.all_reduce(d, d, stream=s)
     assert c._fast_calls == 1
-    s.begin_capture()
-    c.all_reduce(d, d, stream=s)  # the capture must keep the arrays: the long way
-    s.end_capture()
+    s.begin_capture(mode="thread_local")
+    try:
+        c.all_reduce(d, d, stream=s)  # the capture must keep the arrays: the long way
+    finally:
+        s.end_capture()
     assert c._fast_calls == 1
     c.destroy()
 

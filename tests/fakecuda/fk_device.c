@@ -345,17 +345,16 @@ fk_DeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
                    fk_on_device, FK_ORDINAL(dev), get_attribute, &args);
 }
 
-/* The id as the real driver writes it: upper-case hex, the domain as 4 digits in a buffer of
-   13 to 16 bytes ("0000:1B:00.0", the size the documentation asks for and CuPy passes), as 8
-   digits in one of 17 bytes or more ("00000000:1B:00.0", the form nvidia-smi shows), and a
-   form cut to the buffer below 13. */
+/* The id as the real driver writes it (seen on the H200, driver 580): upper-case hex, the
+   domain as 4 digits ("0000:1B:00.0") whatever the buffer's size, cut to the buffer below
+   13 bytes. */
 static CUresult
 get_pci_bus_id(fk_target *target, void *args)
 {
     const fk_device *device = target->found;
     fk_text_args *a = args;
 
-    snprintf(a->out, (size_t)a->len, a->len >= 17 ? "%08X:%02X:%02X.0" : "%04X:%02X:%02X.0",
+    snprintf(a->out, (size_t)a->len, "%04X:%02X:%02X.0",
              (unsigned)device->attrs[CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID],
              (unsigned)device->attrs[CU_DEVICE_ATTRIBUTE_PCI_BUS_ID],
              (unsigned)device->attrs[CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID]);
@@ -398,9 +397,8 @@ hex_field(const char **p, int max, char end)
 
 /* The forms the driver documents, "[domain]:[bus]:[device].[function]",
    "[domain]:[bus]:[device]" and "[bus]:[device].[function]", hex of either case with at
-   most 4 digits of domain (the real driver refuses the 8-digit domain of its own long form
-   with CUDA_ERROR_INVALID_VALUE: an id read into 64 bytes did not look up on the H200;
-   test_device.py holds both drivers to this), 2 of bus and device, 1 of function; else
+   most 8 digits of domain (nvidia-smi's "00000000:..." form looks up on the real driver
+   too; test_device.py holds both drivers to this), 2 of bus and device, 1 of function; else
    CUDA_ERROR_INVALID_VALUE. The device whose PCI attributes match (function 0), else
    CUDA_ERROR_INVALID_DEVICE. */
 static CUresult
@@ -415,7 +413,7 @@ find_by_pci_bus_id(fk_target *target, void *args)
     for (const char *c = p; *c; c++) {
         colons += *c == ':';
     }
-    if (colons == 2 && ((domain = hex_field(&p, 4, ':')) < 0)) {
+    if (colons == 2 && ((domain = hex_field(&p, 8, ':')) < 0)) {
         return CUDA_ERROR_INVALID_VALUE;
     }
     if ((colons != 2 && !(colons == 1 && dot)) || (bus = hex_field(&p, 2, ':')) < 0 ||
