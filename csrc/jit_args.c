@@ -299,9 +299,6 @@ key_arg(gh_state *st, jit_keybuf *kb, PyObject *arg, int depth, int keep, jit_vi
         return key_byte(kb, a->ndim) && key_byte(kb, gh_jit_array_layout(a)) &&
                key_byte(kb, a->readonly);
     }
-    if (vs != NULL && gh_foreign_known(st, tp)) {
-        return key_foreign(kb, vs, arg); /* learnt to be another library's array */
-    }
     if (tp == &PyLong_Type) {
         /* numba: int64 when it fits, uint64 for 2**63 .. 2**64-1, else an error */
         int overflow = 0;
@@ -339,6 +336,9 @@ key_arg(gh_state *st, jit_keybuf *kb, PyObject *arg, int depth, int keep, jit_vi
             }
         }
         return 1;
+    }
+    if (vs != NULL && gh_foreign_known(st, tp)) {
+        return key_foreign(kb, vs, arg); /* learnt to be another library's array */
     }
     if ((code = numpy_scalar_code(tp)) != 0) {
         unsigned char key[2] = {'S', (unsigned char)code};

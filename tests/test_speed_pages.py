@@ -190,10 +190,10 @@ def _row(data, op="launch, async, 1 arg"):
      "lowest, highest], positive numbers, not [0.9, 1.0, 1.1]"),
     (lambda d: d["rows"][0]["figures"].pop("raw C"), "row 1 ('launch, async, 1 arg'): "
      "'vs_raw_c' without a raw C figure"),
-    (lambda d: d["rows"][0].update(met_runs=[3, 2]), "'met_runs' must be [runs met, 2], "
-     "not [3, 2]"),
-    (lambda d: d["rows"][0].update(met_runs=[1, 5]), "'met_runs' must be [runs met, 2], "
-     "not [1, 5]"),
+    (lambda d: d["rows"][0].update(met_runs=[3, 2]), "'met_runs' must be [runs met, %d], "
+     "not [3, 2]" % DATA["runs"]),
+    (lambda d: d["rows"][0].update(met_runs=[1, 5]), "'met_runs' must be [runs met, %d], "
+     "not [1, 5]" % DATA["runs"]),
     (lambda d: d["rows"][0].pop("goal"), "row 1 ('launch, async, 1 arg'): 'met_runs' without a "
      "'goal'"),
     (lambda d: d["rows"][0].update(label="a | b"), "'label' must be text without '|', not "
@@ -212,8 +212,9 @@ def test_a_charted_row_needs_raw_c():
     data = _data()
     row = _row(data, "cache hit, memory")
     row["chart"] = True
-    with pytest.raises(sp.SpeedDataError, match=r"row 40 \('cache hit, memory'\): a charted row "
-                       "needs raw C's figure and another"):
+    number = 1 + [r["operation"] for r in data["rows"]].index("cache hit, memory")
+    with pytest.raises(sp.SpeedDataError, match=r"row %d \('cache hit, memory'\): a charted row "
+                       "needs raw C's figure and another" % number):
         sp.check(data)
 
 

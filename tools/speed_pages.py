@@ -475,6 +475,8 @@ def imported(run, old):
             "machine": run["machine"], "date": run["date"],
             "command": "python3 benchmarks/all.py --repeat %d" % repeat, "runs": repeat,
             "libraries": LIBRARIES, "rows": rows}
+    order = list(dict.fromkeys(r["group"] for r in rows))  # a group's rows together
+    rows.sort(key=lambda r: order.index(r["group"]))
     return check(data)
 
 
