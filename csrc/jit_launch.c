@@ -167,9 +167,8 @@ launch_entry(gh_jitlaunch *self, jit_entry *e, gh_kernel *k, PyObject *const *ar
             PyErr_Clear();
         }
         else {
-            r = (gh_jit_views_order(vs, k) < 0 || gh_kernel_launch_params(k, &d, pk.ptrs) < 0)
-                    ? -1
-                    : 1;
+            r = (gh_jit_views_order(vs, k) < 0 || gh_kernel_launch_params(k, &d, pk.ptrs) < 0) ? -1
+                                                                                               : 1;
         }
     }
     if (pk.buf != small.bytes) {
