@@ -172,7 +172,7 @@ struct gh_state {
     int n_foreign_types;
     PyObject *typestrs;          /* dict: CUDA array interface typestr -> NumPy dtype (interop.c) */
     PyObject *interop_names[24]; /* interned attribute and key names (interop.c) */
-    gh_live_records live; /* live.c's records of the objects owning resources */
+    gh_live_records live;        /* live.c's records of the objects owning resources */
 };
 
 /* Whether the interpreter is shutting down (a driver thread must not take the GIL). */
