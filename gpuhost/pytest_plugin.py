@@ -272,6 +272,14 @@ def gpuhost_context():
     ...     d = gpuhost.to_device(np.arange(3))
     ...     assert d.copy_to_host().tolist() == [0, 1, 2]
     """
+    ctx = _push_default_context("gpuhost_context")
+    yield ctx
+    _pop_context()
+
+
+def _push_default_context(fixture):
+    """make_default_context() for a fixture: skips where CUDA is not usable, fails saying
+    why where no device gives a usable context."""
     import gpuhost
     from gpuhost._pycuda_tools import make_default_context
 
@@ -279,11 +287,15 @@ def gpuhost_context():
     if why is not None:
         pytest.skip("needs a CUDA device: %s" % why)
     try:
-        ctx = make_default_context()
+        return make_default_context()
     except (gpuhost.CudaSupportError, gpuhost.CudaDriverError) as e:
         # e.g. a sticky error an earlier test left: every test after it says so
-        pytest.fail("gpuhost_context: no usable context for the test: %s" % e, pytrace=False)
-    yield ctx
+        pytest.fail("%s: no usable context for the test: %s" % (fixture, e), pytrace=False)
+
+
+def _pop_context():
+    import gpuhost
+
     if gpuhost.gpus.current is not None:
         gpuhost.current_context().pop()  # the top, whichever: the stack is as deep as before
 
@@ -307,7 +319,7 @@ def gpuhost_device(gpuhost_context):
 
 
 @pytest.fixture
-def gpuhost_leak_check(gpuhost_context):
+def gpuhost_leak_check():
     """The fixture `gpuhost_context`, with a leak check around the test.
 
     The test fails if it leaves gpuhost streams, events, modules or allocations alive
@@ -320,10 +332,10 @@ def gpuhost_leak_check(gpuhost_context):
     gpuhost's own records, never the heap, so it costs the same whatever the process
     holds. Skips the test where CUDA is not usable.
 
-    Returns
-    -------
+    Yields
+    ------
     gpuhost.Context
-        The context, current during the test.
+        The context, current during the test (the one `gpuhost_context` gives).
 
     Examples
     --------
@@ -333,7 +345,11 @@ def gpuhost_leak_check(gpuhost_context):
     ...     del s  # kept alive, the test would fail: "1 stream" still alive, with the
     ...            # line that made it
     """
-    return gpuhost_context
+    # gpuhost_context's work done here rather than by depending on it: a fixture fewer
+    # for pytest to resolve and tear down is most of the check's cost per test.
+    ctx = _push_default_context("gpuhost_leak_check")
+    yield ctx
+    _pop_context()
 
 
 # ---- the leak check ----
@@ -442,65 +458,80 @@ def _leak_lines(records, lost, root):
     return headline, lines
 
 
+class _Settings:
+    """What every check of a session uses, found at its first checked test: gpuhost's
+    modules, whether free memory is compared, the tolerance, the folder reports start at."""
+
+    def __init__(self, config):
+        import gpuhost
+        from gpuhost import _pycuda_tools
+
+        self.core, self.tools = gpuhost._core, _pycuda_tools
+        self.CudaDriverError = gpuhost.CudaDriverError
+        count, _ = _usable_count()
+        self.memory = _memory_checked(count)
+        self.tolerance = config.getoption("gpuhost_leak_tolerance")
+        self.root = os.path.join(str(config.rootpath), "")
+        self.package = _package_folder()
+
+
+_SETTINGS = pytest.StashKey()
+
+
 class _LeakCheck:
     """One test's leak check: begun when its body starts (every fixture set up), ended
     when the body returns (before any fixture is torn down)."""
 
-    def __init__(self, ctx, memory):
-        from gpuhost import CudaDriverError, _core, _pycuda_tools
-
-        self.ctx = ctx
-        self.free = None
-        _pycuda_tools.clear_context_caches()
-        if memory:
-            _core._release_pool_blocks()  # held blocks are not the test's: not counted
+    def __init__(self, ctx, settings):
+        self.ctx, self.settings, self.free = ctx, settings, None
+        core = settings.core
+        if settings.memory:
+            core._release_pool_blocks()  # held blocks are not the test's: not counted
             try:
                 self.free = ctx.get_memory_info().free
-            except CudaDriverError as e:
+            except settings.CudaDriverError as e:
                 pytest.fail("gpuhost_leak_check: the context was already unusable when the "
                             "test began (an earlier test or fixture broke it): %s" % e,
                             pytrace=False)
-        _core._live_record(_package_folder())
+        core._live_record(settings.package)
 
-    def end(self, tolerance, root):
+    def end(self):
         """What the test leaked, as text, or None; recording stops."""
-        from gpuhost import _core
-
         try:
-            return self._report(tolerance, root)
+            return self._report()
         finally:
-            _core._live_record_stop()
+            self.settings.core._live_record_stop()
 
-    def _report(self, tolerance, root):
-        from gpuhost import CudaDriverError, _core, _pycuda_tools
-
+    def _report(self):
+        settings = self.settings
+        core = settings.core
         try:
             self.ctx.synchronize()
-        except CudaDriverError as e:
+        except settings.CudaDriverError as e:
             return ("gpuhost_leak_check: an asynchronous CUDA error surfaced when the test's "
                     "work was synchronized at its end: %s" % e)
-        _pycuda_tools.clear_context_caches()
-        _core._release_pool_blocks()  # a pool's held blocks keep their streams alive
-        records, lost = _core._live_recorded()
+        settings.tools.clear_context_caches()  # what context_dependent_memoize kept
+        core._release_pool_blocks()  # a pool's held blocks keep their streams alive
+        records, lost = core._live_recorded()
         if records or lost:  # something the test made lives on: perhaps only in a cycle
             del records
             gc.collect()
-            _core._release_pool_blocks()  # blocks the collection gave back
-            records, lost = _core._live_recorded()
+            core._release_pool_blocks()  # blocks the collection gave back
+            records, lost = core._live_recorded()
         headlines, lines = [], []
         if records or lost:
-            headline, lines = _leak_lines(records, lost, root)
+            headline, lines = _leak_lines(records, lost, settings.root)
             headlines.append(headline)
         del records
         if self.free is not None:
             try:
                 fell = self.free - self.ctx.get_memory_info().free
-            except CudaDriverError:
+            except settings.CudaDriverError:
                 fell = 0  # the test closed or reset the context: nothing to compare
-            if fell > tolerance:
+            if fell > settings.tolerance:
                 headlines.append("the device's free memory fell by %.1f MiB during the "
                                  "test (tolerance %.1f MiB: --gpuhost-leak-tolerance)"
-                                 % (fell / _MIB, tolerance / _MIB))
+                                 % (fell / _MIB, settings.tolerance / _MIB))
         if not headlines:
             return None
         return "\n".join(["gpuhost_leak_check: " + "; ".join(headlines)] + lines)
@@ -524,12 +555,12 @@ def pytest_runtest_call(item):
     if ctx is None:
         yield
         return
-    count, _ = _usable_count()
-    check = _LeakCheck(ctx, _memory_checked(count))
+    settings = item.config.stash.get(_SETTINGS, None)
+    if settings is None:
+        settings = item.config.stash[_SETTINGS] = _Settings(item.config)
+    check = _LeakCheck(ctx, settings)
     outcome = yield
-    tolerance = item.config.getoption("gpuhost_leak_tolerance")
-    root = os.path.join(str(item.config.rootpath), "")
-    report = check.end(tolerance, root)
+    report = check.end()
     if outcome.excinfo is not None:
         # The test failed already: keep its error; what it leaked (and an asynchronous
         # error, surfaced here rather than in the next test) is shown beside it.

@@ -468,7 +468,7 @@ def test_a_sticky_error_fails_the_test_that_made_it_and_the_next_says_so(inner):
         "synchronized at its end: cuCtxSynchronize failed: [[]700] CUDA_ERROR_ILLEGAL_ADDRESS: "
         "an illegal memory access was encountered (a kernel faulted: this error is sticky*"])
     result.stdout.fnmatch_lines([
-        "gpuhost_context: no usable context for the test: make_default_context(): none of the "
+        "gpuhost_leak_check: no usable context for the test: make_default_context(): none of the "
         "2 devices gave a usable context (device 0: cuMemGetInfo failed: [[]700] "
         "CUDA_ERROR_ILLEGAL_ADDRESS: * this error is sticky*"])
     assert "Traceback" not in result.stdout.str()
