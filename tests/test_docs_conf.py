@@ -35,11 +35,15 @@ def _installed(tmp_path, version):
 
 
 def _conf(checkout, site=None):
-    """Run conf.py as Sphinx does, from the checkout's root; (status, stdout, stderr)."""
+    """Run conf.py as Sphinx does, from the checkout's root; (status, stdout, stderr).
+
+    Without `site`, no gpuhost is installed: Python starts without its site-packages
+    (-S), where the venv running this suite may well have installed one."""
     code = ("import runpy, sys; runpy.run_path('docs/conf.py'); " + REPORT)
     env = dict(os.environ, PYTHONPATH=str(site) if site else "")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=str(checkout), env=env,
-                          capture_output=True, text=True, timeout=120)
+    isolate = [] if site else ["-S"]
+    proc = subprocess.run([sys.executable] + isolate + ["-c", code], cwd=str(checkout),
+                          env=env, capture_output=True, text=True, timeout=120)
     return proc.returncode, proc.stdout.strip(), proc.stderr.strip()
 
 
