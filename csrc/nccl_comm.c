@@ -630,7 +630,10 @@ comm_split(gh_nccl_comm *self, PyObject *args, PyObject *kwargs)
     if (gh_context_leave(self->context, pushed) < 0) {
         return NULL;
     }
-    if (res == GH_ncclInProgress && self->nonblocking) { /* NCCL splits on a thread */
+    /* A non-blocking parent splits on a thread of NCCL's: ncclCommSplit answers ncclSuccess
+       (or, in some versions, ncclInProgress) with *newcomm still NULL, and the parent's state
+       says when the child is written. */
+    if (self->nonblocking && (res == GH_ncclSuccess || res == GH_ncclInProgress)) {
         int rc = gh_nccl_comm_settle(self, -1, &res);
         if (rc < 0) {
             return NULL;

@@ -1,9 +1,12 @@
 /* fakenccl's non-blocking creation and splits, user-buffer registration and ncclMemAlloc.
  *
- * A non-blocking ncclCommInitRankConfig (or a split of a non-blocking communicator) returns
- * ncclInProgress at once and joins on a thread of its own, as NCCL's does: the communicator's
+ * A non-blocking ncclCommInitRankConfig (or a split of a non-blocking communicator) joins on a
+ * thread of its own, as NCCL's does: the communicator's (for a split, the parent's)
  * asynchronous error is ncclInProgress until the join ends, then ncclSuccess or the join's
- * error.  It waits for the other ranks for ever, as NCCL does; ncclCommAbort ends it.
+ * error.  The creation returns ncclInProgress at once; the split returns ncclSuccess with
+ * *newcomm still NULL, as NCCL's ncclCommSplit does (it returns its own result, not its group's
+ * ncclInProgress), and writes *newcomm when the join ends.  It waits for the other ranks for
+ * ever, as NCCL does; ncclCommAbort ends it.
  *
  * Registrations are recorded per communicator (ncclCommDeregister, or its end, forgets them);
  * ncclMemAlloc is cuMemAlloc on the current device.  Neither exists in a build playing NCCL
@@ -90,7 +93,8 @@ fn_async_split(struct gh_ncclComm *parent, int color, int key, int seq,
                .seq = seq,
                .child_blocking = child_blocking,
                .newcomm = newcomm};
-    return start(j);
+    R res = start(j);
+    return res == GH_ncclInProgress ? GH_ncclSuccess : res;
 }
 
 /* ---- registration and NCCL's allocator ---- */
