@@ -33,6 +33,7 @@ pays nothing for the plugin.
 import gc
 import os
 import re
+import warnings
 
 import pytest
 
@@ -412,6 +413,21 @@ def _memory_checked(count):
     return not (workers and workers.isdigit() and int(workers) > count)
 
 
+def _other_processes(ctx):
+    """How many other processes have a context on ctx's device, as NVML counts them; None
+    where NVML cannot tell (no library, no permission, not even this process listed).  In a
+    container NVML may list the host's pids: a lone entry is this process."""
+    from gpuhost import _nvml
+
+    try:
+        pids = [pid for pid, _ in _nvml.compute_processes(ctx.device.pci_bus_id)]
+    except Exception:  # noqa: BLE001 - NVML's answer is a hint; without it, the fall counts
+        return None
+    if not pids:
+        return None
+    return len(pids) - 1
+
+
 def _safe_repr(obj):
     """repr(obj), or a stand-in naming its type where repr raises: the check never fails
     on an object it cannot show."""
@@ -484,6 +500,7 @@ class _LeakCheck:
 
     def __init__(self, ctx, settings):
         self.ctx, self.settings, self.free = ctx, settings, None
+        self.notes = []  # what the check could not count, said as warnings
         core = settings.core
         if settings.memory:
             core._release_pool_blocks()  # held blocks are not the test's: not counted
@@ -529,9 +546,18 @@ class _LeakCheck:
             except settings.CudaDriverError:
                 fell = 0  # the test closed or reset the context: nothing to compare
             if fell > settings.tolerance:
-                headlines.append("the device's free memory fell by %.1f MiB during the "
-                                 "test (tolerance %.1f MiB: --gpuhost-leak-tolerance)"
-                                 % (fell / _MIB, settings.tolerance / _MIB))
+                fall = ("the device's free memory fell by %.1f MiB during the test (tolerance "
+                        "%.1f MiB: --gpuhost-leak-tolerance)"
+                        % (fell / _MIB, settings.tolerance / _MIB))
+                others = _other_processes(self.ctx)
+                if others:  # free memory is the device's: theirs moves it too
+                    self.notes.append(
+                        "gpuhost_leak_check: %s, but %d other process%s use%s the device "
+                        "(NVML says): not counted against this test, whose gpuhost objects "
+                        "were checked" % (fall, others, "" if others == 1 else "es",
+                                          "s" if others == 1 else ""))
+                else:
+                    headlines.append(fall)
         if not headlines:
             return None
         return "\n".join(["gpuhost_leak_check: " + "; ".join(headlines)] + lines)
@@ -561,6 +587,8 @@ def pytest_runtest_call(item):
     check = _LeakCheck(ctx, settings)
     outcome = yield
     report = check.end()
+    for note in check.notes:
+        warnings.warn(pytest.PytestWarning(note))
     if outcome.excinfo is not None:
         # The test failed already: keep its error; what it leaked (and an asynchronous
         # error, surfaced here rather than in the next test) is shown beside it.

@@ -53,6 +53,8 @@ def _choose_driver():
     os.environ["GPUHOST_CUDA_DRIVER"] = path
     # NCCL over the fake driver is its test double (a real libnccl needs the real driver)
     os.environ.setdefault("GPUHOST_NCCL", fakecuda_build.nccl_path())
+    # and NVML (which the leak check asks who else uses a device) is its test double too
+    os.environ["GPUHOST_NVML"] = fakecuda_build.nvml_path()
     os.environ.setdefault("FAKECUDA_DEVICES", "2")
     return "fake", path
 

@@ -1,9 +1,11 @@
-"""Build libfakecuda.so, the test double of libcuda, and libfakenccl.so.2, the test double of
-libnccl (tests/fakecuda/fakenccl/), when they are out of date.
+"""Build libfakecuda.so, the test double of libcuda, libfakenccl.so.2, the test double of
+libnccl (tests/fakecuda/fakenccl/), and libfakenvml.so.1, of libnvidia-ml (fakenvml/), when
+they are out of date.
 
-build() is what tests/conftest.py calls (it builds both, and returns the fake driver's path;
-nccl_path() names the other; nccl_218_path() builds a third, the fake NCCL playing 2.18); `python3 tests/fakecuda/build.py [OUT_DIR]` builds
-and prints the library's path.  The C compiler is $CC (default cc); $FAKECUDA_CFLAGS adds
+build() is what tests/conftest.py calls (it builds all three, and returns the fake driver's
+path; nccl_path() and nvml_path() name the others; nccl_218_path() builds a fourth, the fake
+NCCL playing 2.18); `python3 tests/fakecuda/build.py [OUT_DIR]` builds and prints the
+library's path.  The C compiler is $CC (default cc); $FAKECUDA_CFLAGS adds
 flags (sanitizers); $FAKECUDA_BUILD_DIR moves the default output folder (a sanitizer
 build beside the plain one).  The library is rebuilt when a source (tests/fakecuda/*.c, *.h,
 csrc/cuda_api.h, csrc/cuda_errors.h) is newer than it or the compile command changed; it is
@@ -27,6 +29,8 @@ LIB_NAME = "libfakecuda.so"
 NCCL_NAME = "libfakenccl.so.2"
 NCCL_218_NAME = "libfakenccl-2.18.so.2"  # the same, playing NCCL 2.18 (no registration)
 NCCL_SOURCES = sorted(glob.glob(os.path.join(HERE, "fakenccl", "*.c")))
+NVML_NAME = "libfakenvml.so.1"  # the test double of libnvidia-ml (tests/fakecuda/fakenvml/)
+NVML_SOURCES = [os.path.join(HERE, "fakenvml", "fakenvml.c")]
 DLPACK_SOURCES = [os.path.join(HERE, "fakedlpack", "fakedlpack.c")]
 
 # Frame pointers: fakecuda_take_fault_site() walks the library's own frames to its caller.
@@ -116,6 +120,11 @@ def nccl_path(out_dir=None):
     return os.path.join(_out_dir(out_dir), NCCL_NAME)
 
 
+def nvml_path(out_dir=None):
+    """Where build() puts libfakenvml.so.1."""
+    return os.path.join(_out_dir(out_dir), NVML_NAME)
+
+
 def fakedlpack_module(out_dir=None):
     """The module _fakedlpack (tests/fakecuda/fakedlpack/: a producer of DLPack's C exchange
     API), built for this interpreter when out of date, imported from its file."""
@@ -141,11 +150,12 @@ def nccl_218_path(out_dir=None):
 
 
 def build(out_dir=None):
-    """Compile both libraries into out_dir (default $FAKECUDA_BUILD_DIR, else
+    """Compile the three libraries into out_dir (default $FAKECUDA_BUILD_DIR, else
     tests/fakecuda/build/) unless they are up to date; return the fake driver's absolute
     path.  Raises BuildError if one cannot be built."""
     out_dir = _out_dir(out_dir)
     _build_one(nccl_path(out_dir), NCCL_SOURCES, nccl_dependencies())
+    _build_one(nvml_path(out_dir), NVML_SOURCES, NVML_SOURCES)
     return _build_one(os.path.join(out_dir, LIB_NAME), sources(), dependencies())
 
 
