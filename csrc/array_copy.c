@@ -92,6 +92,13 @@ linear_copy(gh_devicearray *self, int to_host, void *host, CUdeviceptr dptr, siz
         id = to_host ? GH_CU_MemcpyDtoH : GH_CU_MemcpyHtoD;
         Py_BEGIN_ALLOW_THREADS
         res = to_host ? gh_cu.MemcpyDtoH(host, dptr, nbytes) : gh_cu.MemcpyHtoD(dptr, host, nbytes);
+        if (res == CUDA_SUCCESS && !to_host) {
+            /* From pageable memory the driver returns once the bytes are staged, and writes
+               them on the legacy stream later: a synchronous copy is one whose data is on
+               the device, for another device's or a non-blocking stream's work too. */
+            id = GH_CU_StreamSynchronize;
+            res = gh_cu.StreamSynchronize(CU_STREAM_LEGACY);
+        }
         Py_END_ALLOW_THREADS
     }
     if (gh_context_leave(self->context, pushed) < 0) {
@@ -268,10 +275,12 @@ copy_planned(gh_devicearray *a, int to_host, char *host, const gh_stream_ref *re
             break;
         }
     }
-    if (res == CUDA_SUCCESS && !ref->is_default) {
+    if (res == CUDA_SUCCESS && (!ref->is_default || !to_host)) {
+        /* a stream's copies waited for; synchronous ones to the device landed, not only
+           staged (see linear_copy) */
         id = GH_CU_StreamSynchronize;
         Py_BEGIN_ALLOW_THREADS
-        res = gh_cu.StreamSynchronize(ref->handle);
+        res = gh_cu.StreamSynchronize(ref->is_default ? CU_STREAM_LEGACY : ref->handle);
         Py_END_ALLOW_THREADS
     }
     if (gh_context_leave(a->context, pushed) < 0) {
@@ -601,6 +610,7 @@ mod_copy_2d(PyObject *module, PyObject *args)
     gh_stream_ref ref;
     gh_devicearray *self;
     CUresult res;
+    gh_cu_id id;
     int pushed;
 
     if (!PyArg_ParseTuple(args, "O!pKnKnnnO:copy_2d", st->DeviceArrayType, &array, &to_host, &host,
@@ -624,8 +634,14 @@ mod_copy_2d(PyObject *module, PyObject *args)
     }
     res = copy_rows(to_host, (char *)(uintptr_t)host, (size_t)host_pitch, (CUdeviceptr)dev,
                     (size_t)dev_pitch, (size_t)width, (size_t)height, &ref);
-    if (gh_context_leave(self->context, pushed) < 0 ||
-        gh_check(res, ref.is_default ? GH_CU_Memcpy2D : GH_CU_Memcpy2DAsync) < 0) {
+    id = ref.is_default ? GH_CU_Memcpy2D : GH_CU_Memcpy2DAsync;
+    if (res == CUDA_SUCCESS && ref.is_default && !to_host) { /* landed: see linear_copy */
+        id = GH_CU_StreamSynchronize;
+        Py_BEGIN_ALLOW_THREADS
+        res = gh_cu.StreamSynchronize(CU_STREAM_LEGACY);
+        Py_END_ALLOW_THREADS
+    }
+    if (gh_context_leave(self->context, pushed) < 0 || gh_check(res, id) < 0) {
         return NULL;
     }
     Py_RETURN_NONE;

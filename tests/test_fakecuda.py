@@ -414,8 +414,19 @@ class Fake:
         return dptr.value
 
     def write(self, dptr, data):
-        """Copy the uint8 array `data` to dptr synchronously; the result."""
+        """Copy the uint8 array `data` to dptr synchronously; the result.  From pageable
+        memory, as the driver: returns once the bytes are staged, the device write queued
+        on the legacy stream."""
         return self.cuMemcpyHtoD(dptr, data.ctypes.data, data.nbytes)
+
+    def write_pinned(self, dptr, data):
+        """write() through pinned memory: the copy is done when it returns."""
+        pinned = self.host_alloc(max(data.nbytes, 1))
+        ctypes.memmove(pinned, data.ctypes.data, data.nbytes)
+        try:
+            return self.cuMemcpyHtoD(dptr, pinned, data.nbytes)
+        finally:
+            assert self.cuMemFreeHost(ctypes.c_void_p(pinned)) == SUCCESS
 
     def read(self, dptr, size):
         """`size` bytes at dptr, as a new uint8 array."""
@@ -1989,19 +2000,56 @@ def test_synchronous_copies_wait_for_blocking_streams_not_non_blocking_ones(fake
     data = random_bytes(rng, 64)
     with gate_closed(fake):
         assert fake.add_callback(non_blocking, lambda h, s: None) == SUCCESS
-        assert fake.write(d, data) == SUCCESS  # the legacy stream does not wait for it
+        assert fake.write_pinned(d, data) == SUCCESS  # the legacy stream does not wait for it
         assert fake.cuMemsetD8(d, 7, 1) == SUCCESS
         assert fake.add_callback(blocking, lambda h, s: None) == SUCCESS
 
         def write():
             assert fake.cuCtxPushCurrent(ctx) == SUCCESS
-            return fake.write(d, data)
+            return fake.write_pinned(d, data)
 
         writer = Background(write)
         time.sleep(0.02)
         assert not writer.done()
     assert writer.result() == SUCCESS and fake.pending() == 0
     assert (fake.read(d, 64) == data).all()
+
+
+def test_a_synchronous_copy_from_pageable_memory_returns_once_staged(fake):
+    """As the driver documents cuMemcpyHtoD from pageable memory: it waits for the legacy
+    stream, stages the bytes and returns; the device write follows on the legacy stream, so
+    a non-blocking stream may read the old bytes, and a synchronous call waits for it."""
+    rng = np.random.default_rng()
+    ctx = fake.push(0)
+    non_blocking = fake.stream(NON_BLOCKING)
+    rows = int(rng.integers(1, 4))
+    d = fake.alloc(64 * rows)
+    old, data = random_bytes(rng, 64 * rows), random_bytes(rng, (rows, 96))
+    assert fake.write_pinned(d, old) == SUCCESS
+    before = fake.read(d, 64 * rows)
+    sent = data[:, :64].copy()
+    with gate_closed(fake):
+        if rows == 1:
+            assert fake.write(d, data[0, :64].copy()) == SUCCESS
+        else:  # rows of a wider host array: cuMemcpy2D
+            p = make_2d((MEM_HOST, data.ctypes.data, 0, 0, 96), (MEM_DEVICE, d, 0, 0, 64), 64, rows)
+            assert fake.cuMemcpy2D(ctypes.byref(p)) == SUCCESS
+        data[:] = 0  # staged: the caller's buffer is free again
+        assert fake.pending() == 1
+        out = np.empty(64 * rows, np.uint8)
+        assert fake.cuMemcpyDtoHAsync(out.ctypes.data, d, out.nbytes, non_blocking) == SUCCESS
+        assert (out == before).all()
+
+        def read():
+            assert fake.cuCtxPushCurrent(ctx) == SUCCESS
+            return fake.read(d, 64 * rows)
+
+        reader = Background(read)
+        time.sleep(0.02)
+        assert not reader.done()  # a synchronous read waits for the legacy stream
+    got = reader.result()
+    assert fake.pending() == 0
+    assert (got.reshape(rows, 64) == sent).all()
 
 
 def test_async_memsets_run_in_stream_order(fake):
@@ -2057,7 +2105,7 @@ def test_queued_copies_are_dropped_when_their_context_dies(fake):
     stream = fake.stream()
     n = int(rng.integers(1, 4096))
     d = fake.alloc(n)
-    assert fake.write(d, random_bytes(rng, n)) == SUCCESS
+    assert fake.write_pinned(d, random_bytes(rng, n)) == SUCCESS
     target = random_bytes(rng, n)
     keep = target.copy()
     assert fake.cuMemHostRegister(target.ctypes.data, n, 0) == SUCCESS
@@ -2414,7 +2462,7 @@ def test_ipc_memory_opens_on_another_device_only_with_a_peer_path(load):
         n = int(rng.integers(1, 4096))
         d = fake.alloc(n)
         data = random_bytes(rng, n)
-        assert fake.write(d, data) == SUCCESS
+        assert fake.write_pinned(d, data) == SUCCESS  # done: read in another context
         res, handle = fake.ipc_mem_handle(d)
         assert res == SUCCESS
         fake.push(1)
@@ -2786,7 +2834,8 @@ def test_concurrent_builds_all_get_a_whole_library(tmp_path):
     assert [(p.returncode, out.strip()) for p, (out, _) in zip(procs, results)] == \
         [(0, "ok")] * 4, [err for _, err in results]
     assert sorted(os.listdir(tmp_path)) == ["libfakecuda.so", "libfakecuda.so.cmd",
-                                            "libfakenccl.so.2", "libfakenccl.so.2.cmd"]
+                                            "libfakenccl.so.2", "libfakenccl.so.2.cmd",
+                                            "libfakenvml.so.1", "libfakenvml.so.1.cmd"]
 
 
 def test_missing_cuda_headers_are_a_clear_error(monkeypatch, tmp_path):

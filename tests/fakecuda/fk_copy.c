@@ -5,7 +5,11 @@
  * (fk_memory.c), so a bad range fails the call up front, then rows of bytes moved or set
  * outside the lock.  A synchronous call runs the job on the caller's thread once the legacy
  * default stream may go on; an asynchronous one queues it on its stream, unless a host side
- * is pageable: the driver then copies before returning, and so does the fake.
+ * is pageable: the driver then copies before returning, and so does the fake.  One exception,
+ * as the driver documents it: a synchronous copy from pageable host memory to the device
+ * returns once the bytes are staged, and the device write follows on the legacy
+ * default stream (so work on a non-blocking stream, or on another context's stream, may run
+ * before it lands).
  */
 #include "fk_internal.h"
 
@@ -26,6 +30,7 @@ typedef struct {
 typedef struct {
     fk_op op;
     fk_job job;
+    unsigned char *staged; /* the source bytes, staged: owned by the op, or NULL */
 } fk_job_op;
 
 /* An address range a job touches, before translation. */
@@ -138,6 +143,7 @@ run_job_op(fk_op *op)
     fk_lock();
     job_release(job);
     fk_unlock();
+    free(((fk_job_op *)op)->staged);
 }
 
 /* Dropped with its stream's context (or its graph went): it never runs. */
@@ -145,6 +151,7 @@ static void
 cancel_job_op(fk_op *op)
 {
     job_release(&((fk_job_op *)op)->job);
+    free(((fk_job_op *)op)->staged);
 }
 
 /* A graph launch's copy of a captured job: pinned again. */
@@ -173,6 +180,48 @@ stream_wait_seq(const fk_context *ctx, const fk_lane *lane)
     return lane->last_seq;
 }
 
+/* A synchronous copy from pageable host memory to the device: once the legacy
+   default stream may go on, the bytes are staged and the write is queued on it.  Lock held
+   (let go while waiting); the job is released (its source at once). */
+static CUresult
+job_stage(fk_job *job, fk_context *ctx)
+{
+    fk_job_op *op = calloc(1, sizeof(*op));
+    size_t size = job->width * job->rows * job->slices;
+    unsigned char *staged = malloc(size ? size : 1);
+
+    if (op == NULL || staged == NULL) {
+        free(op);
+        free(staged);
+        job_release(job);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    fk_ops_wait(ctx->blocking.last_seq);
+    if (!ctx->alive) {
+        free(op);
+        free(staged);
+        job_release(job);
+        return CUDA_ERROR_CONTEXT_IS_DESTROYED; /* reset meanwhile */
+    }
+    for (size_t k = 0; k < job->slices; k++) { /* the source's rows, packed */
+        for (size_t r = 0; r < job->rows; r++) {
+            memcpy(staged + (k * job->rows + r) * job->width,
+                   job->src.host + k * job->src_slice + r * job->src_pitch, job->width);
+        }
+    }
+    fk_span_release(&job->src);
+    job->src.host = staged;
+    job->src_pitch = job->width;
+    job->src_slice = job->width * job->rows;
+    op->op.run = run_job_op;
+    op->op.cancel = cancel_job_op;
+    op->op.size = sizeof(*op);
+    op->op.node_type = CU_GRAPH_NODE_TYPE_MEMCPY;
+    op->job = *job;
+    op->staged = staged;
+    return fk_op_enqueue(&op->op, ctx, &ctx->legacy);
+}
+
 /* Start a resolved job (released by it): on stream `lane` of `ctx`, or, if lane is NULL,
    synchronously after the legacy default streams of `ctx` and `other` (or NULL), as the
    driver's synchronous calls.  A job with a pageable host side runs at once on a stream too,
@@ -196,6 +245,10 @@ job_start(fk_job *job, fk_context *ctx, fk_lane *lane, const fk_context *other)
     if (res != CUDA_SUCCESS) {
         job_release(job);
         return res;
+    }
+    if (lane == NULL && other == NULL && job->src.pageable && !job->dst.pageable &&
+        job->elem == 0) {
+        return job_stage(job, ctx);
     }
     if (lane == NULL || job->dst.pageable || job->src.pageable) {
         seq = lane != NULL ? stream_wait_seq(ctx, lane) : ctx->blocking.last_seq;
