@@ -2362,7 +2362,7 @@ def test_peer_copies_move_bytes_between_two_devices_contexts(fake):
     b = fake.alloc(n)
     stream = fake.stream()
     data = random_bytes(rng, n)
-    assert fake.write(a, data) == SUCCESS  # unified addressing: any context's memory
+    assert fake.write_pinned(a, data) == SUCCESS  # unified addressing: any context's memory
     assert fake.cuMemcpyPeer(b, c1, a, c0, n) == SUCCESS
     assert (fake.read(b, n) == data).all()
     assert fake.cuMemcpyPeer(b, c0, a, c0, n) == INVALID_VALUE  # b is not c0's
@@ -2370,7 +2370,7 @@ def test_peer_copies_move_bytes_between_two_devices_contexts(fake):
     assert fake.cuMemcpyPeer(b, c1, a, c0, n + 1) == INVALID_VALUE
     assert fake.cuMemcpyPeer(b, 0x1234, a, c0, n) == INVALID_CONTEXT
     data = random_bytes(rng, n)
-    assert fake.write(a, data) == SUCCESS
+    assert fake.write_pinned(a, data) == SUCCESS
     with gate_closed(fake):
         assert fake.cuMemcpyPeerAsync(b, c1, a, c0, n, stream) == SUCCESS
         assert fake.cuMemcpyPeerAsync(b, c0, a, c0, n, stream) == INVALID_VALUE
@@ -2479,7 +2479,7 @@ def test_ipc_memory_handle_opens_an_alias_of_the_same_bytes(fake):
     n = int(rng.integers(2, 1 << 14))
     d = fake.alloc(n)
     data = random_bytes(rng, n)
-    assert fake.write(d, data) == SUCCESS
+    assert fake.write_pinned(d, data) == SUCCESS
     free = fake.mem_info()[1]
     res, handle = fake.ipc_mem_handle(d + int(rng.integers(0, n)))  # any address inside
     assert res == SUCCESS
