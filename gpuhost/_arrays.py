@@ -846,8 +846,29 @@ def getitem(dev, key):
             return cell  # a record stays on the device (numba's DeviceRecord)
         return cell.copy_to_host()[()]  # a numpy scalar
     probe, base = _probe(dev)
-    view = probe[key]
+    view = probe[_basic_key(key)]
+    if not _derives_from(view, probe):  # never an address outside dev: a bug, said so
+        raise RuntimeError("gpuhost: indexing %r made no view of the array" % (key,))
     return _from_probe(dev, view, base)
+
+
+def _basic_key(key):
+    """key with every integer-like item (a numpy integer, a 0-d integer array, any
+    __index__) as a Python int: numpy takes an integer *array*, 0-d too, as advanced
+    indexing, whose result is a copy, not a view of the probe (its address would be
+    meaningless); the element it names is the same."""
+    if isinstance(key, tuple):
+        return tuple(operator.index(k) if _is_int(k) else k for k in key)
+    return operator.index(key) if _is_int(key) else key
+
+
+def _derives_from(view, probe):
+    """Whether `view` is a view of `probe` (its base chain reaches it)."""
+    while view is not None:
+        if view is probe:
+            return True
+        view = view.base if isinstance(view, np.ndarray) else None
+    return False
 
 
 def setitem(dev, key, value):

@@ -4,6 +4,8 @@ device arrays of the view's shape, never calling gpuhost's Python side; what nee
 (broadcasting, casting on the device, records) still reaches it.  Results are checked
 against numpy doing the same assignment.
 """
+import operator
+
 import numpy as np
 import pytest
 
@@ -173,3 +175,47 @@ def test_a_0d_array_is_not_iterable():
         iter(gpuhost.to_device(np.array(2.5)))
     with pytest.raises(TypeError, match="iteration over a 0-d device array"):
         list(gpuhost.to_device(np.array(2.5)))
+
+
+class Index:
+    """An object that is an integer only through __index__."""
+
+    def __init__(self, i):
+        self.i = i
+
+    def __index__(self):
+        return self.i
+
+
+INT_LIKE = {
+    "0-d int64 array": lambda i: np.array(i),
+    "0-d int16 array": lambda i: np.array(i, np.int16),
+    "numpy uint8": lambda i: np.uint8(i % 256) if i >= 0 else np.int8(i),
+    "__index__": Index,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(INT_LIKE))
+def test_integer_like_keys_index_as_their_int(kind):
+    """numpy takes an integer array (0-d too) as advanced indexing; gpuhost's views are
+    basic indexing, so such a key is its int (a 0-d array once gave a view at a wild
+    address: out-of-bounds reads, a write anywhere)."""
+    make = INT_LIKE[kind]
+    host = rng.standard_normal((6, 3, 4)).astype(np.float32)
+    d = gpuhost.to_device(host)
+    for _ in range(20):
+        i, j = int(rng.integers(-6, 6)), int(rng.integers(-3, 3))
+        for key in [make(i), (make(i),), (make(i), slice(None), make(j % 4)),
+                    (Ellipsis, make(j)), (make(i), None, slice(None, None, -1))]:
+            got = d[key]
+            want = host[tuple(operator.index(k) if not isinstance(k, slice) and k is not None
+                              and k is not Ellipsis else k
+                              for k in (key if isinstance(key, tuple) else (key,)))]
+            assert isinstance(got, gpuhost.DeviceArray) and got.shape == want.shape
+            assert got.copy_to_host().tobytes() == np.ascontiguousarray(want).tobytes()
+    value = rng.standard_normal((3, 4)).astype(np.float32)
+    d[make(-2)] = value
+    host[-2] = value
+    np.testing.assert_array_equal(d.copy_to_host(), host)
+    with pytest.raises(IndexError):
+        d[make(6)]
