@@ -195,15 +195,20 @@ def _table(header, lines):
                      + ["| " + " | ".join(cells) + " |" for cells in lines])
 
 
+def _runs(runs):
+    """How the figures were reduced: one run's, or the medians of several."""
+    return "one run" if runs == 1 else "medians of %d runs" % runs
+
+
 def headline_block(data):
     rows = [r for r in data["rows"] if r.get("headline")]
     libs = [lib for lib in LIBRARIES if any(lib in r["figures"] for r in rows)]
     lines = [[r["headline"]] + [fmt(r["figures"][lib]) if lib in r["figures"] else "-"
                                 for lib in libs] for r in rows]
     return "\n".join([
-        "Measured on %s, %s (`%s`; medians of %d runs). Microseconds per call unless the row "
+        "Measured on %s, %s (`%s`; %s). Microseconds per call unless the row "
         "says otherwise; \"raw C\" is the same operation written in C against the driver, in "
-        "the same run." % (data["machine"], data["date"], data["command"], data["runs"]),
+        "the same run." % (data["machine"], data["date"], data["command"], _runs(data["runs"])),
         "", _table(["operation"] + libs, lines)])
 
 

@@ -379,7 +379,7 @@ def sentry_contiguous(ary):
     >>> devicearray.sentry_contiguous(np.zeros((4, 4))[:, ::2])
     Traceback (most recent call last):
         ...
-    ValueError: Array contains non-contiguous buffer and cannot be transferred as a single memory region. Please ensure contiguous buffer with numpy .ascontiguousarray()
+    ValueError: Array contains non-contiguous buffer and cannot be transferred as a single memory region...
     """
     core = array_core(ary)
     if not core.flags["C_CONTIGUOUS"] and not core.flags["F_CONTIGUOUS"]:
