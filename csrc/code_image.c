@@ -483,13 +483,21 @@ mod_link(PyObject *module, PyObject *args, PyObject *kwargs)
     void *vals[7];
     unsigned int nopts = 0;
     int max_registers = 0, debug = 0, lineinfo = 0, pushed;
+    Py_ssize_t ninputs;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|ipp:link", kwlist, &inputs_obj,
                                      &max_registers, &debug, &lineinfo) ||
         (seq = PySequence_Fast(inputs_obj, "link() takes a list of inputs")) == NULL) {
         return NULL;
     }
-    inputs = PyMem_Calloc((size_t)PySequence_Fast_GET_SIZE(seq) + 1, sizeof(link_input));
+    /* A tuple, counted here: the link reads the inputs, which borrow their bytes from it,
+       with the GIL released, while another thread could change a list. */
+    Py_SETREF(seq, PySequence_Tuple(seq));
+    if (seq == NULL) {
+        return NULL;
+    }
+    ninputs = PyTuple_GET_SIZE(seq);
+    inputs = PyMem_Calloc((size_t)ninputs + 1, sizeof(link_input));
     logs = PyMem_Calloc(2, GH_JIT_LOG_SIZE);
     if (inputs == NULL || logs == NULL) {
         PyErr_NoMemory();
@@ -517,7 +525,7 @@ mod_link(PyObject *module, PyObject *args, PyObject *kwargs)
         goto done;
     }
     Py_BEGIN_ALLOW_THREADS
-    run_link(inputs, PySequence_Fast_GET_SIZE(seq), opts, vals, nopts, &out);
+    run_link(inputs, ninputs, opts, vals, nopts, &out);
     Py_END_ALLOW_THREADS
     if (gh_context_leave(ctx, pushed) < 0) {
         goto done;

@@ -694,3 +694,13 @@ def test_ptx_param_types_ignore_pointer_alignment():
            ".visible .entry k(\n\t.param .f32 k_param_0,\n\t.param .u64 .ptr .align 1 k_param_1,\n"
            "\t.param .align 8 .b8 k_param_2[16]\n)\n{ ret; }\n")
     assert ptx_param_types(ptx) == {"k": (("f", 4, 4), ("i", 8, 8), ("s", 16, 8))}
+
+
+def test_link_reads_its_inputs_from_any_iterable_and_refuses_others():
+    from gpuhost import _core
+
+    with pytest.raises(TypeError, match=r"link\(\) takes a list of inputs"):
+        _core.link(3)
+    for inputs in ([3], (3,), (x for x in [3])):
+        with pytest.raises(TypeError, match=r"link inputs are \(bytes, int, str\) tuples"):
+            _core.link(inputs)
