@@ -717,7 +717,7 @@ read_params(gh_kernel *k, PyObject *types)
         params = grown;
         for (n = 0; n < (size_t)ntypes; n++) {
             unsigned int size = 0, align = 1;
-            char kind = '?';
+            int kind = '?'; /* 'C' stores an int */
             if (!PyArg_ParseTuple(PyTuple_GET_ITEM(types, n), "CII", &kind, &size, &align)) {
                 PyMem_Free(params);
                 return -1;
