@@ -810,7 +810,8 @@ static PyType_Slot jitdispatcher_slots[] = {
 static PyType_Spec jitdispatcher_spec = {
     .name = "gpuhost._core.JitDispatcher",
     .basicsize = sizeof(gh_jitdispatcher),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_BASETYPE,
+    .flags =
+        Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_BASETYPE,
     .slots = jitdispatcher_slots,
 };
 

@@ -743,7 +743,7 @@ static PyType_Slot comm_slots[] = {
 static PyType_Spec comm_spec = {
     .name = "gpuhost._core.NcclCommunicator",
     .basicsize = sizeof(gh_nccl_comm),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_BASETYPE,
     .slots = comm_slots,
 };
 

@@ -250,7 +250,7 @@ static PyType_Slot reg_slots[] = {
 static PyType_Spec reg_spec = {
     .name = "gpuhost._core.NcclRegistration",
     .basicsize = sizeof(gh_nccl_reg),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
     .slots = reg_slots,
 };
 
@@ -321,7 +321,7 @@ static PyType_Slot mem_slots[] = {
 static PyType_Spec mem_spec = {
     .name = "gpuhost._core.NcclMemory",
     .basicsize = sizeof(gh_nccl_memory),
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_DISALLOW_INSTANTIATION,
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_DISALLOW_INSTANTIATION,
     .slots = mem_slots,
 };
 

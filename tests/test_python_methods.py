@@ -86,6 +86,23 @@ def test_the_types_stay_immutable_to_users():
             cls.create_stream = None
 
 
+def test_every_core_type_refuses_new_attributes():
+    """Every type _core builds from a PyType_Spec is immutable (Py_TPFLAGS_IMMUTABLETYPE,
+    which test_csrc_lint checks in the sources), base types Python subclasses included;
+    the subclasses themselves stay open."""
+    types = [t for t in vars(_core).values() if isinstance(t, type)
+             and t.__module__ == "gpuhost._core" and not issubclass(t, BaseException)]
+    assert {"NcclCommunicator", "NcclRegistration", "NcclMemory", "JitDispatcher"} <= \
+        {t.__name__ for t in types}
+    for t in types:
+        with pytest.raises(TypeError, match="immutable"):
+            t.probe = None
+    import gpuhost.nccl
+
+    gpuhost.nccl.Communicator.probe = 1  # a Python subclass of NcclCommunicator
+    del gpuhost.nccl.Communicator.probe
+
+
 def test_attach_takes_only_gpuhost_types():
     with pytest.raises(TypeError, match="takes a type of gpuhost._core, not int"):
         gpuhost._core._attach(int, "x", 1)
