@@ -1,4 +1,5 @@
-/* Context: a device's primary context, numba.cuda's model (DESIGN.md point 4).
+/* Context: a device's primary context, numba.cuda's model (docs/development/architecture.md,
+ * decision 4).
  *
  * gpuhost uses only primary contexts, which CuPy, PyTorch and numba share: one Context
  * object per Device, holding one retain while in use.  The current context is the

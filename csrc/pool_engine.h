@@ -16,8 +16,9 @@
  *
  * Why cache is the default (for the lead to confirm on the H100 with benchmarks/pools.py):
  * a hit costs no driver call, some 0.1-0.2 us of C for allocate + free, where the driver's
- * pool costs 0.7-1.2 us per cuMemAllocAsync + cuMemFreeAsync in C alone (ANCHORS.md), before
- * any Python; the goal, 0.8 x CuPy's 1.25 us, leaves room for the first, not the second.
+ * pool costs 0.7-1.2 us per cuMemAllocAsync + cuMemFreeAsync in C alone (measured by
+ * benchmarks/raw/driver_bench.c), before any Python; the goal, 0.8 x CuPy's 1.25 us, leaves
+ * room for the first, not the second.
  * Every cached block is also a cuMemAlloc allocation of its own, so IPC handles
  * (cuIpcGetMemHandle) keep working on pooled arrays, which the driver's default pool does
  * not allow.  Expected: cache ~3-5x faster than driver per allocate + free from Python.
