@@ -2,28 +2,15 @@
  *
  * The exception classes live in gpuhost/errors.py; C only looks them up (when raising,
  * a cold path) and instantiates them.  Names come from cuda.h's enum, so errors read
- * well even when the driver cannot describe them (the toolkit's stub library).
+ * well even when the driver cannot describe them (the toolkit's stub library).  The
+ * driver's loader (cuda_api.c, below) raises nothing: gh_driver_ensure() raises what it
+ * reports, here, as do the module functions that ask for the driver.
  */
 #include "errors.h"
 
 #include "cuda_api.h"
-#include "cuda_errors.h"
 
 #include <stdarg.h>
-
-const char *
-gh_cu_result_name(CUresult res)
-{
-    switch ((int)res) {
-#define GH_ERROR_CASE(name, code)                                                                  \
-    case code:                                                                                     \
-        return #name;
-        GH_CUDA_ERROR_LIST(GH_ERROR_CASE)
-#undef GH_ERROR_CASE
-        default:
-            return NULL;
-    }
-}
 
 PyObject *
 gh_error_class(const char *name)
@@ -191,3 +178,72 @@ gh_raise_nvrtc(int code, const char *name, const char *call, const char *log)
     Py_DECREF(cls);
     return -1;
 }
+
+/* ---- the driver's load, raised ---- */
+
+int
+gh_driver_ensure(void)
+{
+    switch (gh_driver_load()) {
+        case GH_DRIVER_OK:
+            return 0;
+        case GH_DRIVER_FORKED:
+            return gh_raise("CudaDriverError", "%s", gh_fork_message);
+        default:
+            return gh_raise("CudaSupportError", "%s", gh_driver_load_error());
+    }
+}
+
+static PyObject *
+mod_is_available(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(gh_driver_usable());
+}
+
+static PyObject *
+mod_driver_version(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+    int v;
+    if (gh_driver_ensure() < 0) {
+        return NULL;
+    }
+    v = gh_driver_version();
+    return Py_BuildValue("(ii)", v / 1000, v % 1000 / 10);
+}
+
+static PyObject *
+mod_driver_library(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+    if (gh_driver_ensure() < 0) {
+        return NULL;
+    }
+    return PyUnicode_FromString(gh_driver_path());
+}
+
+PyMethodDef gh_driver_methods[] = {
+    {"is_available", mod_is_available, METH_NOARGS,
+     "is_available()\n--\n\n"
+     "Whether a CUDA driver loads and reports at least one device.\n\n"
+     "It never raises: use it to choose between a GPU and a CPU path.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> if gpuhost.is_available():\n"
+     "...     print(gpuhost.get_current_device().name)  # doctest: +SKIP"},
+    {"driver_version", mod_driver_version, METH_NOARGS,
+     "driver_version()\n--\n\n"
+     "The CUDA version the driver supports (cuDriverGetVersion).\n\n"
+     "Returns\n"
+     "-------\n"
+     "tuple of int\n"
+     "    (major, minor), such as (12, 4).\n\n"
+     "Raises\n"
+     "------\n"
+     "CudaSupportError\n"
+     "    When no usable driver is found.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> major, minor = gpuhost.driver_version()"},
+    {"driver_library", mod_driver_library, METH_NOARGS,
+     "driver_library()\n--\n\nThe path of the libcuda that was loaded."},
+    {NULL, NULL, 0, NULL},
+};

@@ -1,5 +1,5 @@
 /* errors.c: the one raising path.  CUDA, NVRTC and gpuhost's own errors become the
- * classes of gpuhost/errors.py.
+ * classes of gpuhost/errors.py; a driver that does not load becomes CudaSupportError.
  */
 #ifndef GPUHOST_ERRORS_H
 #define GPUHOST_ERRORS_H
@@ -22,12 +22,16 @@ gh_check(CUresult res, gh_cu_id id)
 }
 /* Raise gpuhost.errors.<cls>(message); returns -1.  For the classes that take one string. */
 int gh_raise(const char *cls, const char *fmt, ...);
-/* The CUresult's enum name ("CUDA_ERROR_OUT_OF_MEMORY"), or NULL for an unknown code. */
-const char *gh_cu_result_name(CUresult res);
 /* Warn (RuntimeWarning, never raise) that cleanup call `id` failed with `res`. */
 void gh_warn_cleanup(CUresult res, gh_cu_id id);
 /* errors.c: raise NvrtcError(code, name, call, log); returns -1. */
 int gh_raise_nvrtc(int code, const char *name, const char *call, const char *log);
+/* Load the driver the first time (cuda_api.c's gh_driver_load); 0, or -1 with
+   CudaSupportError (no usable driver) or CudaDriverError (a child forked after it loaded)
+   set. */
+int gh_driver_ensure(void);
+/* is_available, driver_version, driver_library: module functions. */
+extern PyMethodDef gh_driver_methods[];
 /* New reference to the class gpuhost.errors.<name>, or NULL with an exception set. */
 PyObject *gh_error_class(const char *name);
 

@@ -18,6 +18,7 @@
 #include "devicearray.h"
 #include "display.h"
 #include "dlpack.h"
+#include "errors.h"
 #include "event.h"
 #include "graph.h"
 #include "interop.h"
