@@ -119,7 +119,7 @@ static int
 require(const void *fn, gh_cu_id id)
 {
     if (fn == NULL) {
-        gh_raise("CudaSupportError", "%s needs a CUDA 12.2 or newer driver", gh_cu_name(id));
+        gh_raise(GH_EXC_CUDA_SUPPORT, "%s needs a CUDA 12.2 or newer driver", gh_cu_name(id));
         return -1;
     }
     return 0;

@@ -40,12 +40,12 @@ copy_stream(gh_devicearray *self, PyObject *stream, gh_stream_ref *ref, gh_conte
         return 0;
     }
     if (peer != NULL && peer != self->context) {
-        return gh_raise("CudaDriverError",
+        return gh_raise(GH_EXC_CUDA_DRIVER,
                         "the copy is from device %d to device %d but the stream is device %d's: "
                         "use a stream of either device",
                         peer->device->id, self->context->device->id, ref->context->device->id);
     }
-    return gh_raise("CudaDriverError", "the array is on device %d but the stream is device %d's",
+    return gh_raise(GH_EXC_CUDA_DRIVER, "the array is on device %d but the stream is device %d's",
                     self->context->device->id, ref->context->device->id);
 }
 
@@ -73,7 +73,7 @@ linear_copy(gh_devicearray *self, int to_host, void *host, CUdeviceptr dptr, siz
         if (async && gh_cu.StreamIsCapturing(ref->handle, &capture) == CUDA_SUCCESS &&
             capture != CU_STREAM_CAPTURE_STATUS_NONE) {
             gh_context_leave(self->context, pushed);
-            return gh_raise("StreamCaptureError",
+            return gh_raise(GH_EXC_STREAM_CAPTURE,
                             "a copy %s pageable host memory cannot be captured into a graph "
                             "(it is made at once, through a staging buffer); use pinned "
                             "memory (gpuhost.pinned_array) for the copies of a graph",

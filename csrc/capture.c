@@ -87,12 +87,12 @@ capture_begin(gh_stream *self, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     if (self->kind == GH_STREAM_DEFAULT || self->kind == GH_STREAM_LEGACY) {
-        gh_raise("StreamCaptureError", "cannot capture on the legacy default stream; capture on "
-                                       "a stream made with gpuhost.stream()");
+        gh_raise(GH_EXC_STREAM_CAPTURE, "cannot capture on the legacy default stream; capture on "
+                                        "a stream made with gpuhost.stream()");
         return NULL;
     }
     if (self->capture != NULL) {
-        gh_raise("StreamCaptureError",
+        gh_raise(GH_EXC_STREAM_CAPTURE,
                  "the stream is already capturing; end_capture() first (captures do not nest)");
         return NULL;
     }
@@ -137,8 +137,8 @@ capture_end(gh_stream *self, PyObject *Py_UNUSED(ignored))
         graph = NULL;
     }
     else if (res == CUDA_ERROR_ILLEGAL_STATE && keep == NULL) {
-        gh_raise("StreamCaptureError", "end_capture() without begin_capture(): the stream is "
-                                       "not capturing");
+        gh_raise(GH_EXC_STREAM_CAPTURE, "end_capture() without begin_capture(): the stream is "
+                                        "not capturing");
         graph = NULL;
     }
     else if (gh_check(res, GH_CU_StreamEndCapture) < 0) {

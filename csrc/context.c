@@ -171,7 +171,7 @@ gh_current_context(gh_state *st, int devnum)
         return NULL;
     }
     if (ctx == NULL) {
-        gh_raise("CudaDriverError",
+        gh_raise(GH_EXC_CUDA_DRIVER,
                  "the context current in this thread (%p) is not a device's primary context; "
                  "gpuhost works in primary contexts (which CuPy, PyTorch and numba share): "
                  "pop the other context first",
@@ -179,7 +179,7 @@ gh_current_context(gh_state *st, int devnum)
         return NULL;
     }
     if (wanted != NULL && wanted != ctx->device) {
-        gh_raise("CudaDriverError",
+        gh_raise(GH_EXC_CUDA_DRIVER,
                  "device %d's context is current in this thread, not device %d's: use "
                  "select_device(%d) or 'with gpus[%d]:' to switch",
                  ctx->device->id, wanted->id, wanted->id, wanted->id);
@@ -205,7 +205,7 @@ raise_not_on_top(gh_context *ctx, CUcontext cur)
     gh_context *top = NULL;
 
     if (cur == NULL) {
-        return gh_raise("CudaDriverError",
+        return gh_raise(GH_EXC_CUDA_DRIVER,
                         "cannot pop device %d's context: this thread's context stack is empty",
                         ctx->device->id);
     }
@@ -213,12 +213,12 @@ raise_not_on_top(gh_context *ctx, CUcontext cur)
         PyErr_Clear();
     }
     if (top != NULL) {
-        return gh_raise("CudaDriverError",
+        return gh_raise(GH_EXC_CUDA_DRIVER,
                         "cannot pop device %d's context: it is not on top of this thread's "
                         "context stack (device %d's is)",
                         ctx->device->id, top->device->id);
     }
-    return gh_raise("CudaDriverError",
+    return gh_raise(GH_EXC_CUDA_DRIVER,
                     "cannot pop device %d's context: it is not on top of this thread's "
                     "context stack (another context, %p, is)",
                     ctx->device->id, (void *)cur);

@@ -4,10 +4,14 @@
  * one set is the only one tried, so a typo is reported rather than silently bypassed),
  * then libcuda.so.1.  Every entry of GH_CUDA_API_LIST is resolved through
  * cuGetProcAddress at its ABI version, then cuInit(0) runs; the outcome is kept for the
- * life of the process.  Loading runs with the GIL released, under a lock.
+ * life of the process.  Loading runs with the GIL released, under a lock.  The loader
+ * raises nothing: it returns how loading went, and errors.c (above it) raises.
  */
-#include "errors.h" /* first: Python.h */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h> /* first; only to release the GIL while loading: this file raises nothing */
+
 #include "cuda_api.h"
+#include "cuda_errors.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -22,7 +26,7 @@ enum { LOAD_NOT_TRIED = 0, LOAD_OK, LOAD_FAILED };
 
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int load_state = LOAD_NOT_TRIED;
-static char load_error[2048]; /* why the load failed, for CudaSupportError */
+static char load_error[2048]; /* why the load failed, for gh_driver_load_error() */
 static char loaded_path[1024];
 static int driver_version;
 
@@ -42,6 +46,20 @@ const char *
 gh_cu_name(gh_cu_id id)
 {
     return (id >= 0 && id < GH_CU__COUNT) ? cu_names[id] : "cu<unknown>";
+}
+
+const char *
+gh_cu_result_name(CUresult res)
+{
+    switch ((int)res) {
+#define GH_ERROR_CASE(name, code)                                                                  \
+    case code:                                                                                     \
+        return #name;
+        GH_CUDA_ERROR_LIST(GH_ERROR_CASE)
+#undef GH_ERROR_CASE
+        default:
+            return NULL;
+    }
 }
 
 const char *
@@ -241,11 +259,11 @@ load_driver(void)
     return 0;
 }
 
-int
-gh_driver_ensure(void)
+gh_driver_status
+gh_driver_load(void)
 {
     if (atomic_load_explicit(&load_state, memory_order_acquire) == LOAD_OK) {
-        return forked_after_load ? gh_raise("CudaDriverError", "%s", gh_fork_message) : 0;
+        return forked_after_load ? GH_DRIVER_FORKED : GH_DRIVER_OK;
     }
     if (atomic_load(&load_state) == LOAD_NOT_TRIED) {
         Py_BEGIN_ALLOW_THREADS
@@ -258,70 +276,19 @@ gh_driver_ensure(void)
         Py_END_ALLOW_THREADS
     }
     if (atomic_load_explicit(&load_state, memory_order_acquire) == LOAD_OK) {
-        return 0;
+        return GH_DRIVER_OK;
     }
-    return gh_raise("CudaSupportError", "%s", load_error);
+    return GH_DRIVER_UNUSABLE;
+}
+
+const char *
+gh_driver_load_error(void)
+{
+    return load_error;
 }
 
 int
 gh_driver_usable(void)
 {
-    if (gh_driver_ensure() == 0) {
-        return 1;
-    }
-    PyErr_Clear();
-    return 0;
+    return gh_driver_load() == GH_DRIVER_OK;
 }
-static PyObject *
-mod_is_available(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
-{
-    return PyBool_FromLong(gh_driver_usable());
-}
-
-static PyObject *
-mod_driver_version(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
-{
-    int v;
-    if (gh_driver_ensure() < 0) {
-        return NULL;
-    }
-    v = gh_driver_version();
-    return Py_BuildValue("(ii)", v / 1000, v % 1000 / 10);
-}
-
-static PyObject *
-mod_driver_library(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
-{
-    if (gh_driver_ensure() < 0) {
-        return NULL;
-    }
-    return PyUnicode_FromString(gh_driver_path());
-}
-
-PyMethodDef gh_driver_methods[] = {
-    {"is_available", mod_is_available, METH_NOARGS,
-     "is_available()\n--\n\n"
-     "Whether a CUDA driver loads and reports at least one device.\n\n"
-     "It never raises: use it to choose between a GPU and a CPU path.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> if gpuhost.is_available():\n"
-     "...     print(gpuhost.get_current_device().name)  # doctest: +SKIP"},
-    {"driver_version", mod_driver_version, METH_NOARGS,
-     "driver_version()\n--\n\n"
-     "The CUDA version the driver supports (cuDriverGetVersion).\n\n"
-     "Returns\n"
-     "-------\n"
-     "tuple of int\n"
-     "    (major, minor), such as (12, 4).\n\n"
-     "Raises\n"
-     "------\n"
-     "CudaSupportError\n"
-     "    When no usable driver is found.\n\n"
-     "Examples\n"
-     "--------\n"
-     ">>> major, minor = gpuhost.driver_version()"},
-    {"driver_library", mod_driver_library, METH_NOARGS,
-     "driver_library()\n--\n\nThe path of the libcuda that was loaded."},
-    {NULL, NULL, 0, NULL},
-};

@@ -173,25 +173,32 @@ typedef enum {
 
 /* ---- cuda_api.c: the driver loader ---- */
 
-/* The driver's function table, filled once by gh_driver_ensure(). */
+/* The driver's function table, filled once by gh_driver_load(). */
 extern gh_cuda_api gh_cu;
-/* Load libcuda and cuInit it the first time; 0, or -1 with CudaSupportError set. */
-int gh_driver_ensure(void);
+/* How loading the driver went (gh_driver_load). */
+typedef enum {
+    GH_DRIVER_OK = 0,
+    GH_DRIVER_UNUSABLE, /* no driver, too old, or no device: gh_driver_load_error() says */
+    GH_DRIVER_FORKED,   /* a child forked after the driver loaded: see gh_fork_message */
+} gh_driver_status;
+/* Load libcuda and cuInit it the first time (the caller holds the GIL, released meanwhile);
+   never raises: errors.c's gh_driver_ensure() raises what it returns. */
+gh_driver_status gh_driver_load(void);
+/* Why the driver is GH_DRIVER_UNUSABLE: the message of CudaSupportError. */
+const char *gh_driver_load_error(void);
 /* 1 if the driver loaded and has a device, else 0; never raises. */
 int gh_driver_usable(void);
 /* The name of entry point `id`, e.g. "cuMemAlloc". */
 const char *gh_cu_name(gh_cu_id id);
+/* The CUresult's enum name ("CUDA_ERROR_OUT_OF_MEMORY"), or NULL for an unknown code. */
+const char *gh_cu_result_name(CUresult res);
 /* The library path that was loaded, or NULL. */
 const char *gh_driver_path(void);
-/* The driver's CUDA version as an int (13000), after gh_driver_ensure() succeeded. */
+/* The driver's CUDA version as an int (13000), after gh_driver_load() succeeded. */
 int gh_driver_version(void);
 /* 1 in a child made by fork() after the driver was loaded: CUDA is unusable there, and
-   gh_driver_ensure() raises CudaDriverError with gh_fork_message. */
+   gh_driver_load() returns GH_DRIVER_FORKED. */
 int gh_driver_forked(void);
 extern const char gh_fork_message[];
-/* is_available, driver_version, driver_library: module functions. */
-#ifdef Py_PYTHON_H
-extern PyMethodDef gh_driver_methods[];
-#endif
 
 #endif /* GPUHOST_CUDA_API_H */

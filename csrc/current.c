@@ -25,7 +25,7 @@ ordinal_from(PyObject *arg, const char *what)
     if (value < 0) {
         int count = gh_device_count();
         if (count >= 0) {
-            gh_raise("InvalidDeviceError", "no CUDA device %ld: %d device%s found (ids 0 to %d)",
+            gh_raise(GH_EXC_INVALID_DEVICE, "no CUDA device %ld: %d device%s found (ids 0 to %d)",
                      value, count, count == 1 ? "" : "s", count - 1);
         }
         return -1;

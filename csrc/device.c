@@ -139,7 +139,7 @@ gh_device_get(gh_state *st, long ordinal)
         return NULL;
     }
     if (ordinal < 0 || ordinal >= count) {
-        gh_raise("InvalidDeviceError", "no CUDA device %ld: %d device%s found (ids 0 to %d)",
+        gh_raise(GH_EXC_INVALID_DEVICE, "no CUDA device %ld: %d device%s found (ids 0 to %d)",
                  ordinal, count, count == 1 ? "" : "s", count - 1);
         return NULL;
     }

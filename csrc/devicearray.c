@@ -576,7 +576,7 @@ da_bind(gh_devicearray *self, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     if (ref.context != NULL && ref.context != self->context) {
-        gh_raise("CudaDriverError",
+        gh_raise(GH_EXC_CUDA_DRIVER,
                  "cannot bind device %d's array to a stream of device %d: its copies go on "
                  "its own device's streams",
                  self->context->device->id, ref.context->device->id);

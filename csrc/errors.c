@@ -1,40 +1,69 @@
 /* CUresult -> Python exception: the one raising path for driver errors.
  *
- * The exception classes live in gpuhost/errors.py; C only looks them up (when raising,
- * a cold path) and instantiates them.  Names come from cuda.h's enum, so errors read
- * well even when the driver cannot describe them (the toolkit's stub library).
+ * The exception classes live in gpuhost/errors.py, which hands them to the module state
+ * once, when it is imported (_core._set_exceptions); C picks one by kind, never imports a
+ * module or looks a name up to raise, and instantiates it.  Names come from cuda.h's enum,
+ * so errors read well even when the driver cannot describe them (the toolkit's stub
+ * library).  The driver's loader (cuda_api.c, below) raises nothing: gh_driver_ensure()
+ * raises what it reports, here, as do the module functions that ask for the driver.
  */
 #include "errors.h"
 
 #include "cuda_api.h"
-#include "cuda_errors.h"
+#include "state.h"
 
 #include <stdarg.h>
 
-const char *
-gh_cu_result_name(CUresult res)
+static const char *const exception_names[GH_EXC__COUNT] = {
+#define GH_EXCEPTION_NAME(e, name) #name,
+    GH_EXCEPTION_LIST(GH_EXCEPTION_NAME)
+#undef GH_EXCEPTION_NAME
+};
+
+/* Raising needs no module state at hand: the state whose classes gpuhost.errors registered
+   is found through the interpreter's own dict (a subinterpreter has its own gpuhost), under
+   this key, as a capsule of its address; the module's clear takes it out again. */
+static const char registry_key[] = "gpuhost._core.exceptions";
+
+/* The registered module state of this interpreter, or NULL; never raises. */
+static gh_state *
+registered_state(void)
 {
-    switch ((int)res) {
-#define GH_ERROR_CASE(name, code)                                                                  \
-    case code:                                                                                     \
-        return #name;
-        GH_CUDA_ERROR_LIST(GH_ERROR_CASE)
-#undef GH_ERROR_CASE
-        default:
-            return NULL;
+    PyObject *dict = PyInterpreterState_GetDict(PyInterpreterState_Get()); /* borrowed */
+    PyObject *capsule = dict != NULL ? PyDict_GetItemString(dict, registry_key) : NULL;
+    if (capsule == NULL || !PyCapsule_IsValid(capsule, registry_key)) {
+        return NULL;
     }
+    return (gh_state *)PyCapsule_GetPointer(capsule, registry_key);
 }
 
 PyObject *
-gh_error_class(const char *name)
+gh_exception_class(gh_state *st, gh_exception kind)
 {
-    PyObject *mod = PyImport_ImportModule("gpuhost.errors");
-    PyObject *cls = NULL;
-    if (mod != NULL) {
-        cls = PyObject_GetAttrString(mod, name);
-        Py_DECREF(mod);
+    if (st == NULL || st->exceptions[kind] == NULL) {
+        st = registered_state();
     }
-    return cls;
+    if (st == NULL || st->exceptions[kind] == NULL) {
+        return PyErr_Format(PyExc_RuntimeError,
+                            "gpuhost._core cannot raise %s: gpuhost.errors never registered its "
+                            "exception classes (import gpuhost, not gpuhost._core alone)",
+                            exception_names[kind]);
+    }
+    return Py_NewRef(st->exceptions[kind]);
+}
+
+/* The class a failed driver call raises, chosen by its result code. */
+static gh_exception
+result_exception(CUresult res)
+{
+    if (res == CUDA_ERROR_OUT_OF_MEMORY) {
+        return GH_EXC_CUDA_OUT_OF_MEMORY;
+    }
+    if (res >= CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED &&
+        res <= CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD) {
+        return GH_EXC_STREAM_CAPTURE;
+    }
+    return GH_EXC_CUDA_API;
 }
 
 /* New reference to the driver's own text for `res`, or to a fallback. */
@@ -107,11 +136,7 @@ gh_raise_cuda_detail(CUresult res, gh_cu_id id, const char *detail)
     if (msg == NULL) {
         goto done;
     }
-    cls = gh_error_class(res == CUDA_ERROR_OUT_OF_MEMORY ? "CudaOutOfMemoryError"
-                         : (res >= CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED &&
-                            res <= CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD)
-                             ? "StreamCaptureError"
-                             : "CudaAPIError");
+    cls = gh_exception_class(NULL, result_exception(res));
     if (cls == NULL) {
         goto done;
     }
@@ -128,7 +153,7 @@ done:
 }
 
 int
-gh_raise(const char *clsname, const char *fmt, ...)
+gh_raise(gh_exception kind, const char *fmt, ...)
 {
     va_list vargs;
     PyObject *msg, *cls;
@@ -139,7 +164,7 @@ gh_raise(const char *clsname, const char *fmt, ...)
     if (msg == NULL) {
         return -1;
     }
-    cls = gh_error_class(clsname);
+    cls = gh_exception_class(NULL, kind);
     if (cls != NULL) {
         PyErr_SetObject(cls, msg);
         Py_DECREF(cls);
@@ -171,7 +196,7 @@ gh_warn_cleanup(CUresult res, gh_cu_id id)
 int
 gh_raise_nvrtc(int code, const char *name, const char *call, const char *log)
 {
-    PyObject *cls = gh_error_class("NvrtcError");
+    PyObject *cls = gh_exception_class(NULL, GH_EXC_NVRTC);
     PyObject *args = NULL, *kwargs = NULL, *exc = NULL;
 
     if (cls == NULL) {
@@ -191,3 +216,168 @@ gh_raise_nvrtc(int code, const char *name, const char *call, const char *log)
     Py_DECREF(cls);
     return -1;
 }
+
+/* ---- the classes, registered ---- */
+
+/* Make `st` the registered state of this interpreter; 0 or -1. */
+static int
+register_state(gh_state *st)
+{
+    PyObject *dict = PyInterpreterState_GetDict(PyInterpreterState_Get()); /* borrowed */
+    PyObject *capsule;
+    int rc;
+    if (dict == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_set_exceptions(): the interpreter has no dict");
+        return -1;
+    }
+    if ((capsule = PyCapsule_New(st, registry_key, NULL)) == NULL) {
+        return -1;
+    }
+    rc = PyDict_SetItemString(dict, registry_key, capsule);
+    Py_DECREF(capsule);
+    return rc;
+}
+
+/* _core._set_exceptions(**classes): gpuhost.errors handing over every class of
+   GH_EXCEPTION_LIST, by name, once, when it is imported. */
+static PyObject *
+mod_set_exceptions(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    gh_state *st = gh_state_of_module(module);
+    PyObject *given[GH_EXC__COUNT] = {NULL}; /* borrowed from kwargs */
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    if (PyTuple_GET_SIZE(args) != 0) {
+        PyErr_SetString(PyExc_TypeError, "_set_exceptions() takes keyword arguments only");
+        return NULL;
+    }
+    while (kwargs != NULL && PyDict_Next(kwargs, &pos, &key, &value)) {
+        int k = 0;
+        while (k < GH_EXC__COUNT && PyUnicode_CompareWithASCIIString(key, exception_names[k])) {
+            k++;
+        }
+        if (k == GH_EXC__COUNT) {
+            return PyErr_Format(PyExc_TypeError, "_set_exceptions(): no exception is called %R",
+                                key);
+        }
+        if (!PyExceptionClass_Check(value)) {
+            return PyErr_Format(PyExc_TypeError, "_set_exceptions(): %R is not an exception class",
+                                value);
+        }
+        given[k] = value;
+    }
+    for (int k = 0; k < GH_EXC__COUNT; k++) {
+        if (given[k] == NULL) {
+            return PyErr_Format(PyExc_TypeError, "_set_exceptions(): %s is missing",
+                                exception_names[k]);
+        }
+    }
+    if (register_state(st) < 0) {
+        return NULL;
+    }
+    for (int k = 0; k < GH_EXC__COUNT; k++) {
+        Py_XSETREF(st->exceptions[k], Py_NewRef(given[k]));
+    }
+    Py_RETURN_NONE;
+}
+
+int
+gh_errors_traverse(gh_state *st, visitproc visit, void *arg)
+{
+    for (int k = 0; k < GH_EXC__COUNT; k++) {
+        Py_VISIT(st->exceptions[k]);
+    }
+    return 0;
+}
+
+void
+gh_errors_clear(gh_state *st)
+{
+    for (int k = 0; k < GH_EXC__COUNT; k++) {
+        Py_CLEAR(st->exceptions[k]);
+    }
+    if (registered_state() == st) {
+        /* the module goes: raising must not find its state; keep any pending exception */
+        PyObject *dict = PyInterpreterState_GetDict(PyInterpreterState_Get());
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        if (PyDict_DelItemString(dict, registry_key) < 0) {
+            PyErr_Clear();
+        }
+        PyErr_Restore(type, value, tb);
+    }
+}
+
+/* ---- the driver's load, raised ---- */
+
+int
+gh_driver_ensure(void)
+{
+    switch (gh_driver_load()) {
+        case GH_DRIVER_OK:
+            return 0;
+        case GH_DRIVER_FORKED:
+            return gh_raise(GH_EXC_CUDA_DRIVER, "%s", gh_fork_message);
+        default:
+            return gh_raise(GH_EXC_CUDA_SUPPORT, "%s", gh_driver_load_error());
+    }
+}
+
+static PyObject *
+mod_is_available(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(gh_driver_usable());
+}
+
+static PyObject *
+mod_driver_version(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+    int v;
+    if (gh_driver_ensure() < 0) {
+        return NULL;
+    }
+    v = gh_driver_version();
+    return Py_BuildValue("(ii)", v / 1000, v % 1000 / 10);
+}
+
+static PyObject *
+mod_driver_library(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+    if (gh_driver_ensure() < 0) {
+        return NULL;
+    }
+    return PyUnicode_FromString(gh_driver_path());
+}
+
+PyMethodDef gh_errors_methods[] = {
+    {"_set_exceptions", (PyCFunction)(void (*)(void))mod_set_exceptions,
+     METH_VARARGS | METH_KEYWORDS,
+     "_set_exceptions(**classes)\n--\n\n"
+     "Register the exception classes the C core raises, every one by its name (gpuhost.errors "
+     "does, once, when it is imported)."},
+    {"is_available", mod_is_available, METH_NOARGS,
+     "is_available()\n--\n\n"
+     "Whether a CUDA driver loads and reports at least one device.\n\n"
+     "It never raises: use it to choose between a GPU and a CPU path.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> if gpuhost.is_available():\n"
+     "...     print(gpuhost.get_current_device().name)  # doctest: +SKIP"},
+    {"driver_version", mod_driver_version, METH_NOARGS,
+     "driver_version()\n--\n\n"
+     "The CUDA version the driver supports (cuDriverGetVersion).\n\n"
+     "Returns\n"
+     "-------\n"
+     "tuple of int\n"
+     "    (major, minor), such as (12, 4).\n\n"
+     "Raises\n"
+     "------\n"
+     "CudaSupportError\n"
+     "    When no usable driver is found.\n\n"
+     "Examples\n"
+     "--------\n"
+     ">>> major, minor = gpuhost.driver_version()"},
+    {"driver_library", mod_driver_library, METH_NOARGS,
+     "driver_library()\n--\n\nThe path of the libcuda that was loaded."},
+    {NULL, NULL, 0, NULL},
+};

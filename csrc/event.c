@@ -123,12 +123,12 @@ static int
 raise_other_context(gh_event *self, const char *what, int other_device)
 {
     if (other_device >= 0) {
-        return gh_raise("CudaDriverError",
+        return gh_raise(GH_EXC_CUDA_DRIVER,
                         "cannot %s device %d's event on a stream of device %d: an event and "
                         "the stream must belong to the same device's context",
                         what, self->context->device->id, other_device);
     }
-    return gh_raise("CudaDriverError",
+    return gh_raise(GH_EXC_CUDA_DRIVER,
                     "cannot %s device %d's event on that stream: it belongs to another context",
                     what, self->context->device->id);
 }
@@ -296,13 +296,13 @@ check_timeable(gh_event *ev, const char *which)
         return -1;
     }
     if (ev->flags & CU_EVENT_DISABLE_TIMING) {
-        return gh_raise("CudaDriverError",
+        return gh_raise(GH_EXC_CUDA_DRIVER,
                         "the %s event was made with timing=False and cannot be timed: make it "
                         "with event(timing=True)",
                         which);
     }
     if (!ev->recorded) {
-        return gh_raise("CudaDriverError",
+        return gh_raise(GH_EXC_CUDA_DRIVER,
                         "the %s event was never recorded: call its record() before timing", which);
     }
     return 0;
@@ -316,7 +316,7 @@ elapsed_time(gh_event *start, gh_event *end)
         return NULL;
     }
     if (start->context != end->context) {
-        gh_raise("CudaDriverError",
+        gh_raise(GH_EXC_CUDA_DRIVER,
                  "cannot time events of two devices (%d and %d) against each other",
                  start->context->device->id, end->context->device->id);
         return NULL;

@@ -688,7 +688,7 @@ static int
 need_conditionals(void)
 {
     if (gh_cu.GraphConditionalHandleCreate == NULL || gh_cu.GraphAddNode == NULL) {
-        return gh_raise("CudaSupportError",
+        return gh_raise(GH_EXC_CUDA_SUPPORT,
                         "conditional graph nodes need a CUDA 12.4 driver or newer (this one is "
                         "%d)",
                         gh_driver_version());

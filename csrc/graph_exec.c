@@ -228,7 +228,7 @@ exec_update(gh_graphexec *self, PyObject *arg)
         return NULL;
     }
     if (res == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE) {
-        gh_raise("GraphUpdateError", "update() refused: %s (%s)", update_reason(info.result),
+        gh_raise(GH_EXC_GRAPH_UPDATE, "update() refused: %s (%s)", update_reason(info.result),
                  gh_cu_result_name(res));
         return NULL;
     }

@@ -478,7 +478,7 @@ pack_arg(gh_state *st, gh_kernel *k, Py_ssize_t i, PyObject *arg, gh_foreign_use
 int
 gh_kernel_raise_unknown_params(gh_kernel *k)
 {
-    return gh_raise("CudaSupportError",
+    return gh_raise(GH_EXC_CUDA_SUPPORT,
                     "cannot check the arguments of kernel %R: this driver has no "
                     "cuFuncGetParamInfo (CUDA 12.4) and the module was not loaded from PTX; "
                     "update the driver or load PTX",

@@ -18,6 +18,7 @@
 #include "devicearray.h"
 #include "display.h"
 #include "dlpack.h"
+#include "errors.h"
 #include "event.h"
 #include "graph.h"
 #include "interop.h"
@@ -39,7 +40,7 @@
 
 /* The module functions, each table in the file of what it is about. */
 static PyMethodDef *const function_tables[] = {
-    gh_driver_methods,  gh_nvrtc_methods,   gh_current_methods,    gh_services_methods,
+    gh_errors_methods,  gh_nvrtc_methods,   gh_current_methods,    gh_services_methods,
     gh_release_methods, gh_nvtx_methods,    gh_jit_methods,        gh_address_methods,
     gh_program_methods, gh_display_methods, gh_array_copy_methods, gh_interop_methods,
     gh_live_methods,
@@ -98,7 +99,10 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->default_pools);
     Py_VISIT(st->devices);
     int r = gh_interop_traverse(st, visit, arg);
-    return r != 0 ? r : gh_services_traverse(st, visit, arg);
+    if (r == 0) {
+        r = gh_services_traverse(st, visit, arg);
+    }
+    return r != 0 ? r : gh_errors_traverse(st, visit, arg);
 }
 
 static int
@@ -131,6 +135,7 @@ module_clear(PyObject *module)
     Py_CLEAR(st->NcclRegistrationType);
     Py_CLEAR(st->NcclMemoryType);
     gh_services_clear(st);
+    gh_errors_clear(st);
     return 0;
 }
 

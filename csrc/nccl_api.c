@@ -40,7 +40,7 @@ gh_nccl_ensure(void)
     if (ok != 0) {
         return ok > 0 ? 0 : -1;
     }
-    return gh_raise("NcclSupportError",
+    return gh_raise(GH_EXC_NCCL_SUPPORT,
                     "%s\nSet GPUHOST_NCCL to the path of libnccl.so.%d, or install NCCL (pip "
                     "install nvidia-nccl-cu13)",
                     nccl_lib.error, GH_NCCL_MAJOR);
@@ -57,7 +57,7 @@ gh_nccl_optional(gh_nccl_id id)
         return 0;
     }
     gh_nccl.GetVersion(&version);
-    return gh_raise("NcclSupportError",
+    return gh_raise(GH_EXC_NCCL_SUPPORT,
                     "the loaded libnccl (%d.%d.%d, %s) has no %s: NCCL %s added it; install a "
                     "newer NCCL (pip install nvidia-nccl-cu13) or set GPUHOST_NCCL to one",
                     version / 10000, version / 100 % 100, version % 100, gh_lib_path(&nccl_lib),
@@ -82,7 +82,7 @@ gh_raise_nccl(gh_ncclResult_t res, gh_nccl_id id, gh_ncclComm_t comm)
     if (args == NULL) {
         return -1;
     }
-    PyObject *cls = gh_error_class("NcclError");
+    PyObject *cls = gh_exception_class(NULL, GH_EXC_NCCL);
     exc = cls != NULL ? PyObject_Call(cls, args, NULL) : NULL;
     Py_XDECREF(cls);
     Py_DECREF(args);

@@ -34,7 +34,7 @@ gh_nvrtc_ensure(void)
     if (ok != 0) {
         return ok > 0 ? 0 : -1;
     }
-    return gh_raise("NvrtcSupportError",
+    return gh_raise(GH_EXC_NVRTC_SUPPORT,
                     "%s\nSet GPUHOST_NVRTC to the path of libnvrtc.so.%d, or install the "
                     "CUDA toolkit or the nvidia-cuda-nvrtc wheel",
                     nvrtc_lib.error, GH_NVRTC_MAJOR);

@@ -621,7 +621,7 @@ gh_pool_key_from(gh_pool *p, PyObject *stream, key *k)
         return -1;
     }
     if (ref.context != NULL && ref.context != p->context) {
-        return gh_raise("CudaDriverError",
+        return gh_raise(GH_EXC_CUDA_DRIVER,
                         "the pool allocates on device %d but the stream is device %d's",
                         p->context->device->id, ref.context->device->id);
     }

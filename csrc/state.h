@@ -1,7 +1,8 @@
 /* gpuhost._core's module state (PEP 573): the heap types, the devices made so far, the
  * releases held by defer_cleanup(), the event cache, the pools, the records of live objects,
- * and the Python functions the C code calls.  It includes nothing of gpuhost's but the driver's
- * declarations: the ground floor of csrc/, which every file may include.
+ * and the Python functions the C code calls and the exception classes it raises.  It includes
+ * nothing of gpuhost's but the driver's declarations: the ground floor of csrc/, which every
+ * file may include.
  */
 #ifndef GPUHOST_STATE_H
 #define GPUHOST_STATE_H
@@ -38,6 +39,29 @@ typedef enum {
 #undef GH_HELPER_ENUM
         GH_HELPER__COUNT
 } gh_helper;
+
+/* The exception classes of gpuhost/errors.py that the C core raises, handed over once by
+   that module when it is imported (_core._set_exceptions(Name=class, ...)); errors.c picks
+   one by kind.  X(enum, the class's name, unquoted) */
+#define GH_EXCEPTION_LIST(X)                                                                       \
+    X(CUDA_SUPPORT, CudaSupportError)                                                              \
+    X(CUDA_DRIVER, CudaDriverError)                                                                \
+    X(CUDA_API, CudaAPIError)                                                                      \
+    X(CUDA_OUT_OF_MEMORY, CudaOutOfMemoryError)                                                    \
+    X(INVALID_DEVICE, InvalidDeviceError)                                                          \
+    X(STREAM_CAPTURE, StreamCaptureError)                                                          \
+    X(GRAPH_UPDATE, GraphUpdateError)                                                              \
+    X(NVRTC, NvrtcError)                                                                           \
+    X(NVRTC_SUPPORT, NvrtcSupportError)                                                            \
+    X(NCCL, NcclError)                                                                             \
+    X(NCCL_SUPPORT, NcclSupportError)
+
+typedef enum {
+#define GH_EXCEPTION_ENUM(e, name) GH_EXC_##e,
+    GH_EXCEPTION_LIST(GH_EXCEPTION_ENUM)
+#undef GH_EXCEPTION_ENUM
+        GH_EXC__COUNT
+} gh_exception;
 
 /* The kinds of objects owning a driver resource that gpuhost keeps records of (live.c): how
    many are alive, and, while the pytest plugin's leak check records, which ones were made
@@ -166,6 +190,7 @@ struct gh_state {
     PyObject *default_pools; /* list: each device's default Pool (pool.c) by ordinal, or None */
     gh_pool *pools;          /* every live Pool, linked through its next_pool (pool.c) */
     PyObject *helpers[GH_HELPER__COUNT];             /* the Python side's functions (services.c) */
+    PyObject *exceptions[GH_EXC__COUNT];             /* gpuhost.errors' classes (errors.c) */
     gh_pool_hooks pool_hooks;                        /* pool.c's, for context.c and memory.c */
     gh_array_hooks array_hooks;                      /* array_index.c's, for devicearray.c */
     gh_foreign_type foreign_types[GH_FOREIGN_TYPES]; /* exporters' types seen (interop.c) */

@@ -408,7 +408,7 @@ refuse_while_capturing(gh_stream *self, const char *what)
     if (self->capture == NULL) {
         return 0;
     }
-    return gh_raise("StreamCaptureError",
+    return gh_raise(GH_EXC_STREAM_CAPTURE,
                     "%s cannot be called while the stream is capturing into a graph (it would "
                     "wait for work that does not run until the graph is launched); call "
                     "end_capture() first",

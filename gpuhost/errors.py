@@ -1,8 +1,11 @@
 """gpuhost's exceptions, named and shaped as numba.cuda's.
 
 The C extension only instantiates these classes; they are defined here so that they can
-be subclassed, pickled and documented like any Python exception.
+be subclassed, pickled and documented like any Python exception, and handed to it once, at
+the end of this module, so that raising one imports nothing.
 """
+
+from . import _core
 
 __all__ = [
     "CudaSupportError",
@@ -345,8 +348,6 @@ class NcclError(RuntimeError):
         self.name = _NCCL_RESULT_NAMES.get(self.status, "NCCL_ERROR_%d" % self.status)
         self.call = call
         self.detail = detail
-        from . import _core
-
         text = _core._nccl_error_string(self.status) or "NCCL error %d" % self.status
         msg = "%s: %s" % (self.name, text)
         if call:
@@ -380,3 +381,7 @@ class NcclSupportError(RuntimeError):
 def _nccl_error(status, call, detail):
     """The NcclError the C extension raises (csrc/nccl_api.c)."""
     return NcclError(status, call, detail)
+
+
+# The classes the C core raises, handed over once: it keeps them in its module state.
+_core._set_exceptions(**{name: globals()[name] for name in __all__ if name != "NvrtcWarning"})
