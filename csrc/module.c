@@ -46,6 +46,16 @@ static PyMethodDef *const function_tables[] = {
     gh_live_methods,
 };
 
+/* Each file's init of its types (into the module state's GH_TYPE_LIST fields) and of
+   what else it adds to the module, in this order: a type's base comes before it. */
+static int (*const type_inits[])(PyObject *module, gh_state *st) = {
+    gh_device_init_type,     gh_context_init_type,   gh_stream_init_type,      gh_capture_init,
+    gh_event_init_type,      gh_memory_init_type,    gh_devicearray_init_type, gh_dlpack_init,
+    gh_code_image_init_type, gh_kernel_init_type,    gh_jit_init_type,         gh_pool_init_type,
+    gh_graph_init_type,      gh_nccl_comm_init_type, gh_nccl_register_init,    gh_nccl_init,
+    gh_array_index_init,
+};
+
 static int
 module_exec(PyObject *module)
 {
@@ -53,15 +63,10 @@ module_exec(PyObject *module)
     if (PyArray_ImportNumPyAPI() < 0) {
         return -1;
     }
-    if (gh_device_init_type(module, st) < 0 || gh_context_init_type(module, st) < 0 ||
-        gh_stream_init_type(module, st) < 0 || gh_capture_init(module, st) < 0 ||
-        gh_event_init_type(module, st) < 0 || gh_memory_init_type(module, st) < 0 ||
-        gh_devicearray_init_type(module, st) < 0 || gh_dlpack_init(module, st) < 0 ||
-        gh_code_image_init_type(module, st) < 0 || gh_kernel_init_type(module, st) < 0 ||
-        gh_jit_init_type(module, st) < 0 || gh_pool_init_type(module, st) < 0 ||
-        gh_graph_init_type(module, st) < 0 || gh_nccl_init(module, st) < 0 ||
-        gh_array_index_init(module, st) < 0) {
-        return -1;
+    for (size_t i = 0; i < sizeof(type_inits) / sizeof(type_inits[0]); i++) {
+        if (type_inits[i](module, st) < 0) {
+            return -1;
+        }
     }
     for (size_t i = 0; i < sizeof(function_tables) / sizeof(function_tables[0]); i++) {
         if (PyModule_AddFunctions(module, function_tables[i]) < 0) {
@@ -75,27 +80,9 @@ static int
 module_traverse(PyObject *module, visitproc visit, void *arg)
 {
     gh_state *st = gh_state_of_module(module);
-    Py_VISIT(st->DeviceType);
-    Py_VISIT(st->ContextType);
-    Py_VISIT(st->MemoryInfoType);
-    Py_VISIT(st->StreamType);
-    Py_VISIT(st->EventType);
-    Py_VISIT(st->AllocationType);
-    Py_VISIT(st->DeviceArrayType);
-    Py_VISIT(st->DeviceArrayIteratorType);
-    Py_VISIT(st->DLPackOwnerType);
-    Py_VISIT(st->ModuleType);
-    Py_VISIT(st->KernelType);
-    Py_VISIT(st->LaunchConfigType);
-    Py_VISIT(st->JitDispatcherType);
-    Py_VISIT(st->JitLaunchType);
-    Py_VISIT(st->PoolType);
-    Py_VISIT(st->GraphType);
-    Py_VISIT(st->GraphExecType);
-    Py_VISIT(st->GraphNodeType);
-    Py_VISIT(st->NcclCommType);
-    Py_VISIT(st->NcclRegistrationType);
-    Py_VISIT(st->NcclMemoryType);
+#define GH_TYPE_VISIT(name) Py_VISIT(st->name##Type);
+    GH_TYPE_LIST(GH_TYPE_VISIT)
+#undef GH_TYPE_VISIT
     Py_VISIT(st->default_pools);
     Py_VISIT(st->devices);
     int r = gh_interop_traverse(st, visit, arg);
@@ -112,28 +99,10 @@ module_clear(PyObject *module)
     gh_event_cache_clear(st);
     Py_CLEAR(st->default_pools); /* before the types: the pools free what they hold */
     Py_CLEAR(st->devices);
-    Py_CLEAR(st->DeviceType);
-    Py_CLEAR(st->ContextType);
-    Py_CLEAR(st->MemoryInfoType);
-    Py_CLEAR(st->StreamType);
-    Py_CLEAR(st->EventType);
-    Py_CLEAR(st->AllocationType);
-    Py_CLEAR(st->DeviceArrayType);
-    Py_CLEAR(st->DeviceArrayIteratorType);
-    Py_CLEAR(st->DLPackOwnerType);
-    Py_CLEAR(st->ModuleType);
-    Py_CLEAR(st->KernelType);
-    Py_CLEAR(st->LaunchConfigType);
-    Py_CLEAR(st->JitDispatcherType);
-    Py_CLEAR(st->JitLaunchType);
-    Py_CLEAR(st->PoolType);
-    Py_CLEAR(st->GraphType);
-    Py_CLEAR(st->GraphExecType);
-    Py_CLEAR(st->GraphNodeType);
-    Py_CLEAR(st->NcclCommType);
     gh_interop_clear(st);
-    Py_CLEAR(st->NcclRegistrationType);
-    Py_CLEAR(st->NcclMemoryType);
+#define GH_TYPE_CLEAR(name) Py_CLEAR(st->name##Type);
+    GH_TYPE_LIST(GH_TYPE_CLEAR)
+#undef GH_TYPE_CLEAR
     gh_services_clear(st);
     gh_errors_clear(st);
     return 0;

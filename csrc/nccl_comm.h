@@ -113,9 +113,11 @@ int gh_nccl_reduce_dtype(const char *call, void *descr, int op, size_t *mult);
 /* Communicator.register (nccl_register.c). */
 PyObject *gh_nccl_register(gh_nccl_comm *self, PyObject *array);
 
-/* Add the Communicator type and the NCCL module functions to `module`. */
-int gh_nccl_init(PyObject *module, gh_state *st);
+/* The Communicator type (nccl_comm.c). */
 int gh_nccl_comm_init_type(PyObject *module, gh_state *st);
+/* NCCL's module functions and constants (nccl_api.c): the loader's floor, which calls
+   nothing above it; module.c inits each NCCL file in turn. */
+int gh_nccl_init(PyObject *module, gh_state *st);
 /* The Registration and NcclMemory types, and nccl_mem_alloc (nccl_register.c). */
 int gh_nccl_register_init(PyObject *module, gh_state *st);
 

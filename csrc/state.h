@@ -158,29 +158,36 @@ typedef struct {
     PyObject *stream_fn;  /* kind GH_FROM_CUPY: CuPy's get_current_stream (strong) */
 } gh_foreign_type;
 
+/* The heap types of the module state, one field `NameType` each: the fields, the module's
+   traverse and its clear are generated from this one list (module.c). */
+#define GH_TYPE_LIST(X)                                                                            \
+    X(Device)                                                                                      \
+    X(Context)                                                                                     \
+    X(MemoryInfo)                                                                                  \
+    X(Stream)                                                                                      \
+    X(Event)                                                                                       \
+    X(Allocation)                                                                                  \
+    X(DeviceArray)                                                                                 \
+    X(DeviceArrayIterator)                                                                         \
+    X(DLPackOwner)                                                                                 \
+    X(Module)                                                                                      \
+    X(Kernel)                                                                                      \
+    X(LaunchConfig)                                                                                \
+    X(JitDispatcher)                                                                               \
+    X(JitLaunch)                                                                                   \
+    X(Pool)                                                                                        \
+    X(Graph)                                                                                       \
+    X(GraphExec)                                                                                   \
+    X(GraphNode)                                                                                   \
+    X(NcclComm)                                                                                    \
+    X(NcclRegistration)                                                                            \
+    X(NcclMemory)
+
 /* Per-module state (PEP 573): the heap types, and the Device objects made so far. */
 struct gh_state {
-    PyTypeObject *DeviceType;
-    PyTypeObject *ContextType;
-    PyTypeObject *MemoryInfoType;
-    PyTypeObject *StreamType;
-    PyTypeObject *EventType;
-    PyTypeObject *AllocationType;
-    PyTypeObject *DeviceArrayType;
-    PyTypeObject *DeviceArrayIteratorType;
-    PyTypeObject *DLPackOwnerType;
-    PyTypeObject *ModuleType;
-    PyTypeObject *KernelType;
-    PyTypeObject *LaunchConfigType;
-    PyTypeObject *JitDispatcherType;
-    PyTypeObject *JitLaunchType;
-    PyTypeObject *PoolType;
-    PyTypeObject *GraphType;
-    PyTypeObject *GraphExecType;
-    PyTypeObject *GraphNodeType;
-    PyTypeObject *NcclCommType;
-    PyTypeObject *NcclRegistrationType;
-    PyTypeObject *NcclMemoryType;
+#define GH_TYPE_FIELD(name) PyTypeObject *name##Type;
+    GH_TYPE_LIST(GH_TYPE_FIELD)
+#undef GH_TYPE_FIELD
     PyObject *devices;        /* list of Device or None, one per ordinal, made on first use */
     int defer_depth;          /* nesting of defer_cleanup() blocks */
     gh_pending_release *held; /* releases held by defer_cleanup(), n_held of cap_held */
