@@ -85,6 +85,35 @@ check_stream_context(gh_kernel *k, const gh_stream_ref *ref)
 /* Launch k with its arguments packed in `params` on the resolved stream `ref` (checked by
    check_stream_context); the stream object is d->stream (borrowed, NULL: the default
    stream).  0, or -1 with the error set. */
+int
+gh_kernel_raise_unknown_params(gh_kernel *k)
+{
+    return gh_raise(GH_EXC_CUDA_SUPPORT,
+                    "cannot check the arguments of kernel %R: this driver has no "
+                    "cuFuncGetParamInfo (CUDA 12.4) and the module was not loaded from PTX; "
+                    "update the driver or load PTX",
+                    k->name);
+}
+
+int
+gh_kernel_check_call(gh_kernel *k, gh_cu_id id, Py_ssize_t nargs)
+{
+    gh_module *m = k->module;
+    if ((m->unloaded || m->generation != m->context->generation || m->context->handle == NULL) &&
+        gh_module_check_usable(m, id) < 0) {
+        return -1;
+    }
+    if (k->nparams < 0) {
+        return gh_kernel_raise_unknown_params(k);
+    }
+    if (nargs != k->nparams) {
+        PyErr_Format(PyExc_TypeError, "%U() takes %d argument%s, got %zd", k->name, k->nparams,
+                     k->nparams == 1 ? "" : "s", nargs);
+        return -1;
+    }
+    return 0;
+}
+
 static int
 launch_packed(gh_state *st, gh_kernel *k, const launch_dims *d, const gh_stream_ref *ref,
               void **params)

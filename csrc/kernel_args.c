@@ -475,35 +475,6 @@ pack_arg(gh_state *st, gh_kernel *k, Py_ssize_t i, PyObject *arg, gh_foreign_use
     return pack_foreign(st, k, i, arg, u, dst);
 }
 
-int
-gh_kernel_raise_unknown_params(gh_kernel *k)
-{
-    return gh_raise(GH_EXC_CUDA_SUPPORT,
-                    "cannot check the arguments of kernel %R: this driver has no "
-                    "cuFuncGetParamInfo (CUDA 12.4) and the module was not loaded from PTX; "
-                    "update the driver or load PTX",
-                    k->name);
-}
-
-int
-gh_kernel_check_call(gh_kernel *k, gh_cu_id id, Py_ssize_t nargs)
-{
-    gh_module *m = k->module;
-    if ((m->unloaded || m->generation != m->context->generation || m->context->handle == NULL) &&
-        gh_module_check_usable(m, id) < 0) {
-        return -1;
-    }
-    if (k->nparams < 0) {
-        return gh_kernel_raise_unknown_params(k);
-    }
-    if (nargs != k->nparams) {
-        PyErr_Format(PyExc_TypeError, "%U() takes %d argument%s, got %zd", k->name, k->nparams,
-                     k->nparams == 1 ? "" : "s", nargs);
-        return -1;
-    }
-    return 0;
-}
-
 /* The common arguments packed without pack_arg's detours: a DeviceArray (exactly) of the
    kernel's live context into a pointer parameter, an int (exactly) into a 4- or 8-byte
    integer parameter that holds it, a float (exactly) into a float or double parameter that

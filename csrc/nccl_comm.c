@@ -29,6 +29,42 @@ gh_nccl_comm_state(PyTypeObject *tp)
 
 /* ---- life ---- */
 
+int
+gh_nccl_comm_live(gh_nccl_comm *self, const char *call)
+{
+    gh_ncclResult_t res, state = GH_ncclSuccess;
+    int rc = 0;
+    if (self->comm == NULL) {
+        PyErr_Format(PyExc_ValueError, "%s(): the Communicator was %s", call,
+                     self->ended == 2 ? "aborted" : "destroyed");
+        return -1;
+    }
+    if (!self->initializing && !self->nonblocking) {
+        return 0;
+    }
+    if ((res = gh_nccl.CommGetAsyncError(self->comm, &state)) != GH_ncclSuccess) {
+        return gh_raise_nccl(res, GH_NCCL_CommGetAsyncError, self->comm);
+    }
+    if (state == GH_ncclInProgress && self->initializing) {
+        PyErr_Format(PyExc_ValueError,
+                     "%s(): the Communicator is still being created (blocking=False): call "
+                     "wait_ready() first",
+                     call);
+        return -1;
+    }
+    if (state == GH_ncclInProgress) { /* an earlier call of a non-blocking one, still running */
+        rc = gh_nccl_comm_settle(self, -1, &state);
+    }
+    if (rc < 0) {
+        return -1;
+    }
+    if (state != GH_ncclSuccess) {
+        return gh_raise_nccl(state, GH_NCCL_CommGetAsyncError, self->comm);
+    }
+    self->initializing = 0;
+    return 0;
+}
+
 static double
 now_s(void)
 {

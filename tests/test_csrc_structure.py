@@ -9,6 +9,11 @@ header (a type and the file that extends it) is allowed; a circle of three or mo
 state, is the ground floor every file may include; module.c, the module's init, is the top
 floor that includes every file's header and that nothing includes.
 
+The call graph is read the same way: an edge x -> y for each function defined (not static)
+in y.c that x.c calls.  It is held to the same rule (no circle of three files or more), and
+the loaders of the driver's and the libraries' tables (cuda_api.c, libload.c) call no other
+file: errors.c raises what they report, not the other way round.
+
 The fake driver (tests/fakecuda) is held to the same file size.
 """
 import os
@@ -66,6 +71,62 @@ def test_longer_cycles_would_see_a_circle_through_the_headers(tmp_path):
                            "a.h": [], "b.h": [], "c.h": []}.items():
         (tmp_path / name).write_text("".join('#include "%s"\n' % h for h in includes))
     assert longer_cycles(include_graph(str(tmp_path))) == [["a", "b", "c", "a"]]
+
+
+def _code(text):
+    """C text without comments and string literals (line numbers kept)."""
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    return re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)
+
+
+def call_graph(folder=CSRC):
+    """{node: {node: set of functions}}: which files' non-static functions each file calls.
+    A definition is the project's style: the name at a line's start, its body's brace
+    after the parameters."""
+    texts = {}
+    for f in _sources(folder, (".c",)):
+        with open(os.path.join(folder, f)) as fh:
+            texts[f] = _code(fh.read())
+    defined = {}
+    for f, text in texts.items():
+        for m in re.finditer(r"^(\w+)\s*\([^;{]*?\)\s*\{", text, re.M | re.S):
+            if not re.search(r"^static\b[^;{}]*\Z", text[:m.start()].rsplit("\n", 2)[-2] + "\n",
+                             re.M):
+                defined[m.group(1)] = _node(f)
+    graph = {}
+    for f, text in texts.items():
+        here = graph.setdefault(_node(f), {})
+        for m in re.finditer(r"\b(\w+)\s*\(", text):
+            there = defined.get(m.group(1))
+            if there is not None and there != _node(f):
+                here.setdefault(there, set()).add(m.group(1))
+    return graph
+
+
+def test_no_call_circle_longer_than_two():
+    graph = call_graph()
+    assert graph["module"] and "module" not in set().union(*graph.values())
+    assert "gh_raise" in graph["nccl_api"]["errors"]  # the graph sees calls between files
+    cycles = longer_cycles({n: set(edges) for n, edges in graph.items()})
+    assert cycles == [], "call circles longer than two files: " + "; ".join(
+        " -> ".join(c) for c in cycles)
+
+
+def test_the_loaders_call_no_other_file():
+    graph = call_graph()
+    assert {n: graph[n] for n in ("cuda_api", "libload") if graph[n]} == {}
+
+
+def test_call_graph_would_see_a_circle_through_three_files(tmp_path):
+    # a.c's f_x is its own (b.c's is static), a call in a comment or a string is none
+    (tmp_path / "a.c").write_text("int\nf_a(void)\n{\n    f_x();\n    return f_b(); /* f_c() */\n}\n")
+    (tmp_path / "b.c").write_text("int\nf_b(void)\n{\n    return f_c();\n}\n"
+                                  "static int\nf_x(void)\n{\n    return 0;\n}\n")
+    (tmp_path / "c.c").write_text('int\nf_c(void)\n{\n    puts("f_x()");\n    return f_a();\n}\n')
+    graph = call_graph(str(tmp_path))
+    assert graph == {"a": {"b": {"f_b"}}, "b": {"c": {"f_c"}}, "c": {"a": {"f_a"}}}
+    assert longer_cycles({n: set(e) for n, e in graph.items()}) == [["a", "b", "c", "a"]]
 
 
 @pytest.mark.parametrize("folder", [CSRC, FAKE], ids=["csrc", "fakecuda"])
