@@ -18,6 +18,8 @@ try:
 except ImportError as _error:
     _shadow_check.unbuilt(_error)  # a source checkout never built: says how to build it
     raise
+# Next, before anything else can reach it: _methods takes _core._attach out of the core.
+from . import _methods  # noqa: F401
 from . import errors, nvtx
 from . import _library_versions as runtime
 from ._core import (
