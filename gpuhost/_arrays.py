@@ -12,7 +12,7 @@ import os as _os
 
 import numpy as np
 
-from . import _copykernel, _core, _methods
+from . import _core, _methods
 
 __all__ = [
     "as_cuda_array", "defer_cleanup", "device_array", "device_array_like", "from_dlpack",
@@ -742,6 +742,14 @@ def _check_match(dev, host, what):
                          "dtype %s" % (what, host.shape, host.dtype, dev.shape, dev.dtype))
 
 
+def _copy_kernels():
+    """gpuhost._copykernel, imported by the first copy that needs one of its kernels (not
+    with gpuhost: most programs never do)."""
+    from . import _copykernel
+
+    return _copykernel
+
+
 def copy_device_layouts(dev, ary, stream):
     """DeviceArray.copy_to_device(ary) for what the C copy does not take itself: a device
     array of another layout or device, a foreign device array (CUDA array interface,
@@ -751,7 +759,8 @@ def copy_device_layouts(dev, ary, stream):
         if src is not ary and src.shape == dev.shape and src.dtype == dev.dtype:
             return dev.copy_to_device(src, stream=stream)  # contiguous case: a device copy
         _check_match(dev, src, "the source array")
-        if src.context == dev.context and _copykernel.copy(dev, src, _kernel_stream(dev, stream)):
+        if src.context == dev.context \
+                and _copy_kernels().copy(dev, src, _kernel_stream(dev, stream)):
             return None  # other layouts: the built-in copy kernel
         if src.context != dev.context and isinstance(stream, _core.Stream) \
                 and stream.context == src.context:
@@ -882,22 +891,23 @@ def setitem(dev, key, value):
             target.copy_to_device(src)  # a device copy, or the copy kernel for other layouts
             return
         if src.dtype == target.dtype and src.context == target.context:
-            _copykernel.broadcast_strides(src.shape, src.strides, target.shape)  # or ValueError
-            if _copykernel.copy(target, src, target.stream):
+            _copy_kernels().broadcast_strides(src.shape, src.strides, target.shape)  # or ValueError
+            if _copy_kernels().copy(target, src, target.stream):
                 return
         value = src.copy_to_host()  # casting, another device, no kernels: through the host
     host = np.asarray(value, dtype=target.dtype) if not isinstance(value, np.ndarray) \
         else value.astype(target.dtype, copy=False)
-    if host.ndim == 0 and (_fill(target, host) or _copykernel.fill(target, host, target.stream)):
+    if host.ndim == 0 and (_fill(target, host)
+                           or _copy_kernels().fill(target, host, target.stream)):
         return
     try:
-        _copykernel.broadcast_strides(host.shape, host.strides, target.shape)
+        _copy_kernels().broadcast_strides(host.shape, host.strides, target.shape)
     except ValueError:
-        raise ValueError(_copykernel.broadcast_error(host.shape, target.shape)) from None
+        raise ValueError(_copy_kernels().broadcast_error(host.shape, target.shape)) from None
     if host.size < target.size and host.size:
         # broadcasting: only the host array's own elements cross the bus
         small = to_device(np.ascontiguousarray(host), stream=target.stream or 0)
-        if _copykernel.copy(target, small, target.stream):
+        if _copy_kernels().copy(target, small, target.stream):
             return
     target.copy_to_device(np.broadcast_to(host, target.shape))
 
