@@ -54,13 +54,6 @@ from ._arrays import (
     from_cuda_array_interface,
     from_dlpack,
     is_cuda_array,
-    managed_array,
-    mapped,
-    mapped_array,
-    mapped_array_like,
-    pinned,
-    pinned_array,
-    pinned_array_like,
     to_device,
 )
 from ._core import Allocation, DeviceArray
@@ -105,8 +98,11 @@ _sys.modules[__name__ + ".runtime"] = runtime
 _LAZY = {"CompiledCode": "compiler", "compile": "compiler", "compile_ptx": "compiler",
          "compile_ptx_for_current_device": "compiler"}
 _LAZY.update(dict.fromkeys(("Linker", "RawKernel", "SourceModule", "launch"), "kernels"))
-# The device list and what is said of the devices (gpuhost.devices): an array, a stream or a
-# context needs none of it.
+# Pinned, mapped and managed host arrays; the device list and what is said of the devices
+# (gpuhost.devices): a device array, a stream or a context needs none of them.
+_LAZY.update(dict.fromkeys(
+    ("managed_array", "mapped", "mapped_array", "mapped_array_like", "pinned", "pinned_array",
+     "pinned_array_like"), "_host_arrays"))
 _LAZY.update(dict.fromkeys(
     ("close", "detect", "gpus", "list_devices", "require_context", "DeviceSummary", "summary",
      "cuda_error", "is_supported_version", "is_bfloat16_supported", "is_float16_supported",

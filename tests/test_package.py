@@ -75,6 +75,7 @@ def test_every_name_in_all_resolves_in_a_fresh_interpreter():
 
 @pytest.mark.parametrize("name, module", [
     ("gpus", "devices"), ("detect", "devices"), ("is_fp8_supported", "devices"),
+    ("pinned_array", "_host_arrays"), ("mapped", "_host_arrays"),
     ("launch", "kernels"), ("SourceModule", "kernels"), ("RawKernel", "kernels"),
     ("Linker", "kernels"), ("compile_ptx", "compiler"), ("set_memory_manager",
                                                          "memory_manager")])
