@@ -18,13 +18,18 @@ try:
 except ImportError as _error:
     _shadow_check.unbuilt(_error)  # a source checkout never built: says how to build it
     raise
-from . import errors, nvtx
+# Next, before anything else can reach it: _methods takes _core._attach out of the core.
+from . import _methods  # noqa: F401
+from . import errors
 from . import _library_versions as runtime
 from ._core import (
     Context,
     Device,
     Event,
+    Kernel,
+    LaunchConfig,
     MemoryInfo,
+    Module,
     Stream,
     current_context,
     default_stream,
@@ -49,24 +54,12 @@ from ._arrays import (
     from_cuda_array_interface,
     from_dlpack,
     is_cuda_array,
-    managed_array,
-    mapped,
-    mapped_array,
-    mapped_array_like,
-    pinned,
-    pinned_array,
-    pinned_array_like,
     to_device,
 )
 from ._core import Allocation, DeviceArray
 from ._ipc import IpcArrayHandle, IpcEventHandle, open_ipc_array
 from ._streamtools import profiling
 from . import _context_api  # noqa: F401  (attaches numba's Context methods to Context)
-from .devices import close, detect, gpus, list_devices, require_context
-from .devices import DeviceSummary, summary
-from .devices import cuda_error, is_supported_version
-from .devices import is_bfloat16_supported, is_float16_supported, is_fp8_supported
-from .kernels import Kernel, LaunchConfig, Linker, Module, RawKernel, SourceModule, launch
 from .graphs import Graph, GraphExec, GraphNode, graph_capture
 from .errors import (
     CudaAPIError,
@@ -84,9 +77,9 @@ from .errors import (
 )
 
 from ._version import __version__
-from . import _numba
+from . import _numba_hook
 
-_numba.watch_for_numba()  # numba-cuda's own functions take gpuhost Streams (imports nothing)
+_numba_hook.watch_for_numba()  # numba-cuda's own functions take gpuhost Streams (imports nothing)
 
 import gc as _gc
 
@@ -99,16 +92,29 @@ _sys.modules[__name__ + ".runtime"] = runtime
 
 
 # NVRTC's front end (gpuhost.compiler and its disk cache) is imported on first use, not
-# with gpuhost: it would double the import time of a script that never compiles.
+# with gpuhost: it would double the import time of a script that never compiles.  So are
+# pycuda's and CuPy's ways to make kernels (gpuhost.kernels; its Kernel, LaunchConfig and
+# Module are the core's, imported above).
 _LAZY = {"CompiledCode": "compiler", "compile": "compiler", "compile_ptx": "compiler",
          "compile_ptx_for_current_device": "compiler"}
+_LAZY.update(dict.fromkeys(("Linker", "RawKernel", "SourceModule", "launch"), "kernels"))
+# Pinned, mapped and managed host arrays; the device list and what is said of the devices
+# (gpuhost.devices): a device array, a stream or a context needs none of them.
+_LAZY.update(dict.fromkeys(
+    ("managed_array", "mapped", "mapped_array", "mapped_array_like", "pinned", "pinned_array",
+     "pinned_array_like"), "_host_arrays"))
+_LAZY.update(dict.fromkeys(
+    ("close", "detect", "gpus", "list_devices", "require_context", "DeviceSummary", "summary",
+     "cuda_error", "is_supported_version", "is_bfloat16_supported", "is_float16_supported",
+     "is_fp8_supported"), "devices"))
 # numba.cuda's names for External Memory Management plugins, and the submodules that are
-# reachable as attributes (gpuhost.memory, CuPy's allocator API; gpuhost.tools, pycuda's)
-# without being imported with gpuhost.
+# reachable as attributes (gpuhost.memory, CuPy's allocator API; gpuhost.tools, pycuda's;
+# gpuhost.nvtx) without being imported with gpuhost.
 _LAZY.update(dict.fromkeys(
     ("BaseCUDAMemoryManager", "GetIpcHandleMixin", "HostOnlyCUDAMemoryManager", "IpcHandle",
      "MappedMemory", "MemoryPointer", "PinnedMemory", "set_memory_manager"), "memory_manager"))
-_LAZY_MODULES = ("memory", "memory_manager", "tools", "cudadrv", "descriptor")
+_LAZY_MODULES = ("memory", "memory_manager", "tools", "cudadrv", "descriptor", "devices",
+                 "kernels", "nvtx")
 # numba.cuda's attributes that are modules of numba's driver package: cuda.devicearray is
 # cuda.cudadrv.devicearray, cuda.driver is cuda.cudadrv.driver (gpuhost.cudadrv's, there).
 _MODULE_ALIASES = {"devicearray": "cudadrv.devicearray", "driver": "cudadrv.driver"}
@@ -122,8 +128,6 @@ def __getattr__(name):
 
         globals()["jit"] = jit
         return jit
-    if name == "_numba_type_" or _is_numba_name(name):
-        return _numba_name(name)
     if name in _LAZY_MODULES:
         return import_module("." + name, __name__)  # the import sets the attribute
     if name in _MODULE_ALIASES:
@@ -131,11 +135,14 @@ def __getattr__(name):
         globals()[name] = value
         return value
     module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError("module 'gpuhost' has no attribute %r" % name)
-    value = getattr(import_module("." + module, __name__), name)
-    globals()[name] = value
-    return value
+    if module is not None:
+        value = getattr(import_module("." + module, __name__), name)
+        globals()[name] = value
+        return value
+    # numba's names last: telling them apart imports gpuhost._numba (no name above is one)
+    if name == "_numba_type_" or _is_numba_name(name):
+        return _numba_name(name)
+    raise AttributeError("module 'gpuhost' has no attribute %r" % name)
 
 
 def _is_numba_name(name):

@@ -10,7 +10,6 @@ import numpy as np
 
 from . import _core, _methods
 from ._arrays import _layout
-from .devices import device_of_uuid
 from .errors import CudaAPIError, CudaDriverError
 
 __all__ = ["IpcArrayHandle", "IpcEventHandle", "open_ipc_array"]
@@ -131,7 +130,7 @@ class IpcArrayHandle:
         """
         if self._opened is not None:
             raise ValueError("IpcHandle is already opened")
-        home = device_of_uuid(self.device_uuid, "array")
+        home = _device_of_uuid(self.device_uuid, "array")
         target = home if device is None else _device_arg(device)
         if target != home and not target.can_access_peer(home):
             raise CudaDriverError("cannot open device %d's memory on device %d: device %d cannot "
@@ -201,7 +200,7 @@ class PluginIpcArrayHandle(IpcArrayHandle):
 
         if self._opened is not None:
             raise ValueError("IpcHandle is already opened")
-        target = device_of_uuid(self.device_uuid, "array") if device is None \
+        target = _device_of_uuid(self.device_uuid, "array") if device is None \
             else _device_arg(device)
         with target:
             ctx = _core.current_context()
@@ -223,6 +222,14 @@ def _plugin_handle(array):
     ipch = array.context.get_ipc_handle(array.gpu_data)
     return PluginIpcArrayHandle(ipch, array.shape, array.strides, array.dtype,
                                 array.device.uuid)
+
+
+def _device_of_uuid(uuid, what):
+    """gpuhost.devices.device_of_uuid (that module is imported on first use, not with
+    gpuhost)."""
+    from .devices import device_of_uuid
+
+    return device_of_uuid(uuid, what)
 
 
 def _device_arg(device):
@@ -412,7 +419,7 @@ class IpcEventHandle:
         >>> other = pickle.loads(data).open()    # there
         >>> gpuhost.stream().wait_event(other)   # its stream waits for the recorded work
         """
-        with device_of_uuid(self.device_uuid, "event"):
+        with _device_of_uuid(self.device_uuid, "event"):
             try:
                 return _core.open_ipc_event(self.handle)
             except CudaAPIError as exc:

@@ -9,9 +9,15 @@ imports each of them), as pycuda attaches its Python methods to its C++ types:
 
 The function stays a function of its module; on the type it is the method, named as one
 (``Context.create_stream.__qualname__ == "Context.create_stream"``).  The types stay
-immutable to everyone else: ``_core._attach`` is for gpuhost's own modules, at import.
+immutable to everyone else: the C core's ``_attach``, which writes into a type's dict, is
+taken out of ``gpuhost._core`` when this module is first imported (gpuhost's __init__
+does so right after loading the core) and kept here, so that no public module reaches it
+and every attachment goes through this module.
 """
 from . import _core
+
+# Taken, not copied: after this line nothing but this module can change a type of _core.
+_attach = vars(_core).pop("_attach")
 
 
 def method(cls, name=None):
@@ -37,4 +43,4 @@ def attribute(cls, name, fget, fset=None, fdel=None):
 
 
 def _set(cls, name, value):
-    _core._attach(cls, name, value)
+    _attach(cls, name, value)

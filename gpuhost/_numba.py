@@ -1,15 +1,15 @@
 """Everything gpuhost.jit knows of numba-cuda, in one place (design decision 12,
 docs/development/architecture.md).
 
-numba-cuda types and compiles Python kernels; gpuhost launches them. This module imports
-numba-cuda on first use (never with gpuhost), checks that its version is one whose
-internals it was written against, and holds every use of those internals: the
+numba-cuda types and compiles Python kernels; gpuhost launches them. This module is
+imported on first use, not with gpuhost (gpuhost/_numba_hook.py is); it imports
+numba-cuda on first use too, checks that its version is one whose internals it was
+written against, and holds every use of those internals: the
 dispatcher subclass that tells gpuhost when its overloads change, the resolution of an
 overload for a launch (numba's own typing, conversions and launch-configuration rules),
 numba's parameter layout as a plan for the C launcher, and numba's types for gpuhost's
 arrays. Nothing here launches.
 """
-import sys
 import threading
 
 import numpy as np
@@ -75,10 +75,7 @@ def _import_checked():
     return cuda
 
 
-# ---- gpuhost Streams in numba-cuda's own functions ----
-
-_DRIVER = "numba.cuda.cudadrv.driver"
-
+# ---- gpuhost Streams in numba-cuda's own functions (called by _numba_hook.py) ----
 
 def accept_gpuhost_streams(driver):
     """Let numba-cuda's own functions take gpuhost Streams as they take numba's (its random
@@ -108,47 +105,6 @@ def accept_gpuhost_streams(driver):
     driver._stream_handle = _stream_handle
     driver._to_core_stream = _to_core_stream
     driver._gpuhost_streams = True
-
-
-class _DriverLoader:
-    """Runs numba's driver module, then lets it take gpuhost Streams."""
-
-    def __init__(self, loader):
-        self.loader = loader
-
-    def create_module(self, spec):
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module):
-        self.loader.exec_module(module)
-        accept_gpuhost_streams(module)
-
-
-class _DriverHook:
-    """A finder that only notices numba's driver module being imported (so that gpuhost
-    never imports numba itself): its loader then adds gpuhost Streams."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name != _DRIVER:
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is not None:
-                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _DriverLoader(spec.loader)
-                return spec
-        return None
-
-
-def watch_for_numba():
-    """At gpuhost's import: numba's driver, imported already or later, takes gpuhost
-    Streams (accept_gpuhost_streams)."""
-    if _DRIVER in sys.modules:
-        accept_gpuhost_streams(sys.modules[_DRIVER])
-    elif not any(isinstance(f, _DriverHook) for f in sys.meta_path):
-        sys.meta_path.insert(0, _DriverHook())
 
 
 def _register_typeof(cuda):

@@ -33,6 +33,77 @@ def test_reimporting_core_gives_distinct_working_types():
         # later (from . import _core) must get the module every other object comes from
 
 
+# What `import gpuhost` loads of gpuhost: the core, the modules that attach Python methods
+# to its types or register the helpers it calls, and what those import.  Everything else
+# (devices, kernels, nvtx, compiler, memory, numba's support, ...) is imported on first
+# use; a module added here makes every `import gpuhost` slower (benchmarks/import_time.py).
+IMPORTED_WITH_GPUHOST = [
+    "gpuhost", "gpuhost._arrays", "gpuhost._code_images", "gpuhost._context_api",
+    "gpuhost._core", "gpuhost._ipc", "gpuhost._library_versions", "gpuhost._methods",
+    "gpuhost._numba_hook", "gpuhost._shadow_check", "gpuhost._streamtools", "gpuhost._version",
+    "gpuhost.errors", "gpuhost.graphs", "gpuhost.runtime",
+]
+
+
+def _fresh(code):
+    """`code`'s output, run in a fresh interpreter after `import numpy, gpuhost`."""
+    proc = run_python("import sys, numpy, gpuhost\n" + code)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_import_gpuhost_loads_only_the_modules_its_types_need():
+    out = _fresh("print(' '.join(sorted(m for m in sys.modules if m.startswith('gpuhost'))))\n"
+                 "print('numba' in sys.modules)")
+    loaded, numba = out.split("\n")[:2]
+    assert loaded.split() == IMPORTED_WITH_GPUHOST
+    assert numba == "False"
+
+
+def test_every_name_in_all_resolves_in_a_fresh_interpreter():
+    out = _fresh("names = set(dir(gpuhost))\n"
+                 "missing = [n for n in gpuhost.__all__ if n not in names]\n"
+                 "values = {n: getattr(gpuhost, n) for n in gpuhost.__all__}\n"
+                 "ns = {}\n"
+                 "exec('from gpuhost import *', ns)\n"
+                 "assert all(ns[n] is values[n] for n in gpuhost.__all__)\n"
+                 "print(missing, len(values))")
+    assert out.split() == ["[]", str(len(gpuhost.__all__))]
+    for name in gpuhost.__all__:
+        assert getattr(gpuhost, name) is not None, name
+
+
+@pytest.mark.parametrize("name, module", [
+    ("gpus", "devices"), ("detect", "devices"), ("is_fp8_supported", "devices"),
+    ("pinned_array", "_host_arrays"), ("mapped", "_host_arrays"),
+    ("launch", "kernels"), ("SourceModule", "kernels"), ("RawKernel", "kernels"),
+    ("Linker", "kernels"), ("compile_ptx", "compiler"), ("set_memory_manager",
+                                                         "memory_manager")])
+def test_names_imported_on_first_use_are_their_modules_own(name, module):
+    out = _fresh("import importlib\n"
+                 "mod = 'gpuhost.%s'\n"
+                 "before = mod in sys.modules\n"
+                 "value = getattr(gpuhost, %r)\n"
+                 "print(before, value is getattr(importlib.import_module(mod), %r),\n"
+                 "      getattr(gpuhost, mod[8:]) is sys.modules[mod], %r in dir(gpuhost))"
+                 % (module, name, name, name))
+    assert out.split() == ["False", "True", "True", "True"]
+
+
+def test_submodules_import_by_name_and_as_attributes():
+    import importlib
+
+    for name in ("devices", "kernels", "nvtx", "runtime", "memory", "tools", "driver",
+                 "devicearray", "cudadrv", "graphs", "errors"):
+        assert name in dir(gpuhost), name
+        module = getattr(gpuhost, name)
+        assert module.__name__.startswith("gpuhost."), name
+    for name in ("devices", "kernels", "nvtx", "runtime", "graphs", "errors"):
+        assert importlib.import_module("gpuhost." + name) is getattr(gpuhost, name)
+    assert gpuhost.Kernel is gpuhost.kernels.Kernel is gpuhost._core.Kernel
+    assert gpuhost.Module is gpuhost.kernels.Module and gpuhost.gpus is gpuhost.devices.gpus
+
+
 @pytest.mark.parametrize("name", PUBLIC_CALLABLES)
 def test_public_callables_have_signatures_and_docs(name):
     fn = getattr(gpuhost, name)

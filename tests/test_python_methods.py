@@ -4,9 +4,11 @@ itself, named as a method, with the C method's documentation; no C method forwar
 Python by module name per call."""
 import inspect
 
+import numpy as np
 import pytest
 
 import gpuhost
+from conftest import run_python
 from gpuhost import _arrays, _context_api, _core, _ipc, _methods, _streamtools, graphs
 
 CONTEXT_METHODS = [
@@ -105,4 +107,28 @@ def test_every_core_type_refuses_new_attributes():
 
 def test_attach_takes_only_gpuhost_types():
     with pytest.raises(TypeError, match="takes a type of gpuhost._core, not int"):
-        gpuhost._core._attach(int, "x", 1)
+        _methods._attach(int, "x", 1)
+    with pytest.raises(TypeError, match="takes a type of gpuhost._core, not numpy.ndarray"):
+        _methods._attach(np.ndarray, "x", 1)
+    assert not hasattr(int, "x") and not hasattr(np.ndarray, "x")
+
+
+def test_the_public_core_module_has_no_attach():
+    """Only gpuhost/_methods.py holds the function that writes into the types' dicts: the
+    extension module's own name for it is gone once gpuhost is imported, and stays gone
+    after every lazily imported module has loaded."""
+    assert not hasattr(gpuhost._core, "_attach") and "_attach" not in dir(gpuhost._core)
+    script = (
+        "import gpuhost, importlib, pkgutil\n"
+        "assert not hasattr(gpuhost._core, '_attach')\n"
+        "for info in pkgutil.walk_packages(gpuhost.__path__, 'gpuhost.'):\n"
+        "    if info.name not in ('gpuhost.autoinit', 'gpuhost.autoprimaryctx',\n"
+        "                         'gpuhost.__main__', 'gpuhost.launch'):\n"
+        "        importlib.import_module(info.name)\n"
+        "for name in gpuhost.__all__:\n"
+        "    getattr(gpuhost, name)\n"
+        "assert not hasattr(gpuhost._core, '_attach'), 'back after the lazy imports'\n"
+        "print('ok')\n")
+    proc = run_python(script)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"

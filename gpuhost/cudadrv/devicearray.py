@@ -12,7 +12,7 @@ are gpuhost DeviceArrays (a record is a 0-d DeviceArray of a structured dtype, s
 """
 import numpy as np
 
-from .. import _arrays, _core
+from .. import _arrays, _core, _host_arrays
 from .._ipc import IpcArrayHandle
 
 __all__ = [
@@ -95,7 +95,7 @@ class DeviceNDArrayBase(metaclass=_ArrayClass):
 
     @staticmethod
     def _types():
-        return (_core.DeviceArray, _arrays.MappedArray)
+        return (_core.DeviceArray, _host_arrays.MappedArray)
 
     @classmethod
     def _is(cls, obj):
@@ -193,7 +193,8 @@ class _HostSide(DeviceNDArrayBase):
 
     @classmethod
     def _is(cls, obj):
-        return isinstance(obj, _arrays.MappedArray) and _allocation_kind(obj) in (cls._kind, None)
+        return isinstance(obj, _host_arrays.MappedArray) \
+            and _allocation_kind(obj) in (cls._kind, None)
 
     @classmethod
     def _make(cls, *args, **kwargs):

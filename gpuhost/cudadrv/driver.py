@@ -16,7 +16,7 @@ import functools
 
 import numpy as np
 
-from .. import _arrays, _core
+from .. import _arrays, _core, _host_arrays
 from ..errors import CudaAPIError, CudaDriverError, CudaSupportError
 from ..kernels import Linker, Module
 
@@ -267,7 +267,7 @@ def is_device_memory(obj):
     >>> driver.is_device_memory(gpuhost.mapped_array(2))
     True
     """
-    if isinstance(obj, (_core.DeviceArray, _arrays.MappedArray)):
+    if isinstance(obj, (_core.DeviceArray, _host_arrays.MappedArray)):
         return True
     try:
         return bool(obj.__cuda_memory__)
@@ -317,7 +317,7 @@ def device_ctypes_pointer(obj):
     if obj is None:
         return ctypes.c_void_p(0)
     require_device_memory(obj)
-    if isinstance(obj, _arrays.MappedArray):
+    if isinstance(obj, _host_arrays.MappedArray):
         return ctypes.c_void_p(obj.__cuda_array_interface__["data"][0])
     return obj.device_ctypes_pointer
 
