@@ -116,9 +116,10 @@ gh_type_attach_methods(PyTypeObject *tp, PyMethodDef *defs)
     return 0;
 }
 
-/* _core._attach(type, name, value): gpuhost's Python side giving one of gpuhost's own types
-   a method or property written in Python, once, at import (the types are immutable to
-   everyone else). */
+/* _attach(type, name, value): gpuhost's Python side giving one of gpuhost's own types a
+   method or property written in Python, once, at import (the types are immutable to
+   everyone else).  gpuhost/_methods.py takes it out of the module's namespace on its first
+   import and keeps it, so the public module does not offer it. */
 static PyObject *
 mod_attach(PyObject *module, PyObject *args)
 {
