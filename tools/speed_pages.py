@@ -220,11 +220,15 @@ def _met(row):
 
 
 def tables_block(data):
-    out = ["Measured on %s, %s, with `%s`: each figure is the median of the %d runs; \"vs "
-           "raw C\" is the median of the runs' ratios (lowest-highest) and \"vs best peer\" "
+    if data["runs"] == 1:
+        reduced = "each figure is that run's; \"vs raw C\" is the ratio of the two"
+    else:
+        reduced = ("each figure is the median of the %d runs; \"vs raw C\" is the median of "
+                   "the runs' ratios (lowest-highest)" % data["runs"])
+    out = ["Measured on %s, %s, with `%s`: %s and \"vs best peer\" "
            "the ratio to the fastest other library, both as how many times faster gpuhost "
            "is (above 1: faster); a goal counts as met only if it was met in every run."
-           % (data["machine"], data["date"], data["command"], data["runs"])]
+           % (data["machine"], data["date"], data["command"], reduced)]
     groups = []
     for row in data["rows"]:
         if row["group"] not in groups:
