@@ -27,7 +27,7 @@ pool_tp_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     const char *kind = "device", *mode_name = NULL;
     unsigned int host_flags = 0;
     PyObject *allocator = Py_None;
-    pool_mode mode = MODE_CACHE;
+    gh_pool_mode mode = GH_POOL_MODE_CACHE;
     gh_context *ctx;
     gh_pool *p;
     int host;
@@ -47,23 +47,23 @@ pool_tp_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         }
     }
     else {
-        for (mode = MODE_CACHE; mode <= MODE_PLAIN; mode++) {
+        for (mode = GH_POOL_MODE_CACHE; mode <= GH_POOL_MODE_PLAIN; mode++) {
             if (strcmp(mode_name, gh_pool_mode_names[mode]) == 0) {
                 break;
             }
         }
-        if (mode > MODE_PLAIN) {
+        if (mode > GH_POOL_MODE_PLAIN) {
             PyErr_Format(PyExc_ValueError, "mode must be 'cache', 'driver' or 'plain', not '%s'",
                          mode_name);
             return NULL;
         }
     }
-    if (host && mode == MODE_DRIVER) {
+    if (host && mode == GH_POOL_MODE_DRIVER) {
         PyErr_SetString(PyExc_ValueError, "pinned memory pools have no 'driver' mode");
         return NULL;
     }
-    if (allocator != Py_None && (mode == MODE_DRIVER || !PyCallable_Check(allocator))) {
-        PyErr_SetString(PyExc_ValueError, mode == MODE_DRIVER
+    if (allocator != Py_None && (mode == GH_POOL_MODE_DRIVER || !PyCallable_Check(allocator))) {
+        PyErr_SetString(PyExc_ValueError, mode == GH_POOL_MODE_DRIVER
                                               ? "a 'driver' mode pool takes no allocator"
                                               : "allocator must be callable");
         return NULL;
@@ -92,11 +92,11 @@ pool_traverse(gh_pool *self, visitproc visit, void *arg)
     Py_VISIT(self->context);
     Py_VISIT(self->backing);
     for (Py_ssize_t i = 0; i < self->n_lanes; i++) {
-        lane *l = self->lanes[i];
+        gh_pool_lane *l = self->lanes[i];
         Py_ssize_t left = l->n_blocks;
         Py_VISIT(l->stream_obj);
-        for (int bin = 0; bin < N_BINS && left > 0; bin++) {
-            for (block *b = l->bins[bin]; b != NULL; b = b->next, left--) {
+        for (int bin = 0; bin < GH_POOL_N_BINS && left > 0; bin++) {
+            for (gh_pool_block *b = l->bins[bin]; b != NULL; b = b->next, left--) {
                 Py_VISIT(b->stream_obj);
                 Py_VISIT(b->backing);
             }
@@ -111,7 +111,7 @@ pool_traverse(gh_pool *self, visitproc visit, void *arg)
 static int
 pool_clear(gh_pool *self)
 {
-    if (self->mode != MODE_DRIVER) {
+    if (self->mode != GH_POOL_MODE_DRIVER) {
         gh_pool_release_held(self, NULL);
     }
     Py_CLEAR(self->backing);
@@ -126,7 +126,7 @@ pool_dealloc(gh_pool *self)
     gh_pool **link;
 
     PyObject_GC_UnTrack(self);
-    if (self->mode != MODE_DRIVER) {
+    if (self->mode != GH_POOL_MODE_DRIVER) {
         gh_pool_release_held(self, NULL); /* (a driver pool's memory stays with the driver) */
     }
     for (link = &st->pools; *link != NULL; link = &(*link)->next_pool) {
@@ -241,7 +241,7 @@ pool_free_all_blocks(gh_pool *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"stream", NULL};
     PyObject *stream = Py_None;
-    key k;
+    gh_pool_key k;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:free_all_blocks", kwlist, &stream)) {
         return NULL;
@@ -273,7 +273,7 @@ pool_bin_number(gh_pool *Py_UNUSED(self), PyObject *arg)
     if (size == -1 && PyErr_Occurred()) {
         return NULL;
     }
-    if (size < 0 || (size_t)size > MAX_SIZE) {
+    if (size < 0 || (size_t)size > GH_POOL_MAX_SIZE) {
         PyErr_Format(PyExc_ValueError, "size must be from 0 to 2**62, not %zd", size);
         return NULL;
     }
@@ -287,8 +287,9 @@ pool_alloc_size(gh_pool *Py_UNUSED(self), PyObject *arg)
     if (bin == -1 && PyErr_Occurred()) {
         return NULL;
     }
-    if (bin < 0 || bin >= N_BINS) {
-        PyErr_Format(PyExc_ValueError, "bin must be from 0 to %d, not %ld", N_BINS - 1, bin);
+    if (bin < 0 || bin >= GH_POOL_N_BINS) {
+        PyErr_Format(PyExc_ValueError, "bin must be from 0 to %d, not %ld", GH_POOL_N_BINS - 1,
+                     bin);
         return NULL;
     }
     return PyLong_FromSize_t(gh_pool_bin_size((int)bin));
@@ -312,7 +313,7 @@ static size_t
 free_bytes_of(gh_pool *p)
 {
     gh_pool_sync(p);
-    return p->mode == MODE_DRIVER ? driver_pool_free(p) : p->held_bytes;
+    return p->mode == GH_POOL_MODE_DRIVER ? driver_pool_free(p) : p->held_bytes;
 }
 
 static PyObject *

@@ -32,28 +32,29 @@ gh_pool_bin_of(size_t size)
     int e;
     size_t step;
 
-    if (size <= SMALL_BINS * UNIT) {
-        return size == 0 ? 0 : (int)((size - 1) / UNIT);
+    if (size <= GH_POOL_SMALL_BINS * GH_POOL_UNIT) {
+        return size == 0 ? 0 : (int)((size - 1) / GH_POOL_UNIT);
     }
     e = 63 - __builtin_clzll((unsigned long long)(size - 1)); /* 2^e < size <= 2^(e+1) */
     step = (size_t)1 << (e - 3);
-    return SMALL_BINS + (e - 12) * STEPS + (int)((size + step - 1) / step - 9);
+    return GH_POOL_SMALL_BINS + (e - 12) * GH_POOL_STEPS + (int)((size + step - 1) / step - 9);
 }
 
 size_t
 gh_pool_bin_size(int bin)
 {
-    if (bin < SMALL_BINS) {
-        return (size_t)(bin + 1) * UNIT;
+    if (bin < GH_POOL_SMALL_BINS) {
+        return (size_t)(bin + 1) * GH_POOL_UNIT;
     }
-    return (size_t)(9 + (bin - SMALL_BINS) % STEPS) << (12 + (bin - SMALL_BINS) / STEPS - 3);
+    return (size_t)(9 + (bin - GH_POOL_SMALL_BINS) % GH_POOL_STEPS)
+           << (12 + (bin - GH_POOL_SMALL_BINS) / GH_POOL_STEPS - 3);
 }
 
 /* ---- blocks and lanes ---- */
 
 /* Free a block record whose memory is gone or given away. */
 static void
-drop_block(block *b)
+drop_block(gh_pool_block *b)
 {
     Py_XDECREF(b->stream_obj);
     Py_XDECREF(b->backing);
@@ -63,7 +64,7 @@ drop_block(block *b)
 /* Free the memory of `b` (held by defer_cleanup(), deferred off a driver thread, skipped if
    its context is gone) and the record.  Never raises; may let the GIL go. */
 static void
-free_block(gh_pool *p, block *b)
+free_block(gh_pool *p, gh_pool_block *b)
 {
     if (b->backing == NULL) {
         if (p->host) {
@@ -77,10 +78,10 @@ free_block(gh_pool *p, block *b)
 }
 
 /* The lane of (stream, tid), made if `create` (NULL, no exception, when out of memory). */
-static lane *
+static gh_pool_lane *
 find_lane(gh_pool *p, CUstream stream, unsigned long tid, int create)
 {
-    lane *l;
+    gh_pool_lane *l;
     for (Py_ssize_t i = 0; i < p->n_lanes; i++) {
         if (p->lanes[i]->stream == stream && p->lanes[i]->tid == tid) {
             return p->lanes[i];
@@ -91,7 +92,7 @@ find_lane(gh_pool *p, CUstream stream, unsigned long tid, int create)
     }
     if (p->n_lanes == p->cap_lanes) {
         Py_ssize_t cap = p->cap_lanes ? 2 * p->cap_lanes : 4;
-        lane **grown = PyMem_Realloc(p->lanes, (size_t)cap * sizeof(*grown));
+        gh_pool_lane **grown = PyMem_Realloc(p->lanes, (size_t)cap * sizeof(*grown));
         if (grown == NULL) {
             return NULL;
         }
@@ -109,10 +110,10 @@ find_lane(gh_pool *p, CUstream stream, unsigned long tid, int create)
 }
 
 /* Take the first block of `bin` out of lane `l`. */
-static block *
-pop_block(gh_pool *p, lane *l, int bin)
+static gh_pool_block *
+pop_block(gh_pool *p, gh_pool_lane *l, int bin)
 {
-    block *b = l->bins[bin];
+    gh_pool_block *b = l->bins[bin];
     PyObject *obj = NULL;
 
     l->bins[bin] = b->next;
@@ -130,13 +131,13 @@ pop_block(gh_pool *p, lane *l, int bin)
 
 /* Move every block of lane `l` onto *list. */
 static void
-drain_lane(gh_pool *p, lane *l, block **list)
+drain_lane(gh_pool *p, gh_pool_lane *l, gh_pool_block **list)
 {
     PyObject *obj = l->stream_obj;
     l->stream_obj = NULL;
-    for (int bin = 0; bin < N_BINS && l->n_blocks > 0; bin++) {
+    for (int bin = 0; bin < GH_POOL_N_BINS && l->n_blocks > 0; bin++) {
         while (l->bins[bin] != NULL) {
-            block *b = l->bins[bin];
+            gh_pool_block *b = l->bins[bin];
             l->bins[bin] = b->next;
             b->next = *list;
             *list = b;
@@ -153,7 +154,7 @@ drain_lane(gh_pool *p, lane *l, block **list)
 void
 gh_pool_forget(gh_pool *p)
 {
-    block *list = NULL;
+    gh_pool_block *list = NULL;
     p->generation = p->context->generation;
     for (Py_ssize_t i = 0; i < p->n_lanes; i++) {
         drain_lane(p, p->lanes[i], &list);
@@ -162,7 +163,7 @@ gh_pool_forget(gh_pool *p)
     p->used_blocks = p->held_blocks = 0;
     p->order_event = NULL; /* destroyed with its context */
     while (list != NULL) {
-        block *b = list;
+        gh_pool_block *b = list;
         list = b->next;
         drop_block(b);
     }
@@ -250,25 +251,25 @@ trim_driver_pool(gh_pool *p)
 
 /* Free the blocks `p` holds (of lane (stream, tid) only, if `only`).  Never raises. */
 void
-gh_pool_release_held(gh_pool *p, const key *only)
+gh_pool_release_held(gh_pool *p, const gh_pool_key *only)
 {
-    block *list = NULL;
+    gh_pool_block *list = NULL;
 
     gh_pool_sync(p);
-    if (p->mode == MODE_DRIVER) {
+    if (p->mode == GH_POOL_MODE_DRIVER) {
         if (gh_pool_state_of(p)->defer_depth == 0) {
             trim_driver_pool(p);
         }
         return;
     }
     for (Py_ssize_t i = 0; i < p->n_lanes; i++) { /* p->lanes may move while draining */
-        lane *l = p->lanes[i];
+        gh_pool_lane *l = p->lanes[i];
         if (only == NULL || (l->stream == only->stream && l->tid == only->tid)) {
             drain_lane(p, l, &list);
         }
     }
     while (list != NULL) {
-        block *b = list;
+        gh_pool_block *b = list;
         list = b->next;
         free_block(p, b);
     }
@@ -315,12 +316,12 @@ gh_pool_context_ending(gh_state *st, gh_context *ctx)
 
 /* Put a freed block in the free list of its stream; frees it when that cannot be done. */
 static void
-cache_put(gh_pool *p, block *b)
+cache_put(gh_pool *p, gh_pool_block *b)
 {
     CUstream stream = b->stream;
     unsigned long tid = b->tid;
     PyObject *obj = b->stream_obj;
-    lane *l;
+    gh_pool_lane *l;
 
     b->stream_obj = NULL;
     if (tid != 0 && tid != PyThread_get_thread_ident()) {
@@ -353,7 +354,7 @@ static gh_stream *capturing_stream(gh_pool *p, PyObject *obj);
 /* Driver mode: cuMemFreeAsync on the block's stream (on a capturing one, a free node of the
    graph).  Never raises. */
 static void
-free_ordered(gh_pool *p, block *b)
+free_ordered(gh_pool *p, gh_pool_block *b)
 {
     gh_state *st = gh_pool_state_of(p);
     CUstream stream = b->stream;
@@ -383,7 +384,7 @@ free_ordered(gh_pool *p, block *b)
     drop_block(b);
 }
 
-static void give_back(gh_pool *p, block *b);
+static void give_back(gh_pool *p, gh_pool_block *b);
 
 /* The stream a block is ordered on, if gpuhost is capturing on it; else NULL. */
 static gh_stream *
@@ -402,7 +403,7 @@ capturing_stream(gh_pool *p, PyObject *obj)
 static void
 release_held_block(PyObject *capsule)
 {
-    block *b = PyCapsule_GetPointer(capsule, HELD_BLOCK);
+    gh_pool_block *b = PyCapsule_GetPointer(capsule, HELD_BLOCK);
     gh_pool *p = PyCapsule_GetContext(capsule);
     if (b != NULL && p != NULL) {
         give_back(p, b);
@@ -413,11 +414,11 @@ release_held_block(PyObject *capsule)
 /* A cached block freed on a stream while gpuhost captures on it may be used by the graph:
    the capture (then its Graph) holds it instead of the pool.  1 if held, else 0. */
 static int
-hold_for_capture(gh_pool *p, block *b)
+hold_for_capture(gh_pool *p, gh_pool_block *b)
 {
     gh_stream *s = capturing_stream(p, b->stream_obj);
     PyObject *capsule;
-    if (s == NULL || p->mode != MODE_CACHE) {
+    if (s == NULL || p->mode != GH_POOL_MODE_CACHE) {
         return 0;
     }
     capsule = PyCapsule_New(b, HELD_BLOCK, release_held_block);
@@ -437,7 +438,7 @@ hold_for_capture(gh_pool *p, block *b)
 
 /* A block in use comes back: cached, or freed as the mode says.  Never raises. */
 static void
-give_back(gh_pool *p, block *b)
+give_back(gh_pool *p, gh_pool_block *b)
 {
     if (hold_for_capture(p, b)) {
         return;
@@ -449,10 +450,10 @@ give_back(gh_pool *p, block *b)
     }
     gh_pool_stat_sub(&p->used_bytes, b->size);
     p->used_blocks--;
-    if (p->mode == MODE_CACHE && p->holding) {
+    if (p->mode == GH_POOL_MODE_CACHE && p->holding) {
         cache_put(p, b);
     }
-    else if (p->mode == MODE_DRIVER && !p->host) {
+    else if (p->mode == GH_POOL_MODE_DRIVER && !p->host) {
         free_ordered(p, b);
     }
     else {
@@ -464,7 +465,7 @@ void
 gh_pool_release(gh_allocation *a)
 {
     gh_pool *p = a->pool;
-    block *b = a->block;
+    gh_pool_block *b = a->block;
     PyObject *type, *value, *tb;
 
     a->pool = NULL;
@@ -482,7 +483,7 @@ gh_pool_release(gh_allocation *a)
 /* Order stream `to` after the work queued on lane `from` so far.  The context is current.
    0, or -1 with an error. */
 static int
-order_after(gh_pool *p, lane *from, CUstream to)
+order_after(gh_pool *p, gh_pool_lane *from, CUstream to)
 {
     CUresult res = gh_cu.StreamQuery(from->stream);
     if (res == CUDA_SUCCESS) {
@@ -514,12 +515,12 @@ is_external(gh_pool *p, PyObject *obj)
 
 /* A cached block of `bin` from another stream's lane, once k's stream is ordered after
    it; NULL if none (*failed set if ordering raised). */
-static block *
-steal(gh_pool *p, int bin, const key *k, int *failed)
+static gh_pool_block *
+steal(gh_pool *p, int bin, const gh_pool_key *k, int *failed)
 {
     unsigned long me = 0;
     for (Py_ssize_t i = 0; i < p->n_lanes; i++) {
-        lane *l = p->lanes[i];
+        gh_pool_lane *l = p->lanes[i];
         if (l->bins[bin] == NULL || (l->stream == k->stream && l->tid == k->tid)) {
             continue;
         }
@@ -539,15 +540,15 @@ steal(gh_pool *p, int bin, const key *k, int *failed)
 }
 
 /* A block for `size` bytes ordered on k: new memory, or (cache) another stream's. */
-static block *
-take_slow(gh_pool *p, size_t size, const key *k)
+static gh_pool_block *
+take_slow(gh_pool *p, size_t size, const gh_pool_key *k)
 {
-    int failed = 0, bin = p->mode == MODE_CACHE ? gh_pool_bin_of(size) : 0;
-    block *b = NULL;
+    int failed = 0, bin = p->mode == GH_POOL_MODE_CACHE ? gh_pool_bin_of(size) : 0;
+    gh_pool_block *b = NULL;
 
     /* No stealing for a stream gpuhost captures on: ordering it after another stream's
        work is a dependency on work outside the capture, which the driver refuses. */
-    if (p->mode == MODE_CACHE && capturing_stream(p, k->obj) == NULL &&
+    if (p->mode == GH_POOL_MODE_CACHE && capturing_stream(p, k->obj) == NULL &&
         (b = steal(p, bin, k, &failed)) != NULL) {
         b->stream = k->stream; /* it belongs to k's stream now */
         b->tid = k->tid;
@@ -564,7 +565,7 @@ take_slow(gh_pool *p, size_t size, const key *k)
         return NULL;
     }
     b->bin = bin;
-    b->size = p->mode == MODE_CACHE ? gh_pool_bin_size(bin) : size;
+    b->size = p->mode == GH_POOL_MODE_CACHE ? gh_pool_bin_size(bin) : size;
     b->stream = k->stream;
     b->tid = k->tid;
     if (gh_pool_obtain(p, b, size) < 0) {
@@ -575,14 +576,14 @@ take_slow(gh_pool *p, size_t size, const key *k)
 }
 
 /* A block of at least `size` bytes ordered on k; NULL with an error set. */
-static block *
-take(gh_pool *p, size_t size, const key *k)
+static gh_pool_block *
+take(gh_pool *p, size_t size, const gh_pool_key *k)
 {
-    block *b;
+    gh_pool_block *b;
     int pushed;
 
-    if (p->mode == MODE_CACHE) { /* the hot path: a block of this stream, no driver call */
-        lane *own = find_lane(p, k->stream, k->tid, 0);
+    if (p->mode == GH_POOL_MODE_CACHE) { /* the hot path: a block of this stream, no driver call */
+        gh_pool_lane *own = find_lane(p, k->stream, k->tid, 0);
         int bin = gh_pool_bin_of(size);
         if (own != NULL && own->bins[bin] != NULL) {
             b = pop_block(p, own, bin);
@@ -607,7 +608,7 @@ take(gh_pool *p, size_t size, const key *k)
 
 /* The key of a stream= argument for pool `p`; 0 or -1. */
 int
-gh_pool_key_from(gh_pool *p, PyObject *stream, key *k)
+gh_pool_key_from(gh_pool *p, PyObject *stream, gh_pool_key *k)
 {
     gh_stream_ref ref;
 
@@ -643,13 +644,13 @@ gh_pool_allocate(gh_pool *p, size_t size, PyObject *stream)
                          : (p->host_flags & CU_MEMHOSTALLOC_DEVICEMAP) ? GH_ALLOC_MAPPED
                                                                        : GH_ALLOC_PINNED;
     gh_allocation *a;
-    block *b;
-    key k;
+    gh_pool_block *b;
+    gh_pool_key k;
 
     if (size == 0) {
         return gh_allocation_new(st, p->context, kind, 0);
     }
-    if (size > MAX_SIZE) {
+    if (size > GH_POOL_MAX_SIZE) {
         gh_pool_raise_oom(p, size, GH_CU_MemAlloc, 0);
         return NULL;
     }
@@ -673,7 +674,7 @@ gh_pool_allocate(gh_pool *p, size_t size, PyObject *stream)
     a->pool = (gh_pool *)Py_NewRef(p);
     a->block = b;
     /* Allocated on a stream gpuhost captures on: the graph owns it (see graphs.py). */
-    if (p->mode == MODE_CACHE && capturing_stream(p, k.obj) != NULL &&
+    if (p->mode == GH_POOL_MODE_CACHE && capturing_stream(p, k.obj) != NULL &&
         PyList_Append(((gh_stream *)k.obj)->capture, (PyObject *)a) < 0) {
         Py_DECREF(a);
         return NULL;
@@ -712,16 +713,16 @@ setup_driver_pool(gh_pool *p)
 
 /* The mode GPUHOST_ALLOCATOR names (default cache); -1 with ValueError for another value. */
 int
-gh_pool_mode_from_env(pool_mode *mode)
+gh_pool_mode_from_env(gh_pool_mode *mode)
 {
     const char *value = getenv("GPUHOST_ALLOCATOR");
-    *mode = MODE_CACHE;
+    *mode = GH_POOL_MODE_CACHE;
     if (value == NULL || value[0] == '\0') {
         return 0;
     }
-    for (int m = MODE_CACHE; m <= MODE_PLAIN; m++) {
+    for (int m = GH_POOL_MODE_CACHE; m <= GH_POOL_MODE_PLAIN; m++) {
         if (strcmp(value, gh_pool_mode_names[m]) == 0) {
-            *mode = (pool_mode)m;
+            *mode = (gh_pool_mode)m;
             return 0;
         }
     }
@@ -733,7 +734,7 @@ gh_pool_mode_from_env(pool_mode *mode)
 /* A new pool in `ctx` (activated); `fallback`: a driver-mode pool on a device without memory
    pools becomes a cache pool, with a warning, instead of raising.  New reference or NULL. */
 gh_pool *
-gh_pool_new(gh_state *st, PyTypeObject *type, gh_context *ctx, pool_mode mode, int host,
+gh_pool_new(gh_state *st, PyTypeObject *type, gh_context *ctx, gh_pool_mode mode, int host,
             unsigned int host_flags, PyObject *backing, int fallback)
 {
     gh_pool *p = (gh_pool *)type->tp_alloc(type, 0);
@@ -754,7 +755,7 @@ gh_pool_new(gh_state *st, PyTypeObject *type, gh_context *ctx, pool_mode mode, i
     if (backing == NULL) {
         PyObject_GC_UnTrack(p); /* holds no object that could refer back to it (pool.c) */
     }
-    if (mode == MODE_DRIVER) {
+    if (mode == GH_POOL_MODE_DRIVER) {
         int pushed;
         if (gh_context_enter(ctx, &pushed) < 0) {
             Py_DECREF(p);
@@ -773,7 +774,7 @@ gh_pool_new(gh_state *st, PyTypeObject *type, gh_context *ctx, pool_mode mode, i
             return NULL;
         }
         if (!ready) {
-            p->mode = MODE_CACHE;
+            p->mode = GH_POOL_MODE_CACHE;
             if (PyErr_WarnFormat(PyExc_RuntimeWarning, 1,
                                  "GPUHOST_ALLOCATOR=driver: device %d has no stream-ordered "
                                  "memory pools; using gpuhost's caching pool",
@@ -793,7 +794,7 @@ gh_pool_default(gh_state *st, gh_context *ctx)
     int id = ctx->device->id;
     PyObject *item;
     gh_pool *p;
-    pool_mode mode;
+    gh_pool_mode mode;
 
     if (st->default_pools != NULL && id < PyList_GET_SIZE(st->default_pools)) {
         item = PyList_GET_ITEM(st->default_pools, id);

@@ -48,17 +48,17 @@
 #include "pool.h"
 #include "state.h"
 
-#define UNIT       512 /* the smallest class; cuMemAlloc aligns to it anyway */
-#define SMALL_BINS 8   /* 512 to 4096 bytes in steps of 512 */
-#define STEPS      8   /* classes per doubling above 4096 bytes */
-#define N_BINS     (SMALL_BINS + STEPS * 50) /* up to MAX_SIZE */
-#define MAX_SIZE   ((size_t)1 << 62)
+#define GH_POOL_UNIT       512 /* the smallest class; cuMemAlloc aligns to it anyway */
+#define GH_POOL_SMALL_BINS 8   /* 512 to 4096 bytes in steps of 512 */
+#define GH_POOL_STEPS      8   /* classes per doubling above 4096 bytes */
+#define GH_POOL_N_BINS     (GH_POOL_SMALL_BINS + GH_POOL_STEPS * 50) /* up to GH_POOL_MAX_SIZE */
+#define GH_POOL_MAX_SIZE   ((size_t)1 << 62)
 
-typedef enum { MODE_CACHE, MODE_DRIVER, MODE_PLAIN } pool_mode;
+typedef enum { GH_POOL_MODE_CACHE, GH_POOL_MODE_DRIVER, GH_POOL_MODE_PLAIN } gh_pool_mode;
 
 /* One piece of memory a pool handed out or holds. */
-typedef struct block {
-    struct block *next; /* in a lane's bin, or a list being freed */
+typedef struct gh_pool_block {
+    struct gh_pool_block *next; /* in a lane's bin, or a list being freed */
     CUdeviceptr dptr;
     void *host;           /* pinned pools: the host address */
     size_t size;          /* bytes allocated: the class (cache), else the request */
@@ -68,7 +68,7 @@ typedef struct block {
     unsigned long tid;    /* the thread, for CU_STREAM_PER_THREAD; else 0 */
     PyObject *stream_obj; /* strong while in use: keeps that stream's handle valid */
     PyObject *backing;    /* strong: the Python allocator's object owning the memory */
-} block;
+} gh_pool_block;
 
 /* The free blocks of one stream, by class. */
 typedef struct {
@@ -76,15 +76,15 @@ typedef struct {
     unsigned long tid;
     PyObject *stream_obj; /* strong while the lane holds blocks (NULL for the legacy stream) */
     Py_ssize_t n_blocks;
-    block *bins[N_BINS];
-} lane;
+    gh_pool_block *bins[GH_POOL_N_BINS];
+} gh_pool_lane;
 
 struct gh_pool {
     PyObject_HEAD
     gh_context *context; /* strong */
     gh_pool *next_pool;  /* in the module's list of live pools */
     uint64_t generation; /* of the blocks it counts; older ones went with their context */
-    pool_mode mode;
+    gh_pool_mode mode;
     int host;                /* pinned host memory (cuMemHostAlloc), else device memory */
     unsigned int host_flags; /* cuMemHostAlloc flags */
     int holding;             /* 0 after stop_holding(): freed blocks are freed at once */
@@ -92,7 +92,7 @@ struct gh_pool {
     size_t limit;            /* 0: none */
     size_t used_bytes, held_bytes;
     Py_ssize_t used_blocks, held_blocks;
-    lane **lanes;
+    gh_pool_lane **lanes;
     Py_ssize_t n_lanes, cap_lanes;
     CUevent order_event;  /* for ordering one stream after another; NULL until needed */
     CUmemoryPool mempool; /* driver mode: the device's default pool */
@@ -104,9 +104,9 @@ typedef struct {
     CUstream stream;
     unsigned long tid;
     PyObject *obj;
-} key;
+} gh_pool_key;
 
-/* "cache", "driver", "plain": by pool_mode. */
+/* "cache", "driver", "plain": by gh_pool_mode. */
 extern const char *const gh_pool_mode_names[];
 
 /* The module state of p's type. */
@@ -134,19 +134,19 @@ void gh_pool_sync(gh_pool *p);
 void gh_pool_forget(gh_pool *p);
 /* Free the blocks `p` holds (of lane `only` only, if not NULL); in driver mode, trim the
    driver's pool.  Never raises. */
-void gh_pool_release_held(gh_pool *p, const key *only);
+void gh_pool_release_held(gh_pool *p, const gh_pool_key *only);
 /* gh_pool_release_held of every pool of p's context.  Never raises. */
 void gh_pool_release_context(gh_pool *p);
 /* The key of a stream= argument for pool `p` (NULL or None: the legacy stream); 0 or -1. */
-int gh_pool_key_from(gh_pool *p, PyObject *stream, key *k);
+int gh_pool_key_from(gh_pool *p, PyObject *stream, gh_pool_key *k);
 /* An Allocation of `size` bytes from pool `p`, ordered on `stream`; new reference or NULL. */
 gh_allocation *gh_pool_allocate(gh_pool *p, size_t size, PyObject *stream);
 /* The mode GPUHOST_ALLOCATOR names (default cache); -1 with ValueError for another value. */
-int gh_pool_mode_from_env(pool_mode *mode);
+int gh_pool_mode_from_env(gh_pool_mode *mode);
 /* A new pool of `type` in `ctx` (activated); `fallback`: a driver-mode pool on a device
    without memory pools becomes a cache pool, with a warning, instead of raising.  New
    reference or NULL. */
-gh_pool *gh_pool_new(gh_state *st, PyTypeObject *type, gh_context *ctx, pool_mode mode, int host,
+gh_pool *gh_pool_new(gh_state *st, PyTypeObject *type, gh_context *ctx, gh_pool_mode mode, int host,
                      unsigned int host_flags, PyObject *backing, int fallback);
 /* Borrowed: ctx's default device pool, made on first use; NULL with an error. */
 gh_pool *gh_pool_default(gh_state *st, gh_context *ctx);
@@ -157,7 +157,7 @@ gh_pool *gh_pool_default(gh_state *st, gh_context *ctx);
    around it: over the limit, or refused, the pools of the context give back what they
    hold, garbage is collected, and it is tried once more.  The context is current.  0, or
    -1 with an error (CudaOutOfMemoryError for `requested` bytes). */
-int gh_pool_obtain(gh_pool *p, block *b, size_t requested);
+int gh_pool_obtain(gh_pool *p, gh_pool_block *b, size_t requested);
 /* Raise CudaOutOfMemoryError for `requested` bytes, with the pool's statistics in the
    message and as .pool_stats; -1. */
 int gh_pool_raise_oom(gh_pool *p, size_t requested, gh_cu_id id, int over_limit);

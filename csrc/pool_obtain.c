@@ -67,7 +67,7 @@ gh_pool_raise_oom(gh_pool *p, size_t requested, gh_cu_id id, int over_limit)
 /* New memory from the backing Python allocator: 0, 1 (out of memory) or -1 (raised).  Its
    result gives the address as an int .ptr (CuPy's MemoryPointer) or int() (pycuda's). */
 static int
-obtain_backed(gh_pool *p, block *b)
+obtain_backed(gh_pool *p, gh_pool_block *b)
 {
     PyObject *obj = NULL, *ptr = NULL, *n = PyLong_FromSize_t(b->size);
     unsigned long long addr = 0;
@@ -136,7 +136,7 @@ restore_capture(int previous)
 /* New memory for `b` from the driver (or the backing allocator); the context is current.
    0, 1 (out of memory: *id says which call) or -1 (another error, raised). */
 static int
-obtain_once(gh_pool *p, block *b, gh_cu_id *id)
+obtain_once(gh_pool *p, gh_pool_block *b, gh_cu_id *id)
 {
     CUresult res;
     if (p->backing != NULL) {
@@ -159,7 +159,7 @@ obtain_once(gh_pool *p, block *b, gh_cu_id *id)
             }
         }
     }
-    else if (p->mode == MODE_DRIVER) {
+    else if (p->mode == GH_POOL_MODE_DRIVER) {
         /* With the GIL: it never waits for queued work, and it is this mode's hot path. */
         *id = GH_CU_MemAllocAsync;
         res = gh_cu.MemAllocAsync(&b->dptr, b->size, b->stream);
@@ -186,7 +186,7 @@ over_limit(gh_pool *p, size_t size)
 
 /* New memory for `b`, with the out-of-memory policy around it; 0 or -1 with an error. */
 int
-gh_pool_obtain(gh_pool *p, block *b, size_t requested)
+gh_pool_obtain(gh_pool *p, gh_pool_block *b, size_t requested)
 {
     gh_cu_id id = GH_CU_MemAlloc;
     int got;
