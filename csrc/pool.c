@@ -1,8 +1,8 @@
 /* Pool: the Python type of gpuhost's memory pools (device memory, and pinned host memory),
  * and the module functions of the default pools: device_alloc() (the allocator of device
  * arrays) and default_pool().  A Pool's methods, properties and displays; the caching,
- * giving back and obtaining of memory they use is the engine's (pool_engine.h, which says
- * how the pools work: pool_engine.c, pool_obtain.c).
+ * giving back and obtaining of memory they use is the engine's (pool_engine.c,
+ * pool_obtain.c; the pool's private header, pool_internal.h, says how the pools work).
  */
 #include "pool.h"
 
@@ -13,7 +13,7 @@
 #include "memory.h"
 #include "release.h"
 #include "state.h"
-#include "pool_engine.h"
+#include "pool_internal.h"
 
 #include <string.h>
 

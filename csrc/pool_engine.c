@@ -2,9 +2,9 @@
  * pool, giving memory back (cached, freed, or held by a capture), taking it (the own
  * lane's block, another stream's once ordered after it, or new memory from pool_obtain.c),
  * and making pools (the mode, the driver's pool, each device's default pool).  How the
- * pools work, and the structs: pool_engine.h.
+ * pools work, and the structs: pool_internal.h.
  */
-#include "pool_engine.h"
+#include "pool_internal.h"
 
 #include "context.h"
 #include "cuda_api.h"
@@ -15,10 +15,10 @@
 #include "release.h"
 #include "state.h"
 #include "stream.h"
-#include "pool_engine.h"
-#include "pool_engine.h"
-#include "pool_engine.h"
-#include "pool_engine.h"
+#include "pool_internal.h"
+#include "pool_internal.h"
+#include "pool_internal.h"
+#include "pool_internal.h"
 
 #include <string.h>
 

@@ -10,7 +10,7 @@
 #include "memory.h"
 #include "services.h"
 #include "state.h"
-#include "pool_engine.h"
+#include "pool_internal.h"
 
 /* gc.collect(), through the helper gpuhost's Python side registers; never raises. */
 static void

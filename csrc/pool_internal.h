@@ -1,7 +1,8 @@
-/* The pools' engine, shared by pool_engine.c (size classes, blocks and lanes, giving memory
- * back, taking it, making pools), pool_obtain.c (new memory from the driver or a Python
- * allocator, and the out-of-memory policy) and pool.c (the Pool type): the structs, and
- * the functions one of them calls in another.  How the pools work:
+/* The pool's private header, included by the pool's files only: pool_engine.c (size
+ * classes, blocks and lanes, giving memory back, taking it, making pools), pool_obtain.c
+ * (new memory from the driver or a Python allocator, and the out-of-memory policy) and
+ * pool.c (the Pool type).  The structs, and the functions one of them calls in another;
+ * other files use pool.h.  How the pools work:
  *
  * Every device array's memory comes from its context's default Pool, in the mode that
  * GPUHOST_ALLOCATOR names:
@@ -40,8 +41,8 @@
  * runs with the GIL held and changes the lists only between the calls that let it go
  * (cuMemAlloc, cuMemFree, synchronize, gc), never across them.
  */
-#ifndef GPUHOST_POOL_ENGINE_H
-#define GPUHOST_POOL_ENGINE_H
+#ifndef GPUHOST_POOL_INTERNAL_H
+#define GPUHOST_POOL_INTERNAL_H
 
 #include "cuda_api.h"
 #include "memory.h"
@@ -164,4 +165,4 @@ int gh_pool_raise_oom(gh_pool *p, size_t requested, gh_cu_id id, int over_limit)
 /* A dict of the pool's statistics, or NULL. */
 PyObject *gh_pool_stats(gh_pool *p);
 
-#endif /* GPUHOST_POOL_ENGINE_H */
+#endif /* GPUHOST_POOL_INTERNAL_H */
