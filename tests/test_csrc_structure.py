@@ -7,7 +7,8 @@ x.c and x.h (and x_docs.h, the docstrings x.c includes) are one node "x", and ev
 header (a type and the file that extends it) is allowed; a circle of three or more is not
 (`longer_cycles`, shared with the Python package's import graph).  state.h, the module
 state, is the ground floor every file may include; module.c, the module's init, is the top
-floor that includes every file's header and that nothing includes.
+floor that includes every file's header and that nothing includes.  A header named
+x_internal.h (pool_internal.h) is private to x: only x.c and x_*.c include it.
 
 The call graph is read the same way: an edge x -> y for each function defined (not static)
 in y.c that x.c calls.  It is held to the same rule (no circle of three files or more), and
@@ -71,6 +72,37 @@ def test_longer_cycles_would_see_a_circle_through_the_headers(tmp_path):
                            "a.h": [], "b.h": [], "c.h": []}.items():
         (tmp_path / name).write_text("".join('#include "%s"\n' % h for h in includes))
     assert longer_cycles(include_graph(str(tmp_path))) == [["a", "b", "c", "a"]]
+
+
+def private_header_strangers(folder=CSRC):
+    """{x_internal.h: the files that include it other than x.c and x_*.c}, for every
+    x_internal.h of folder (an empty list: only its own files include it)."""
+    texts = {}
+    for f in _sources(folder):
+        with open(os.path.join(folder, f)) as fh:
+            texts[f] = fh.read()
+    strangers = {}
+    for header in (f for f in texts if f.endswith("_internal.h")):
+        x = header[:-len("_internal.h")]
+        strangers[header] = sorted(
+            f for f, text in texts.items()
+            if re.search(r'^#include "%s"' % re.escape(header), text, re.M)
+            and not (f.endswith(".c") and (f == x + ".c" or f.startswith(x + "_"))))
+    return strangers
+
+
+def test_a_private_header_is_included_by_its_own_files_only():
+    strangers = private_header_strangers()
+    assert "pool_internal.h" in strangers
+    assert {h: fs for h, fs in strangers.items() if fs} == {}
+
+
+def test_private_header_strangers_would_see_another_file_include_one(tmp_path):
+    (tmp_path / "pool_internal.h").write_text("")
+    for name in ("pool.c", "pool_engine.c", "pooled.c", "stream.c", "pool_extra.h"):
+        (tmp_path / name).write_text('#include "pool_internal.h"\n')
+    assert private_header_strangers(str(tmp_path)) == {
+        "pool_internal.h": ["pool_extra.h", "pooled.c", "stream.c"]}
 
 
 def _code(text):
