@@ -8,7 +8,7 @@
  * is kept in the module state, once per type.
  */
 #include "interop.h"
-#include "interop_private.h"
+#include "interop_internal.h"
 
 #include "context.h"
 #include "cuda_api.h"

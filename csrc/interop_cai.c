@@ -6,7 +6,7 @@
  * in version 3 the exporter's stream (0 is forbidden by the protocol).
  */
 #include "interop.h"
-#include "interop_private.h"
+#include "interop_internal.h"
 
 #include "state.h"
 #include "stream.h"

@@ -15,10 +15,6 @@
 #include "release.h"
 #include "state.h"
 #include "stream.h"
-#include "pool_internal.h"
-#include "pool_internal.h"
-#include "pool_internal.h"
-#include "pool_internal.h"
 
 #include <string.h>
 

@@ -1,8 +1,8 @@
 /* What interop.c and interop_cai.c share, and nothing outside them uses: the names they look
  * up (interned once in the module state), the message of a failed read, a tuple of ints.
  */
-#ifndef GPUHOST_INTEROP_PRIVATE_H
-#define GPUHOST_INTEROP_PRIVATE_H
+#ifndef GPUHOST_INTEROP_INTERNAL_H
+#define GPUHOST_INTEROP_INTERNAL_H
 
 #include "interop.h"
 
@@ -39,4 +39,4 @@ int gh_foreign_raise(const gh_foreign_use *u, PyObject *exc, const char *fmt, ..
 int gh_foreign_int_tuple(const gh_foreign_use *u, PyObject *obj, PyObject *tuple, int ndim,
                          Py_ssize_t *out, const char *what);
 
-#endif /* GPUHOST_INTEROP_PRIVATE_H */
+#endif /* GPUHOST_INTEROP_INTERNAL_H */
