@@ -320,7 +320,7 @@ def _extras():
     section = text.split("[project.optional-dependencies]")[1].split("\n[")[0]
     out = {}
     for name, body in re.findall(r"^(\w+) = \[(.*?)\]", section, re.M | re.S):
-        out[name] = [re.split(r"[<>=!~\[ ]", req, 1)[0].lower()
+        out[name] = [re.split(r"[<>=!~\[ ]", req, maxsplit=1)[0].lower()
                      for req in re.findall(r'"([^"]+)"', body)]
     return out
 
