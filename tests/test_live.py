@@ -187,6 +187,7 @@ def test_record_refuses_a_skip_that_is_not_a_str():
 @pytest.mark.gpus(2)
 def test_release_pool_blocks_gives_back_what_every_pool_holds(fake):
     ctx = gpuhost.current_context()
+    gc.collect()  # earlier tests' garbage back in its pools now, before they are emptied
     _core._release_pool_blocks()
     mine, other = _core.Pool("device", "cache"), _core.Pool("pinned", "cache")
     sizes = [int(k) for k in rng.integers(1, 1 << 16, size=5)]
@@ -194,7 +195,6 @@ def test_release_pool_blocks_gives_back_what_every_pool_holds(fake):
     for block in blocks:
         block.close()  # held now, each in its own block
     other.allocate(777).close()
-    gc.collect()  # earlier tests' garbage freed now, not inside the counted section
     live = fake.live("allocations")
     with gpuhost.gpus[(ctx.device.id + 1) % len(gpuhost.gpus)]:  # another device
         away = _core.Pool("device", "cache")
