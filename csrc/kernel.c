@@ -82,9 +82,6 @@ check_stream_context(gh_kernel *k, const gh_stream_ref *ref)
     return 0;
 }
 
-/* Launch k with its arguments packed in `params` on the resolved stream `ref` (checked by
-   check_stream_context); the stream object is d->stream (borrowed, NULL: the default
-   stream).  0, or -1 with the error set. */
 int
 gh_kernel_raise_unknown_params(gh_kernel *k)
 {
@@ -114,6 +111,9 @@ gh_kernel_check_call(gh_kernel *k, gh_cu_id id, Py_ssize_t nargs)
     return 0;
 }
 
+/* Launch k with its arguments packed in `params` on the resolved stream `ref` (checked by
+   check_stream_context); the stream object is d->stream (borrowed, NULL: the default
+   stream).  0, or -1 with the error set. */
 static int
 launch_packed(gh_state *st, gh_kernel *k, const launch_dims *d, const gh_stream_ref *ref,
               void **params)
