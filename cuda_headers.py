@@ -1,7 +1,7 @@
 """Where the CUDA headers gpuhost builds against come from (setup.py and the fake driver's
 tests/fakecuda/build.py both ask here), and the build backend that fetches NVIDIA's header
 wheels only when they are needed. gpuhost links no CUDA library: it needs headers only, and
-only at build time; NVRTC it declares itself (csrc/nvrtc_api.h).
+only at build time; NVRTC it declares itself (csrc/launch/nvrtc_api.h).
 
 Search order, first hit wins for each header:
   1. a CUDA toolkit: $CUDA_HOME, $CUDA_PATH, the toolkit of the nvcc on PATH, /usr/local/cuda
@@ -18,7 +18,7 @@ import os
 import shutil
 import sys
 
-# What csrc/ includes, and what the fake driver includes (it shares csrc/cuda_api.h).
+# What csrc/ includes, and what the fake driver includes (it shares csrc/base/cuda_api.h).
 EXTENSION_HEADERS = ("cuda.h", "cudaTypedefs.h", "cudaProfilerTypedefs.h", "cudaProfiler.h",
                      "nvtx3/nvToolsExt.h")
 FAKE_DRIVER_HEADERS = ("cuda.h", "cudaTypedefs.h", "cudaProfilerTypedefs.h", "cudaProfiler.h")

@@ -1,8 +1,8 @@
-"""Build gpuhost._core from csrc/*.c.
+"""Build gpuhost._core from csrc/ (module.c and the subsystems' folders below it).
 
 The extension needs CUDA's headers (cuda.h, cudaTypedefs.h, the profiler's, NVTX; from a
 toolkit or NVIDIA's pip wheels: cuda_headers.py) and NumPy's, and links against neither
-libcuda nor libnvrtc: both are loaded at run time, and NVRTC is declared by csrc/nvrtc_api.h.
+libcuda nor libnvrtc: both are loaded at run time, and NVRTC is declared by csrc/launch/nvrtc_api.h.
 Both sets of headers are looked up only when the extension is built, so an sdist needs
 neither. Extra compiler flags come from GPUHOST_CFLAGS (CI adds -Werror, sanitizers), extra
 linker flags from GPUHOST_LDFLAGS.
@@ -43,9 +43,9 @@ WARNINGS = ["-Wall", "-Wextra", "-Wshadow", "-Wstrict-prototypes", "-Wmissing-pr
 
 ext = Extension(
     "gpuhost._core",
-    sources=sorted(glob.glob("csrc/*.c")),
-    depends=sorted(glob.glob("csrc/*.h")),
-    include_dirs=["csrc"],  # NumPy's and CUDA's: BuildExt
+    sources=sorted(glob.glob("csrc/*.c") + glob.glob("csrc/*/*.c")),
+    depends=sorted(glob.glob("csrc/*/*.h")),
+    include_dirs=["csrc"],  # "base/state.h": a subsystem's folder named  # NumPy's and CUDA's: BuildExt
     define_macros=[
         ("NPY_NO_DEPRECATED_API", "NPY_1_23_API_VERSION"),
         ("NPY_TARGET_VERSION", "NPY_1_23_API_VERSION"),

@@ -83,7 +83,7 @@ _numba_hook.watch_for_numba()  # numba-cuda's own functions take gpuhost Streams
 
 import gc as _gc
 
-# A pool out of device memory collects garbage once before giving up (csrc/pool_obtain.c).
+# A pool out of device memory collects garbage once before giving up (csrc/memory/pool_obtain.c).
 _core._set_helpers(gc_collect=_gc.collect)
 
 # numba.cuda's `cuda.runtime`: the module is _library_versions, importable by this name too

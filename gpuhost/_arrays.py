@@ -216,7 +216,7 @@ def _like_strides(shape, strides, itemsize, c_contiguous, f_contiguous):
 
 def _foreign_layout(ary, name):
     """(shape, dtype, strides) of an object that exports an array without being a numpy or
-    gpuhost array, read as a launch reads it (csrc/interop.c: the CUDA array interface,
+    gpuhost array, read as a launch reads it (csrc/arrays/interop.c: the CUDA array interface,
     DLPack); host memory exported through DLPack is read by numpy.  None when it exports
     neither; TypeError saying why when its export cannot be read."""
     if not (hasattr(ary, "__cuda_array_interface__") or hasattr(ary, "__dlpack__")):
@@ -407,7 +407,7 @@ def to_device(obj, stream=0, copy=True, to=None):
     return dev
 
 
-# The CUDA array interface and DLPack are read in C (csrc/interop.c), the same way a kernel
+# The CUDA array interface and DLPack are read in C (csrc/arrays/interop.c), the same way a kernel
 # launch reads other libraries' arrays.
 from_cuda_array_interface = _core.from_cuda_array_interface
 as_cuda_array = _core.as_cuda_array

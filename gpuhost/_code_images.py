@@ -1,4 +1,4 @@
-"""The code images behind gpuhost.Module (csrc/code_image.c calls in here): reading an image
+"""The code images behind gpuhost.Module (csrc/launch/code_image.c calls in here): reading an image
 (a path, PTX text, cubin, fatbin, CompiledCode) and telling which it is, the kernels'
 parameter types its PTX declares, and the arrays Module.get_global() makes over its globals.
 """
@@ -121,5 +121,5 @@ def global_array(module, name, raw, dtype, shape):
     return _core.make_array(module, ptr, shape, strides, dtype, context=module.context)
 
 
-# Module(image) and Module.get_global() call these (csrc/code_image.c): registered once.
+# Module(image) and Module.get_global() call these (csrc/launch/code_image.c): registered once.
 _core._set_helpers(describe_image=describe, global_array=global_array)

@@ -439,12 +439,12 @@ _exported_events = weakref.WeakValueDictionary()  # handle bytes -> the Event
 
 
 def _export_event(event, handle, device_uuid):
-    """Event.ipc_handle()'s result (csrc/event.c calls it): remember the event, make the
+    """Event.ipc_handle()'s result (csrc/core/event.c calls it): remember the event, make the
     handle."""
     handle = bytes(handle)
     _exported_events[handle] = event
     return IpcEventHandle(handle, device_uuid)
 
 
-# Event.ipc_handle() calls this (csrc/event.c): registered once.
+# Event.ipc_handle() calls this (csrc/core/event.c): registered once.
 _core._set_helpers(export_event=_export_event)

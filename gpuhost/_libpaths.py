@@ -2,7 +2,7 @@
 
 Order: GPUHOST_NVRTC (a file path; when set, the only one tried), then CUDA_HOME and
 CUDA_PATH, /usr/local/cuda, the pip wheels (nvidia-cuda-nvrtc), then the loader's default.
-The C loader (csrc/nvrtc_api.c) calls nvrtc_candidates() once and tries each path in turn.
+The C loader (csrc/launch/nvrtc_api.c) calls nvrtc_candidates() once and tries each path in turn.
 """
 import os
 import sys

@@ -453,7 +453,7 @@ def debug_exception(overload, code, tid, ctaid):
 # ---- numba's parameter layout ----
 
 def plan(argtypes):
-    """The C launcher's plan for numba types `argtypes` (see csrc/jit_launch.c), or None
+    """The C launcher's plan for numba types `argtypes` (see csrc/jit/jit_launch.c), or None
     where a type is packed by the Python side only (records, datetimes, enums, ...)."""
     from numba.cuda import types
 

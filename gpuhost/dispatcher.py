@@ -14,7 +14,7 @@
 `jit` takes numba.cuda.jit's arguments and returns a Dispatcher: numba-cuda's own
 dispatcher underneath (typing, compiling, caching, inspect_*, overloads, specialize), with
 the launch taken over by gpuhost. A launch whose argument types were seen before is
-resolved, packed and launched in C (csrc/jit_launch.c); the first launch of new types,
+resolved, packed and launched in C (csrc/jit/jit_launch.c); the first launch of new types,
 host arrays (copied in and back, as numba does), debug kernels, extensions and pre-launch
 callbacks come here, to `_slow_launch`, which still launches through gpuhost.
 """
@@ -332,7 +332,7 @@ class Dispatcher(_core.JitDispatcher):
     # ---- the launch, where C did not do it all ----
 
     def _slow_launch(self, launch, args):
-        # numba types every argument (other libraries' arrays too, as csrc/jit_args.c keys
+        # numba types every argument (other libraries' arrays too, as csrc/jit/jit_args.c keys
         # them); what it compiles is registered for C's launches (_remember)
         overload, disp = _numba.resolve(self._numba, launch, args)
         for callback in launch.pre_launch_callbacks:
@@ -508,5 +508,5 @@ def _raise_debug_exception(overload, kernel, name, stream):
     raise _numba.debug_exception(overload, code, tid, ctaid)
 
 
-# A configured launch's __reduce__ names this (csrc/jit_launch.c): registered once.
+# A configured launch's __reduce__ names this (csrc/jit/jit_launch.c): registered once.
 _core._set_helpers(jit_launch_of=_launch_of)

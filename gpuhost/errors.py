@@ -379,7 +379,7 @@ class NcclSupportError(RuntimeError):
 
 
 def _nccl_error(status, call, detail):
-    """The NcclError the C extension raises (csrc/nccl_api.c)."""
+    """The NcclError the C extension raises (csrc/nccl/nccl_api.c)."""
     return NcclError(status, call, detail)
 
 

@@ -1,6 +1,6 @@
 """CUDA graphs: capture a stream's work once, replay it for one launch.
 
-``Graph``, ``GraphExec`` and ``GraphNode`` are C types (csrc/graph.c); this module holds
+``Graph``, ``GraphExec`` and ``GraphNode`` are C types (csrc/graphs/graph.c); this module holds
 the parts written in Python: ``graph_capture()`` and the memcpy/memset node builders
 (``Graph.add_memcpy``, ``Graph.add_memset``, attached to the C type here), which take
 arrays (gpuhost, NumPy, anything exporting the CUDA array interface).

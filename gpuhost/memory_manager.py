@@ -1740,6 +1740,6 @@ def _ensure_memory_manager():
         raise RuntimeError("Failed to use memory manager from %s: %s" % (name, e)) from e
 
 
-# Context.reset() and get_memory_info() ask an EMM plugin through these (csrc/context.c),
+# Context.reset() and get_memory_info() ask an EMM plugin through these (csrc/core/context.c),
 # registered when this module is imported (no plugin can be in use before).
 _core._set_helpers(plugin_context_reset=_context_reset, plugin_memory_info=_plugin_memory_info)

@@ -556,7 +556,7 @@ def _local_device(job):
                          count))
 
 
-# ---- helpers the C extension calls (csrc/nccl_comm.c) ----
+# ---- helpers the C extension calls (csrc/nccl/nccl_comm.c) ----
 
 def _empty(shape, like, device, stream):
     """A new array of `like`'s dtype on `device`, for a result."""
@@ -566,5 +566,5 @@ def _empty(shape, like, device, stream):
         return _arrays.device_array(shape, like.dtype, stream=stream or 0)
 
 
-# The Communicator's collectives call these (csrc/nccl_collectives.c): registered once.
+# The Communicator's collectives call these (csrc/nccl/nccl_collectives.c): registered once.
 _core._set_helpers(nccl_empty=_empty)

@@ -1,4 +1,4 @@
-"""DeviceArray indexing in C (csrc/array_index.c): element reads, and self[key] = value for
+"""DeviceArray indexing in C (csrc/arrays/array_index.c): element reads, and self[key] = value for
 keys of ints and slices with host data, scalars laid by a memset, and gpuhost or foreign
 device arrays of the view's shape, never calling gpuhost's Python side; what needs it
 (broadcasting, casting on the device, records) still reaches it.  Results are checked

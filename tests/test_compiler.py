@@ -1,4 +1,4 @@
-"""NVRTC compilation (csrc/program.c, gpuhost/compiler.py) and the kernel cache
+"""NVRTC compilation (csrc/launch/program.c, gpuhost/compiler.py) and the kernel cache
 (gpuhost/_cache.py).  NVRTC needs no GPU: these run for real, on the fake driver too."""
 import hashlib
 import os

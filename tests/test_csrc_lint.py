@@ -242,7 +242,8 @@ def declarations(src, func, pos):
 
 
 def c_sources():
-    return [os.path.join(CSRC, f) for f in sorted(os.listdir(CSRC)) if f.endswith((".c", ".h"))]
+    return sorted(os.path.join(dirpath, f) for dirpath, _, files in os.walk(CSRC)
+                  for f in files if f.endswith((".c", ".h")))
 
 
 _CACHE = {}

@@ -1,15 +1,22 @@
 """The C sources' structure: dependencies one way, files of a readable size, no C path that
 looks a Python function up by name.
 
+csrc/ holds module.c, the module's init, and one folder per subsystem, the subsystems
+standing on one another in floors (FLOORS): base (the module state, the driver's loader,
+errors, the registered Python services), core (devices, contexts, streams, events), memory,
+arrays (gpuhost's and other libraries'), launch, then graphs, jit and nccl.  A file includes
+and calls only files of its own folder and of the floors below; module.c, on top, includes
+every subsystem and nothing includes it.  A header named x_internal.h (pool_internal.h,
+interop_internal.h) is private to its folder: no file of another folder includes it.  A
+file includes a header of its own folder by name ("pool.h") and another folder's by its
+path from csrc/ ("base/state.h").
+
 The include graph of csrc/ is read from the sources: a file is named by its stem, so that
 x.c and x.h (and x_docs.h, the docstrings x.c includes) are one node "x", and every
 `#include "y.h"` in any of them is an edge x -> y.  A pair that includes each other's
 header (a type and the file that extends it) is allowed; a circle of three or more is not
 (`longer_cycles`, shared with the Python package's import graph).  state.h, the module
-state, is the ground floor every file may include; module.c, the module's init, is the top
-floor that includes every file's header and that nothing includes.  A header named
-x_internal.h (pool_internal.h, interop_internal.h) is private to x: only x.c and x_*.c
-include it.
+state, is the ground floor every file may include; module.c is the top floor.
 
 The call graph is read the same way: an edge x -> y for each function defined (not static)
 in y.c that x.c calls.  It is held to the same rule (no circle of three files or more), and
@@ -29,15 +36,30 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CSRC = os.path.join(ROOT, "csrc")
 FAKE = os.path.join(ROOT, "tests", "fakecuda")
 MAX_LINES = 1000
+# The subsystems' folders, lowest first; those of one floor (a tuple) use none of each other.
+FLOORS = ["base", "core", "memory", "arrays", "launch", ("graphs", "jit", "nccl")]
 
 
 def _sources(folder, endings=(".c", ".h")):
-    return sorted(f for f in os.listdir(folder) if f.endswith(endings))
+    """The C files under folder, as paths relative to it ("memory/pool.c")."""
+    found = []
+    for dirpath, _, files in os.walk(folder):
+        rel = os.path.relpath(dirpath, folder)
+        found.extend(f if rel == "." else "%s/%s" % (rel, f) for f in files if f.endswith(endings))
+    return sorted(found)
 
 
 def _node(filename):
-    stem = filename.rsplit(".", 1)[0]
+    stem = os.path.basename(filename).rsplit(".", 1)[0]
     return stem[:-len("_docs")] if stem.endswith("_docs") else stem
+
+
+def _includes(path, text):
+    """The csrc/-relative paths of the quoted includes of the file at csrc/-relative `path`:
+    a bare name is in the file's own folder."""
+    here = os.path.dirname(path)
+    return [inc if "/" in inc else (os.path.join(here, inc) if here else inc)
+            for inc in re.findall(r'^#include "([\w/]+\.h)"', text, re.M)]
 
 
 def include_graph(folder=CSRC):
@@ -76,34 +98,93 @@ def test_longer_cycles_would_see_a_circle_through_the_headers(tmp_path):
 
 
 def private_header_strangers(folder=CSRC):
-    """{x_internal.h: the files that include it other than x.c and x_*.c}, for every
-    x_internal.h of folder (an empty list: only its own files include it)."""
-    texts = {}
+    """{x_internal.h's path: the files of other folders that include it}, for every
+    x_internal.h under folder (an empty list: only its own folder's files include it)."""
+    includes = {}
     for f in _sources(folder):
         with open(os.path.join(folder, f)) as fh:
-            texts[f] = fh.read()
-    strangers = {}
-    for header in (f for f in texts if f.endswith("_internal.h")):
-        x = header[:-len("_internal.h")]
-        strangers[header] = sorted(
-            f for f, text in texts.items()
-            if re.search(r'^#include "%s"' % re.escape(header), text, re.M)
-            and not (f.endswith(".c") and (f == x + ".c" or f.startswith(x + "_"))))
-    return strangers
+            includes[f] = _includes(f, fh.read())
+    return {header: sorted(f for f, incs in includes.items()
+                           if header in incs and os.path.dirname(f) != os.path.dirname(header))
+            for header in includes if header.endswith("_internal.h")}
 
 
-def test_a_private_header_is_included_by_its_own_files_only():
+def test_a_private_header_is_included_by_its_own_folder_only():
     strangers = private_header_strangers()
-    assert {"pool_internal.h", "interop_internal.h"} <= set(strangers)
+    assert {"memory/pool_internal.h", "arrays/interop_internal.h"} <= set(strangers)
     assert {h: fs for h, fs in strangers.items() if fs} == {}
 
 
-def test_private_header_strangers_would_see_another_file_include_one(tmp_path):
-    (tmp_path / "pool_internal.h").write_text("")
-    for name in ("pool.c", "pool_engine.c", "pooled.c", "stream.c", "pool_extra.h"):
-        (tmp_path / name).write_text('#include "pool_internal.h"\n')
+def test_private_header_strangers_would_see_another_folder_include_one(tmp_path):
+    for d in ("memory", "core"):
+        (tmp_path / d).mkdir()
+    (tmp_path / "memory" / "pool_internal.h").write_text("")
+    for name in ("memory/pool.c", "memory/staging.c", "core/stream.c", "module.c"):
+        inc = "pool_internal.h" if name.startswith("memory/") else "memory/pool_internal.h"
+        (tmp_path / name).write_text('#include "%s"\n' % inc)
+    (tmp_path / "core" / "event.c").write_text('#include "pool_internal.h"\n')  # its own folder's
     assert private_header_strangers(str(tmp_path)) == {
-        "pool_internal.h": ["pool_extra.h", "pooled.c", "stream.c"]}
+        "memory/pool_internal.h": ["core/stream.c", "module.c"]}
+
+
+def _floor(path):
+    """The floor of the file at csrc/-relative `path`: its folder's index in FLOORS; module.c
+    (no folder) is above them all."""
+    folder = os.path.dirname(path)
+    if not folder:
+        return len(FLOORS)
+    for i, names in enumerate(FLOORS):
+        if folder in ((names,) if isinstance(names, str) else names):
+            return i
+    raise AssertionError("csrc/%s is in no subsystem of FLOORS" % folder)
+
+
+def upward_edges(folder=CSRC):
+    """["a.c -> b.h (includes)", "a.c -> b.c (calls f)", ...]: the includes and calls from a
+    file to a file of another folder on the same floor or a higher one."""
+    files = _sources(folder)
+    where = {}  # node -> path of its .c (else of its .h)
+    for f in files:
+        if f.endswith(".c") or _node(f) not in where:
+            where[_node(f)] = f
+    found = []
+    for f in files:
+        with open(os.path.join(folder, f)) as fh:
+            for inc in _includes(f, fh.read()):
+                if os.path.dirname(inc) != os.path.dirname(f) and _floor(inc) >= _floor(f):
+                    found.append("%s -> %s (includes)" % (f, inc))
+    for a, edges in call_graph(folder).items():
+        for b, fns in edges.items():
+            pa, pb = where[a], where[b]
+            if os.path.dirname(pa) != os.path.dirname(pb) and _floor(pb) >= _floor(pa):
+                found.append("%s -> %s (calls %s)" % (pa, pb, ", ".join(sorted(fns))))
+    return sorted(found)
+
+
+def test_every_file_is_in_a_subsystem_folder_but_module_c():
+    files = _sources(CSRC)
+    assert [f for f in files if "/" not in f] == ["module.c"]
+    assert {_floor(f) for f in files} == set(range(len(FLOORS) + 1))  # every floor is used
+
+
+def test_includes_and_calls_run_down_the_floors_only():
+    assert upward_edges() == []
+
+
+def test_upward_edges_would_see_a_lower_floor_use_a_higher_one(tmp_path):
+    for d in ("base", "memory", "graphs", "jit"):
+        (tmp_path / d).mkdir()
+    (tmp_path / "base" / "errors.c").write_text(
+        '#include "memory/pool.h"\nint\ngh_raise(void)\n{\n    return gh_pool_free();\n}\n')
+    (tmp_path / "memory" / "pool.h").write_text('#include "base/errors.h"\n')
+    (tmp_path / "memory" / "pool.c").write_text("int\ngh_pool_free(void)\n{\n    return gh_raise();\n}\n")
+    (tmp_path / "graphs" / "graph.c").write_text('#include "jit/jit.h"\n')
+    (tmp_path / "jit" / "jit.h").write_text("")
+    (tmp_path / "module.c").write_text('#include "graphs/graph.h"\n')
+    assert upward_edges(str(tmp_path)) == [
+        "base/errors.c -> memory/pool.c (calls gh_pool_free)",
+        "base/errors.c -> memory/pool.h (includes)",
+        "graphs/graph.c -> jit/jit.h (includes)"]
 
 
 def _code(text):
@@ -184,7 +265,7 @@ def test_no_c_code_looks_gpuhost_python_up_by_name():
         assert "gh_call_python" not in text, f
         if re.search(r'PyImport_\w+\("gpuhost', text):
             importers[f] = True
-    assert sorted(importers) == ["libload.c"]
+    assert sorted(importers) == ["base/libload.c"]
 
 
 def test_every_helper_the_c_core_calls_is_registered():
@@ -194,7 +275,7 @@ def test_every_helper_the_c_core_calls_is_registered():
     import gpuhost.nccl  # noqa: F401
     from gpuhost import _core
 
-    with open(os.path.join(CSRC, "state.h")) as fh:
+    with open(os.path.join(CSRC, "base", "state.h")) as fh:
         names = re.findall(r'X\(\w+, "(\w+)"\)', fh.read())
     assert len(names) >= 10
     unregistered = [n for n in names if not _core._helper_registered(n)]
@@ -221,9 +302,13 @@ def test_the_architecture_map_names_every_file_and_no_missing_one():
     block = page[page.index("## The code, file by file"):]
     named = set(re.findall(r"[\w./*-]+\.(?:c|h|py|pyi)\b", block))
     words = set(re.findall(r"[\w.*-]+", block))
-    for f in _sources(CSRC):
+    for path in _sources(CSRC):
+        f = os.path.basename(path)
         assert f in named or f in words or (f.endswith("_docs.h") and "*_docs.h" in block), \
-            "csrc/%s is not on the map" % f
+            "csrc/%s is not on the map" % path
+        if "/" in path:  # under its folder's heading
+            heading = re.search(r"^  %s/ +\S" % re.escape(os.path.dirname(path)), block, re.M)
+            assert heading, "csrc/%s/ has no heading on the map" % os.path.dirname(path)
     import gpuhost
 
     package = os.path.dirname(os.path.abspath(gpuhost.__file__))  # the installed one, too

@@ -54,7 +54,7 @@ def test_cuda_12_wheels_spread_over_three_folders(clean):
 
 
 def test_nvrtc_h_is_not_needed(clean):
-    # csrc/nvrtc_api.h declares what gpuhost calls of NVRTC: no 58 MB wheel for one header
+    # csrc/launch/nvrtc_api.h declares what gpuhost calls of NVRTC: no 58 MB wheel for one header
     assert "nvrtc.h" not in cuda_headers.EXTENSION_HEADERS
     assert not any("nvrtc" in w for w in cuda_headers.HEADER_WHEELS.values())
 

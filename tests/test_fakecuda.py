@@ -30,8 +30,8 @@ CSRC = os.path.join(os.path.dirname(HERE), "csrc")
 
 
 def _x_macro_entries(header, macro):
-    """The (NAME, number) pairs of an X-macro list in csrc/<header>."""
-    with open(os.path.join(CSRC, header)) as f:
+    """The (NAME, number) pairs of an X-macro list in csrc/base/<header>."""
+    with open(os.path.join(CSRC, "base", header)) as f:
         text = f.read()
     return [(name, int(num)) for name, num in re.findall(macro + r"\((\w+), (\d+)\)", text)]
 

@@ -48,8 +48,8 @@ rng = np.random.default_rng()
 
 
 def entry_points():
-    """Every "cuName" of csrc/cuda_api.h's list."""
-    with open(os.path.join(ROOT, "csrc", "cuda_api.h")) as f:
+    """Every "cuName" of csrc/base/cuda_api.h's list."""
+    with open(os.path.join(ROOT, "csrc", "base", "cuda_api.h")) as f:
         return ["cu" + m for m in re.findall(r"^\s*X\((\w+), \d+\)", f.read(), re.M)]
 
 
@@ -770,7 +770,7 @@ _SOURCES = {}
 
 
 def source_of(site):
-    """(functions, 'csrc/x.c:123') of the call at `site` through addr2line: the functions
+    """(functions, 'csrc/memory/pool.c:123') of the call at `site` through addr2line: the functions
     it is in, innermost first when inlined, and the line of the call; ((), '?') where
     addr2line is not installed or knows nothing."""
     if site not in _SOURCES:

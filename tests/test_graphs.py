@@ -1,4 +1,4 @@
-"""CUDA graphs (csrc/graph.c, gpuhost/graphs.py, Stream.begin_capture/end_capture): capture,
+"""CUDA graphs (csrc/graphs/graph.c, gpuhost/graphs.py, Stream.begin_capture/end_capture): capture,
 explicit nodes, instantiate, launch, update, the pool's rule under capture, the errors.
 
 Copies, memsets, host functions and events run on the fake driver too (its graphs replay

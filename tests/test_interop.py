@@ -1,4 +1,4 @@
-"""Other libraries' device arrays read in C (csrc/interop*.c): DLPack's C exchange API (a
+"""Other libraries' device arrays read in C (csrc/arrays/interop*.c): DLPack's C exchange API (a
 producer built in the test double, tests/fakecuda/fakedlpack/), the CUDA array interface,
 __dlpack__; the use's stream ordered after the exporter's; what kernel launches, gpuhost.jit's
 keys and packing, copies and views make of them; every malformed export refused with a clear

@@ -1,4 +1,4 @@
-"""Modules, kernels and launch (csrc/code_image.c, csrc/kernel.c, gpuhost/kernels.py).
+"""Modules, kernels and launch (csrc/launch/code_image.c, csrc/launch/kernel.c, gpuhost/kernels.py).
 
 Loading and launching need a real GPU; image checks, PTX parsing and the fake driver's
 refusal run everywhere.

@@ -1,4 +1,4 @@
-"""gpuhost's records of its live objects (csrc/live.c): the counts of allocations, streams,
+"""gpuhost's records of its live objects (csrc/base/live.c): the counts of allocations, streams,
 events and modules, and, while recording, which ones were made since and where; the
 pytest plugin's leak check reads them instead of the heap (tests/test_pytest_plugin.py
 runs the check itself)."""

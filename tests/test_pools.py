@@ -1,4 +1,4 @@
-"""Memory pools and allocators (csrc/pool.c, gpuhost/_pools.py, gpuhost/memory.py,
+"""Memory pools and allocators (csrc/memory/pool.c, gpuhost/_pools.py, gpuhost/memory.py,
 gpuhost/memory_manager.py): the default caching pool and its modes, pycuda's pools, CuPy's
 allocator API and numba's External Memory Management plugins.
 

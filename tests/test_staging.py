@@ -1,4 +1,4 @@
-"""Pageable copies through the pinned staging ring (csrc/staging.c): exact at odd sizes
+"""Pageable copies through the pinned staging ring (csrc/memory/staging.c): exact at odd sizes
 and misalignments, in chunks, both ways, from several threads; pinned memory is not
 staged; a failing chunk is reported and leaves the ring usable.
 """
@@ -14,13 +14,13 @@ import gpuhost
 from gpuhost import CudaAPIError
 
 rng = np.random.default_rng()
-CHUNK = 4 << 20  # the ring's slots (csrc/staging.c): 8 of 4 MiB
+CHUNK = 4 << 20  # the ring's slots (csrc/memory/staging.c): 8 of 4 MiB
 SLOTS, PART = 8, 256 << 10
 
 
 def dma_count(n):
     """How many DMAs a staged copy of n bytes makes: chunks of at least two slots' worth,
-    whole parts, at most a slot (csrc/staging.c, staged_stream)."""
+    whole parts, at most a slot (csrc/memory/staging.c, staged_stream)."""
     chunk = -(-(n // (2 * SLOTS)) // PART) * PART
     chunk = min(max(chunk, PART), CHUNK)
     return -(-n // chunk)

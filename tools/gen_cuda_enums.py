@@ -1,4 +1,4 @@
-"""Regenerate csrc/cuda_errors.h and csrc/cuda_attrs.h from the enums in cuda.h, and
+"""Regenerate csrc/base/cuda_errors.h and csrc/base/cuda_attrs.h from the enums in cuda.h, and
 gpuhost/compat/cupy/_runtime_enums.py from the runtime's (driver_types.h beside it).
 
 gpuhost names driver errors itself where the driver cannot (the toolkit's stub library,
@@ -12,7 +12,7 @@ import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CSRC = os.path.join(HERE, os.pardir, "csrc")
+CSRC = os.path.join(HERE, os.pardir, "csrc", "base")
 
 
 def enum_body(text, typedef):

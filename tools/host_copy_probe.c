@@ -1,5 +1,5 @@
 /* What bounds a pageable host-to-device copy on this machine: the measurements behind the
- * staging ring's design (csrc/staging.c), each in C so that nothing of Python is counted.
+ * staging ring's design (csrc/memory/staging.c), each in C so that nothing of Python is counted.
  *
  *   cc -O2 -pthread -o /tmp/probe tools/host_copy_probe.c -I$CUDA/include \
  *      -L$CUDA/lib64/stubs -lcuda && /tmp/probe [register|dma|bandwidth]...

@@ -1,6 +1,6 @@
 /* The raw C floor for benchmarks/nccl.py: ncclAllReduce called in a C loop on a stream of its
  * own, through libnccl loaded with dlopen (the path gpuhost loaded) and gpuhost's declarations
- * of NCCL (csrc/nccl_api.h, checked against nccl.h at build).  Loaded into each rank's
+ * of NCCL (csrc/nccl/nccl_api.h, checked against nccl.h at build).  Loaded into each rank's
  * process with ctypes, after gpuhost made the rank's device current.
  */
 #include <cuda.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "nccl_api.h"
+#include "nccl/nccl_api.h"
 
 static gh_nccl_api nc;
 static gh_ncclComm_t comm;

@@ -8,7 +8,7 @@ NCCL playing 2.18); `python3 tests/fakecuda/build.py [OUT_DIR]` builds and print
 library's path.  The C compiler is $CC (default cc); $FAKECUDA_CFLAGS adds
 flags (sanitizers); $FAKECUDA_BUILD_DIR moves the default output folder (a sanitizer
 build beside the plain one).  The library is rebuilt when a source (tests/fakecuda/*.c, *.h,
-csrc/cuda_api.h, csrc/cuda_errors.h) is newer than it or the compile command changed; it is
+csrc/base/cuda_api.h, csrc/base/cuda_errors.h) is newer than it or the compile command changed; it is
 written under a temporary name and renamed into place, so concurrent test processes never
 load a half-written file.
 """
@@ -66,13 +66,14 @@ def sources():
 def dependencies():
     """Every file whose change makes the library out of date."""
     return (sources() + sorted(glob.glob(os.path.join(HERE, "*.h")))
-            + [os.path.join(CSRC, "cuda_api.h"), os.path.join(CSRC, "cuda_errors.h")])
+            + [os.path.join(CSRC, "base", "cuda_api.h"),
+               os.path.join(CSRC, "base", "cuda_errors.h")])
 
 
 def nccl_dependencies():
     """Every file whose change makes libfakenccl out of date."""
     return (NCCL_SOURCES + sorted(glob.glob(os.path.join(HERE, "fakenccl", "*.h")))
-            + [os.path.join(CSRC, "nccl_api.h")])
+            + [os.path.join(CSRC, "nccl", "nccl_api.h")])
 
 
 def compile_command(output, srcs=None, defines=()):

@@ -1,4 +1,4 @@
-/* fakecuda: a test double of libcuda for the entry points gpuhost uses (csrc/cuda_api.h).
+/* fakecuda: a test double of libcuda for the entry points gpuhost uses (csrc/base/cuda_api.h).
  *
  * This file holds what the real driver exports (cuGetProcAddress, v1 and v2), the table it
  * resolves from, the check every entry point starts with (call counts, injected faults,

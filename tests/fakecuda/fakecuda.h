@@ -1,7 +1,7 @@
 /* fakecuda: the control API of the libcuda test double (tests/fakecuda).
  *
  * The library exports cuGetProcAddress_v2 and cuGetProcAddress (the driver side, every
- * entry point of csrc/cuda_api.h resolved by name) and the fakecuda_ functions below, which
+ * entry point of csrc/base/cuda_api.h resolved by name) and the fakecuda_ functions below, which
  * tests call through ctypes on the same path the extension loaded, so both share state.
  * Configuration comes from the environment, read once (see fakecuda.c).
  */

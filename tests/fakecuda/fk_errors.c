@@ -1,12 +1,12 @@
 /* fakecuda error names and messages: cuGetErrorName and cuGetErrorString over the CUresult
- * list of csrc/cuda_errors.h.  Both work before cuInit, as in the real driver.
+ * list of csrc/base/cuda_errors.h.  Both work before cuInit, as in the real driver.
  *
  * Messages are the real driver's for the common codes; the others are the name in words
  * ("CUDA_ERROR_TOO_MANY_PEERS" -> "too many peers").
  */
 #include "fk_internal.h"
 
-#include "cuda_errors.h"
+#include "base/cuda_errors.h"
 
 #include <ctype.h>
 #include <pthread.h>

@@ -2,7 +2,7 @@
  * of the entry points (fk_call) with its resolvers, devices, contexts, the resource registry,
  * the work queue, stream lookup and the memory registry.
  *
- * Every driver entry point of csrc/cuda_api.h is a function fk_<Name> declared here from the
+ * Every driver entry point of csrc/base/cuda_api.h is a function fk_<Name> declared here from the
  * list itself, with the type of its PFN_cu<Name>_v<Version>: a definition with other
  * arguments fails to compile, and a missing one fails to link (the symbols are hidden).
  * Those that work after cuInit are written in fk_call: the entry point checks its arguments
@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cuda_api.h"
+#include "base/cuda_api.h"
 #include "fakecuda.h"
 
 #define FK_HIDDEN __attribute__((visibility("hidden")))

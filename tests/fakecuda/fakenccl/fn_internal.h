@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nccl_api.h"
+#include "nccl/nccl_api.h"
 
 #ifndef FAKENCCL_VERSION /* the NCCL it plays; below 21900, one without registration */
 #define FAKENCCL_VERSION 22809

@@ -1,0 +1,121 @@
+/* Kernels' shared parts: the Kernel object's layout, a launch's configuration, and the
+ * checking and packing of arguments (kernel_args.c) that launches (kernel.c) and graph
+ * kernel nodes (graph.c) share.
+ */
+#ifndef GPUHOST_KERNEL_H
+#define GPUHOST_KERNEL_H
+
+#include "code_image.h"
+#include "core/stream.h"
+
+/* float16 arguments are packed with PyFloat_Pack2, public from Python 3.11. */
+#if PY_VERSION_HEX < 0x030B0000
+#define PyFloat_Pack2(x, p, le) _PyFloat_Pack2((x), (unsigned char *)(p), (le))
+#endif
+
+/* A parameter: where it goes in the argument buffer, and what it holds. */
+typedef struct {
+    uint32_t offset, size;
+    char kind; /* 'i' integer or pointer, 'f' floating point, 's' struct (bytes), '?' unknown */
+} gh_param;
+
+typedef struct {
+    PyObject_HEAD
+    gh_module *module; /* strong */
+    CUfunction handle;
+    PyObject *name;   /* str: as asked for */
+    PyObject *symbol; /* str: the symbol in the module */
+    int nparams;      /* -1 when they cannot be known (old driver, no PTX) */
+    gh_param *params;
+    size_t argsize; /* bytes of the whole argument buffer */
+    int max_threads, max_dyn_shared, optin_shared, static_shared, cc_major;
+    unsigned int max_block[3], max_grid[3];
+    PyObject *last_key, *last_config; /* the last kernel[...], reused when asked again */
+    vectorcallfunc vectorcall;
+} gh_kernel;
+
+/* Everything about one launch but its arguments. */
+typedef struct {
+    unsigned int grid[3], block[3], cluster[3]; /* cluster[0] == 0: no cluster */
+    unsigned int shared;
+    int cooperative;
+    PyObject *stream; /* NULL: the default stream */
+} launch_dims;
+
+typedef struct {
+    PyObject_HEAD
+    gh_kernel *kernel; /* strong */
+    launch_dims dims;  /* dims.stream strong */
+    vectorcallfunc vectorcall;
+} gh_launchconfig;
+
+/* An argument buffer: the packed values and the pointer array the driver takes. */
+#define GH_SMALL_ARGS   32
+#define GH_SMALL_ARGBUF 512
+
+typedef struct {
+    union {
+        max_align_t align;
+        char bytes[GH_SMALL_ARGBUF];
+    } small;
+    void *small_ptrs[GH_SMALL_ARGS];
+    char *buf;   /* small.bytes, or a PyMem block holding values and pointers */
+    void **ptrs; /* the driver's kernelParams */
+} gh_argbuf;
+
+/* Fill and check `d` from the launch options (grid, block: an int or 1 to 3 ints; shared:
+   None or bytes; cluster: NULL/None or dims) against the device's and the kernel's limits;
+   the stream is borrowed.  0, or -1 with ValueError/TypeError. */
+int gh_kernel_make_dims(gh_kernel *k, launch_dims *d, PyObject *grid, PyObject *block,
+                        PyObject *stream, PyObject *shared, int cooperative, PyObject *cluster);
+
+/* gh_kernel_make_dims in two steps: reading the options (no kernel needed), and checking
+   them against kernel k's limits.  0, or -1 with ValueError/TypeError. */
+int gh_launch_dims_parse(launch_dims *d, PyObject *grid, PyObject *block, PyObject *stream,
+                         PyObject *shared, int cooperative, PyObject *cluster);
+int gh_kernel_check_dims(gh_kernel *k, const launch_dims *d);
+
+/* Launch kernel k with dims `d` (checked) and its arguments already packed: `params` is
+   the driver's kernelParams, one pointer per parameter.  The stream (d->stream, borrowed)
+   is resolved here; a launch into a capture is recorded as launch() records it.  0, or -1
+   with the error set. */
+int gh_kernel_launch_params(gh_kernel *k, const launch_dims *d, void **params);
+
+/* (x, y, z) of launch dimensions; new reference or NULL. */
+PyObject *gh_dims_tuple(const unsigned int *d);
+/* Getters of a type's launch_dims fields: `offset` (the getset closure) is the field's
+   offset in the object, grid/block (a tuple) or shared (an int). */
+PyObject *gh_get_dims_field(PyObject *self, void *offset);
+PyObject *gh_get_shared_field(PyObject *self, void *offset);
+/* Whether two launch keys (kernel[...]'s) are the same object or tuples of the same
+   objects: a repeated configuration recognized without calling any comparison. */
+int gh_same_items(PyObject *a, PyObject *b);
+
+/* Check that kernel k can be launched now (its module loaded, its context alive, its
+   parameters known) with `nargs` arguments.  0, or -1 with the error set. */
+int gh_kernel_check_call(gh_kernel *k, gh_cu_id id, Py_ssize_t nargs);
+
+/* Check and pack `args` (nargs == k->nparams, checked) into `ab`, for a launch on the
+   resolved stream `ref` (NULL: a launch with no stream, as a graph's kernel node), which
+   is ordered after the streams of other libraries' arrays among them; release with
+   gh_argbuf_free even on failure.  0, or -1 with TypeError/OverflowError/ValueError naming
+   the parameter. */
+int gh_kernel_pack(gh_state *st, gh_kernel *k, PyObject *const *args, Py_ssize_t nargs,
+                   const gh_stream_ref *ref, gh_argbuf *ab);
+void gh_argbuf_free(gh_argbuf *ab);
+
+/* CudaSupportError: kernel k's parameters cannot be known.  Returns -1. */
+int gh_kernel_raise_unknown_params(gh_kernel *k);
+
+int gh_kernel_init_type(PyObject *module, gh_state *st);
+/* Add `kernel` to list `list` (a graph's or a capture's Kernels) unless it is there, and
+   the items of list `from` missing from list `to`; 0 or -1. */
+int gh_kernel_list_add(PyObject *list, PyObject *kernel);
+int gh_kernel_list_merge(PyObject *to, PyObject *from);
+/* A new Kernel for function `f` of module `m`, asked for as `name`, with symbol `symbol`;
+   `types` is the PTX's ((kind, size, align), ...) for it, or NULL/None when unknown.
+   New reference or NULL. */
+PyObject *gh_kernel_new(gh_state *st, gh_module *m, CUfunction f, PyObject *name, PyObject *symbol,
+                        PyObject *types);
+
+#endif /* GPUHOST_KERNEL_H */
