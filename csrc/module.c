@@ -7,6 +7,7 @@
 #include "base/state.h"
 
 #include "core/address_api.h"
+#include "memory/allocator.h"
 #include "arrays/array_copy.h"
 #include "arrays/array_index.h"
 #include "graphs/capture.h"
@@ -40,10 +41,10 @@
 
 /* The module functions, each table in the file of what it is about. */
 static PyMethodDef *const function_tables[] = {
-    gh_errors_methods,  gh_nvrtc_methods,   gh_current_methods,    gh_services_methods,
-    gh_release_methods, gh_nvtx_methods,    gh_jit_methods,        gh_address_methods,
-    gh_program_methods, gh_display_methods, gh_array_copy_methods, gh_interop_methods,
-    gh_live_methods,
+    gh_errors_methods,  gh_nvrtc_methods,     gh_current_methods,    gh_services_methods,
+    gh_release_methods, gh_nvtx_methods,      gh_jit_methods,        gh_address_methods,
+    gh_program_methods, gh_display_methods,   gh_array_copy_methods, gh_interop_methods,
+    gh_live_methods,    gh_allocator_methods,
 };
 
 /* Each file's init of its types (into the module state's GH_TYPE_LIST fields) and of
@@ -85,6 +86,7 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
 #undef GH_TYPE_VISIT
     Py_VISIT(st->default_pools);
     Py_VISIT(st->devices);
+    Py_VISIT(st->array_allocator);
     int r = gh_interop_traverse(st, visit, arg);
     if (r == 0) {
         r = gh_services_traverse(st, visit, arg);
@@ -99,6 +101,7 @@ module_clear(PyObject *module)
     gh_event_cache_clear(st);
     Py_CLEAR(st->default_pools); /* before the types: the pools free what they hold */
     Py_CLEAR(st->devices);
+    Py_CLEAR(st->array_allocator);
     gh_interop_clear(st);
 #define GH_TYPE_CLEAR(name) Py_CLEAR(st->name##Type);
     GH_TYPE_LIST(GH_TYPE_CLEAR)

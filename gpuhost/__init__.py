@@ -9,6 +9,7 @@ The driver (libcuda) and NVRTC are loaded at run time: importing gpuhost always 
 without a driver ``is_available()`` is False and calls that need one raise
 CudaSupportError.
 """
+import os as _os
 import sys as _sys
 
 from . import _shadow_check  # first: refuses a mix with the index's other "gpuhost"
@@ -85,6 +86,22 @@ import gc as _gc
 
 # A pool out of device memory collects garbage once before giving up (csrc/memory/pool_obtain.c).
 _core._set_helpers(gc_collect=_gc.collect)
+
+
+def _memory_manager_from_environment(nbytes, stream):
+    """The allocator of device arrays while GPUHOST_CUDA_MEMORY_MANAGER (else numba's
+    NUMBA_CUDA_MEMORY_MANAGER) names a plugin: at the first allocation it imports
+    gpuhost.memory_manager, which installs the plugin (and its own allocator in place of
+    this one), and allocates through it."""
+    from . import memory_manager
+
+    memory_manager._ensure_memory_manager()
+    return _core.array_memory(nbytes, stream)
+
+
+if (_os.environ.get("GPUHOST_CUDA_MEMORY_MANAGER") or
+        _os.environ.get("NUMBA_CUDA_MEMORY_MANAGER", "default")) not in ("", "default"):
+    _core.set_array_allocator(_memory_manager_from_environment)
 
 # numba.cuda's `cuda.runtime`: the module is _library_versions, importable by this name too
 # (`import gpuhost.runtime`), as os.path is.

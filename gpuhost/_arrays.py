@@ -8,7 +8,6 @@ come here and become 2D copies (cuMemcpy2D), each moving only the array's own el
 import contextlib
 import math
 import operator
-import os as _os
 
 import numpy as np
 
@@ -90,26 +89,13 @@ def _stream_or_none(stream):
     return stream
 
 
-# ---- the current allocator of device arrays: this module owns it ----
+# ---- where device arrays get their memory ----
 #
-# Where device arrays get their memory: None for the C default pool (gpuhost's fast path),
-# else fn(nbytes, stream) -> (owner, ptr). gpuhost.memory (set_allocator, using_allocator)
-# and gpuhost.memory_manager (set_memory_manager, or its environment variables, read below)
-# change it through set_array_allocator(); device_array() and to_device() read the global.
-_allocator = None
+# The current allocator of device arrays is owned by the C core (csrc/memory/allocator.c):
+# the default pool, or the Python allocator gpuhost.memory (set_allocator, using_allocator)
+# or gpuhost.memory_manager (set_memory_manager) set with _core.set_array_allocator.
+# device_array() takes its memory through _core.array_memory, to_device() in C.
 _manager_defer = None  # fn() -> the memory manager's defer_cleanup() context manager, or None
-
-
-def array_allocator():
-    """The allocator device arrays take their memory from: None (the C default pool), or
-    fn(nbytes, stream) -> (owner, address)."""
-    return _allocator
-
-
-def set_array_allocator(allocator):
-    """Make device arrays take their memory from `allocator` (as `array_allocator` says)."""
-    global _allocator
-    _allocator = allocator
 
 
 def set_manager_defer(defer):
@@ -117,20 +103,6 @@ def set_manager_defer(defer):
     context manager or None; None (the default) when no memory manager is installed."""
     global _manager_defer
     _manager_defer = defer
-
-
-def _use_manager_from_environment(nbytes, stream):
-    """The first allocation with GPUHOST_CUDA_MEMORY_MANAGER / NUMBA_CUDA_MEMORY_MANAGER set:
-    import the plugin named there, install it, and allocate through it."""
-    from . import memory_manager
-
-    memory_manager._ensure_memory_manager()
-    return _allocator(nbytes, stream)
-
-
-if (_os.environ.get("GPUHOST_CUDA_MEMORY_MANAGER") or
-        _os.environ.get("NUMBA_CUDA_MEMORY_MANAGER", "default")) not in ("", "default"):
-    _allocator = _use_manager_from_environment
 
 
 def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0):
@@ -175,10 +147,7 @@ def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0):
     """
     shape, dtype, strides, nbytes = _layout(shape, dtype, strides, order)
     stream = _stream_or_none(stream)
-    if _allocator is None or nbytes == 0:
-        alloc = _core.device_alloc(nbytes, stream)
-        return _core.make_array(alloc, alloc.ptr, shape, strides, dtype, stream)
-    owner, ptr = _allocator(nbytes, stream)
+    owner, ptr = _core.array_memory(nbytes, stream)
     return _core.make_array(owner, ptr, shape, strides, dtype, stream)
 
 
@@ -390,8 +359,8 @@ def to_device(obj, stream=0, copy=True, to=None):
     >>> d = gpuhost.to_device(h, stream=s)
     >>> s.synchronize()
     """
-    if type(obj) is np.ndarray and copy and to is None and _allocator is None:
-        dev = _core.to_device(obj, stream)  # contiguous arrays: allocate and copy in C
+    if type(obj) is np.ndarray and copy and to is None:
+        dev = _core.to_device(obj, stream)  # allocate and copy in C
         if dev is not NotImplemented:
             return dev
     if to is not None:

@@ -29,7 +29,7 @@ import weakref
 
 import numpy as np
 
-from . import _arrays, _core
+from . import _core
 from ._pools import _pools_display, _pools_pretty_rows
 from ._unbound import unbound as _unbound
 from .errors import CudaOutOfMemoryError
@@ -1673,7 +1673,7 @@ def _set_global_for_arrays(fn):
         if _users:
             _global_for_arrays = fn
         else:
-            _arrays.set_array_allocator(fn)
+            _core.set_array_allocator(fn)
 
 
 @_unbound  # a builtin in CuPy: it does not bind as a method
@@ -1781,8 +1781,8 @@ def using_allocator(allocator=None):
     fn = _array_allocator(allocator)
     with _lock:
         if _users == 0:
-            _global_for_arrays = _arrays.array_allocator()
-            _arrays.set_array_allocator(_dispatch)
+            _global_for_arrays = _core.array_allocator()
+            _core.set_array_allocator(_dispatch)
         _users += 1
     _thread.allocator = allocator
     _thread.for_arrays = fn if fn is not None else _default_for_arrays
@@ -1793,7 +1793,7 @@ def using_allocator(allocator=None):
         with _lock:
             _users -= 1
             if _users == 0:
-                _arrays.set_array_allocator(_global_for_arrays)
+                _core.set_array_allocator(_global_for_arrays)
 
 
 def _default_for_arrays(nbytes, stream):

@@ -1654,10 +1654,10 @@ def _install_allocator():
     C fast path (unless set_allocator() installed another allocator)."""
     in_use = _plugin is not None or bool(_managers)
     if in_use:
-        _arrays.set_array_allocator(_allocate)
+        _core.set_array_allocator(_allocate)
         _arrays.set_manager_defer(_defer)
-    elif _arrays.array_allocator() is _allocate:
-        _arrays.set_array_allocator(None)
+    elif _core.array_allocator() is _allocate:
+        _core.set_array_allocator(None)
         _arrays.set_manager_defer(None)
 
 

@@ -860,6 +860,81 @@ def test_cupy_set_allocator_routes_device_arrays_and_alloc(default_allocators):
     assert gpuhost.device_array(10).gpu_data.pool is _core.default_pool()
 
 
+@pytest.fixture
+def array_allocator():
+    """The C core's current allocator of device arrays, put back after the test."""
+    before = _core.array_allocator()
+    yield
+    _core.set_array_allocator(before)
+
+
+def test_the_core_owns_the_allocator_that_every_array_function_takes_memory_from(
+        array_allocator):
+    assert _core.array_allocator() is None  # the default pool: no Python call
+    calls = []
+
+    def counting(nbytes, stream):
+        calls.append((nbytes, stream))
+        m = cmem.Memory(nbytes)
+        return m, m.ptr
+
+    _core.set_array_allocator(counting)
+    assert _core.array_allocator() is counting
+    s = gpuhost.stream()
+    h = rng.standard_normal((7, 5))
+    for host, stream in ((h, 0), (np.asfortranarray(h), s), (h[:, ::2], None)):
+        d = gpuhost.to_device(host, stream=stream)  # the C path, in every layout
+        s.synchronize()
+        assert isinstance(d.owner, cmem.Memory) and d.gpu_data.device_ctypes_pointer.value \
+            == d.owner.ptr
+        assert np.array_equal(d.copy_to_host(), host)
+    assert calls == [(h.nbytes, None), (h.nbytes, s), (h[:, ::2].nbytes, None)]
+    e = gpuhost.device_array((3, 4), np.int16, stream=s)
+    assert calls[-1] == (24, s) and isinstance(e.owner, cmem.Memory)
+    assert gpuhost.device_array(0).nbytes == 0 and len(calls) == 4  # no bytes: the pool's
+    owner, ptr = _core.array_memory(100)
+    assert isinstance(owner, cmem.Memory) and ptr == owner.ptr and calls[-1] == (100, None)
+    _core.set_array_allocator(None)
+    owner, ptr = _core.array_memory(100)
+    assert owner.pool is _core.default_pool() and ptr == owner.ptr and len(calls) == 5
+    assert _core.array_allocator() is None
+
+
+def test_the_core_allocator_refuses_what_is_not_an_allocator_or_its_answer(array_allocator):
+    with pytest.raises(TypeError, match=r"^the array allocator must be callable or None, "
+                                        r"not int$"):
+        _core.set_array_allocator(3)
+    assert _core.array_allocator() is None
+
+    def pair_less(nbytes, stream):
+        return [object(), 1]
+
+    _core.set_array_allocator(pair_less)
+    for make in (lambda: gpuhost.device_array(8), lambda: gpuhost.to_device(np.ones(3))):
+        with pytest.raises(TypeError, match=r"^the array allocator <function .*pair_less.*> "
+                                            r"returned list, not an \(owner, address\) pair$"):
+            make()
+
+    def bad_address(nbytes, stream):
+        return object(), -5
+
+    _core.set_array_allocator(bad_address)
+    with pytest.raises(TypeError, match=r"returned an address that is not an int from 0 to "
+                                        r"2\*\*64-1: -5$"):
+        gpuhost.to_device(np.ones(3))
+
+    def failing(nbytes, stream):
+        raise MemoryError("no room for %d bytes" % nbytes)
+
+    _core.set_array_allocator(failing)
+    with pytest.raises(MemoryError, match=r"^no room for 24 bytes$"):
+        gpuhost.to_device(np.ones(3))
+    with pytest.raises(ValueError, match=r"^nbytes must be >= 0, not -1$"):
+        _core.array_memory(-1)
+    with pytest.raises(TypeError, match=r"^array_memory\(\) takes 1 or 2 arguments \(0 given\)$"):
+        _core.array_memory()
+
+
 def test_cupy_default_memory_pool_counts_device_arrays():
     pool = cmem.get_default_memory_pool()
     gc.collect()

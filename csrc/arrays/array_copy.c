@@ -8,8 +8,7 @@
 #include "base/cuda_api.h"
 #include "devicearray.h"
 #include "base/errors.h"
-#include "memory/memory.h"
-#include "memory/pool.h"
+#include "memory/allocator.h"
 #include "base/services.h"
 #include "memory/staging.h"
 #include "base/state.h"
@@ -788,10 +787,10 @@ mod_memset(PyObject *module, PyObject *args)
 }
 
 /* _core.to_device(host, stream=None): to_device() for a numpy array (exactly numpy.ndarray,
-   no object fields, at least one element) in any layout: memory from the context's default
-   pool (C order, or Fortran order for a Fortran-contiguous array) and the copy, without
-   leaving C.  Returns NotImplemented for anything else, which gpuhost._arrays.to_device
-   then handles. */
+   no object fields, at least one element) in any layout: memory from the current allocator
+   (memory/allocator.c; C order, or Fortran order for a Fortran-contiguous array) and the
+   copy, without leaving C.  Returns NotImplemented for anything else, which
+   gpuhost._arrays.to_device then handles. */
 static PyObject *
 mod_to_device(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -799,7 +798,9 @@ mod_to_device(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyObject *stream = nargs > 1 ? args[1] : Py_None, *bound, *res = NULL;
     PyArrayObject *host;
     gh_context *ctx;
-    gh_allocation *alloc = NULL;
+    PyObject *owner = NULL;
+    CUdeviceptr dptr = 0;
+    uint64_t generation;
     gh_stream_ref ref;
     npy_intp strides[GH_MAXDIMS], acc;
     int ndim, fortran;
@@ -835,13 +836,12 @@ mod_to_device(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         acc *= PyArray_DIM(host, i);
     }
     nbytes = (size_t)acc;
-    alloc = gh_pool_device_alloc(st, ctx, nbytes, bound);
-    if (alloc != NULL) {
-        res = gh_devicearray_new(st, ctx, alloc->generation, alloc->dptr, (PyObject *)alloc,
-                                 PyArray_DESCR(host), ndim, PyArray_DIMS(host), strides, bound);
+    if (gh_array_memory(st, ctx, nbytes, bound, &owner, &dptr, &generation) == 0) {
+        res = gh_devicearray_new(st, ctx, generation, dptr, owner, PyArray_DESCR(host), ndim,
+                                 PyArray_DIMS(host), strides, bound);
     }
     if (res != NULL && (PyArray_IS_C_CONTIGUOUS(host) || fortran)) {
-        if (linear_copy((gh_devicearray *)res, 0, PyArray_DATA(host), alloc->dptr, nbytes, &ref,
+        if (linear_copy((gh_devicearray *)res, 0, PyArray_DATA(host), dptr, nbytes, &ref,
                         !ref.is_default) < 0) {
             Py_CLEAR(res);
         }
@@ -853,7 +853,7 @@ mod_to_device(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
         Py_XDECREF(done);
     }
-    Py_XDECREF(alloc);
+    Py_XDECREF(owner);
     Py_DECREF(ctx);
     return res;
 }

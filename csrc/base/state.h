@@ -197,6 +197,7 @@ struct gh_state {
     PyObject *default_pools; /* list: each device's default Pool (pool.c) by ordinal, or None */
     gh_pool *pools;          /* every live Pool, linked through its next_pool (pool.c) */
     PyObject *helpers[GH_HELPER__COUNT];             /* the Python side's functions (services.c) */
+    PyObject *array_allocator;                       /* device arrays' (memory/allocator.c) */
     PyObject *exceptions[GH_EXC__COUNT];             /* gpuhost.errors' classes (errors.c) */
     gh_pool_hooks pool_hooks;                        /* pool.c's, for context.c and memory.c */
     gh_array_hooks array_hooks;                      /* array_index.c's, for devicearray.c */

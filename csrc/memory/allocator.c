@@ -1,0 +1,154 @@
+/* The current allocator of device arrays, owned here: NULL in the module state for the
+ * default Pool of the current context (the fast path, no Python call), else a Python
+ * callable fn(nbytes, stream) -> (owner, address).  gpuhost.memory and
+ * gpuhost.memory_manager set it through _core.set_array_allocator; device_array() and
+ * to_device(), in Python and in C (array_copy.c), take their memory through
+ * gh_array_memory.
+ */
+
+#include "allocator.h"
+
+#include "memory.h"
+#include "pool.h"
+
+/* The Python allocator's answer for `size` bytes: 0 with *owner, *ptr, or -1. */
+static int
+python_memory(PyObject *fn, size_t size, PyObject *stream, PyObject **owner, CUdeviceptr *ptr)
+{
+    PyObject *args[2] = {PyLong_FromSize_t(size), stream != NULL ? stream : Py_None};
+    PyObject *res, *address;
+    unsigned long long value;
+
+    if (args[0] == NULL) {
+        return -1;
+    }
+    res = PyObject_Vectorcall(fn, args, 2, NULL);
+    Py_DECREF(args[0]);
+    if (res == NULL) {
+        return -1;
+    }
+    if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 2) {
+        PyErr_Format(PyExc_TypeError,
+                     "the array allocator %R returned %.200s, not an (owner, address) pair", fn,
+                     Py_TYPE(res)->tp_name);
+        Py_DECREF(res);
+        return -1;
+    }
+    address = PyNumber_Index(PyTuple_GET_ITEM(res, 1));
+    value = address != NULL ? PyLong_AsUnsignedLongLong(address) : (unsigned long long)-1;
+    Py_XDECREF(address);
+    if (value == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Format(PyExc_TypeError,
+                     "the array allocator %R returned an address that is not an int from 0 "
+                     "to 2**64-1: %R",
+                     fn, PyTuple_GET_ITEM(res, 1));
+        Py_DECREF(res);
+        return -1;
+    }
+    *owner = Py_NewRef(PyTuple_GET_ITEM(res, 0));
+    *ptr = (CUdeviceptr)value;
+    Py_DECREF(res);
+    return 0;
+}
+
+int
+gh_array_memory(gh_state *st, gh_context *ctx, size_t size, PyObject *stream, PyObject **owner,
+                CUdeviceptr *ptr, uint64_t *generation)
+{
+    PyObject *fn = st->array_allocator;
+
+    if (fn == NULL || size == 0) {
+        gh_allocation *a = gh_pool_device_alloc(st, ctx, size, stream);
+        if (a == NULL) {
+            return -1;
+        }
+        *owner = (PyObject *)a;
+        *ptr = a->dptr;
+        *generation = a->generation;
+        return 0;
+    }
+    Py_INCREF(fn); /* it may replace itself (the memory manager named by the environment) */
+    int r = python_memory(fn, size, stream, owner, ptr);
+    Py_DECREF(fn);
+    if (r < 0) {
+        return -1;
+    }
+    *generation =
+        Py_IS_TYPE(*owner, st->AllocationType) && ((gh_allocation *)*owner)->context == ctx
+            ? ((gh_allocation *)*owner)->generation
+            : ctx->generation;
+    return 0;
+}
+
+/* _core.set_array_allocator(fn): fn(nbytes, stream) -> (owner, address), or None for the
+   default pool. */
+static PyObject *
+mod_set_array_allocator(PyObject *module, PyObject *fn)
+{
+    gh_state *st = gh_state_of_module(module);
+
+    if (fn != Py_None && !PyCallable_Check(fn)) {
+        PyErr_Format(PyExc_TypeError, "the array allocator must be callable or None, not %.200s",
+                     Py_TYPE(fn)->tp_name);
+        return NULL;
+    }
+    Py_XSETREF(st->array_allocator, fn == Py_None ? NULL : Py_NewRef(fn));
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+mod_array_allocator(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *fn = gh_state_of_module(module)->array_allocator;
+    return Py_NewRef(fn != NULL ? fn : Py_None);
+}
+
+/* _core.array_memory(nbytes, stream=None) -> (owner, address): device_array()'s memory. */
+static PyObject *
+mod_array_memory(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    gh_state *st = gh_state_of_module(module);
+    PyObject *stream = nargs > 1 ? args[1] : Py_None, *owner, *res = NULL;
+    gh_context *ctx;
+    CUdeviceptr ptr;
+    uint64_t generation;
+    Py_ssize_t size;
+
+    if (nargs < 1 || nargs > 2) {
+        PyErr_Format(PyExc_TypeError, "array_memory() takes 1 or 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if ((size = PyNumber_AsSsize_t(args[0], PyExc_OverflowError)) == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (size < 0) {
+        PyErr_Format(PyExc_ValueError, "nbytes must be >= 0, not %zd", size);
+        return NULL;
+    }
+    if ((ctx = gh_current_context(st, -1)) == NULL) {
+        return NULL;
+    }
+    if (gh_array_memory(st, ctx, (size_t)size, stream == Py_None ? NULL : stream, &owner, &ptr,
+                        &generation) == 0) {
+        res = Py_BuildValue("(NK)", owner, (unsigned long long)ptr);
+    }
+    Py_DECREF(ctx);
+    return res;
+}
+
+PyMethodDef gh_allocator_methods[] = {
+    {"set_array_allocator", (PyCFunction)mod_set_array_allocator, METH_O,
+     "set_array_allocator(fn)\n--\n\n"
+     "Make device arrays take their memory from fn(nbytes, stream) -> (owner, address), or "
+     "from the current context's default pool for None (gpuhost internal: gpuhost.memory "
+     "and gpuhost.memory_manager call it)."},
+    {"array_allocator", (PyCFunction)mod_array_allocator, METH_NOARGS,
+     "array_allocator()\n--\n\n"
+     "The allocator set_array_allocator set, or None for the default pool (gpuhost "
+     "internal)."},
+    {"array_memory", (PyCFunction)(void (*)(void))mod_array_memory, METH_FASTCALL,
+     "array_memory(nbytes, stream=None)\n--\n\n"
+     "(owner, address): nbytes of device memory for an array, from the current allocator "
+     "(gpuhost internal)."},
+    {NULL, NULL, 0, NULL},
+};
