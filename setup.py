@@ -45,7 +45,8 @@ ext = Extension(
     "gpuhost._core",
     sources=sorted(glob.glob("csrc/*.c") + glob.glob("csrc/*/*.c")),
     depends=sorted(glob.glob("csrc/*/*.h")),
-    include_dirs=["csrc"],  # "base/state.h": a subsystem's folder named  # NumPy's and CUDA's: BuildExt
+    # includes name a subsystem's folder ("base/state.h"); NumPy's and CUDA's: BuildExt
+    include_dirs=["csrc"],
     define_macros=[
         ("NPY_NO_DEPRECATED_API", "NPY_1_23_API_VERSION"),
         ("NPY_TARGET_VERSION", "NPY_1_23_API_VERSION"),

@@ -177,7 +177,8 @@ def test_upward_edges_would_see_a_lower_floor_use_a_higher_one(tmp_path):
     (tmp_path / "base" / "errors.c").write_text(
         '#include "memory/pool.h"\nint\ngh_raise(void)\n{\n    return gh_pool_free();\n}\n')
     (tmp_path / "memory" / "pool.h").write_text('#include "base/errors.h"\n')
-    (tmp_path / "memory" / "pool.c").write_text("int\ngh_pool_free(void)\n{\n    return gh_raise();\n}\n")
+    (tmp_path / "memory" / "pool.c").write_text(
+        "int\ngh_pool_free(void)\n{\n    return gh_raise();\n}\n")
     (tmp_path / "graphs" / "graph.c").write_text('#include "jit/jit.h"\n')
     (tmp_path / "jit" / "jit.h").write_text("")
     (tmp_path / "module.c").write_text('#include "graphs/graph.h"\n')

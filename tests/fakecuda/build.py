@@ -8,9 +8,9 @@ NCCL playing 2.18); `python3 tests/fakecuda/build.py [OUT_DIR]` builds and print
 library's path.  The C compiler is $CC (default cc); $FAKECUDA_CFLAGS adds
 flags (sanitizers); $FAKECUDA_BUILD_DIR moves the default output folder (a sanitizer
 build beside the plain one).  The library is rebuilt when a source (tests/fakecuda/*.c, *.h,
-csrc/base/cuda_api.h, csrc/base/cuda_errors.h) is newer than it or the compile command changed; it is
-written under a temporary name and renamed into place, so concurrent test processes never
-load a half-written file.
+csrc/base/cuda_api.h, csrc/base/cuda_errors.h) is newer than it or the compile command
+changed; it is written under a temporary name and renamed into place, so concurrent test
+processes never load a half-written file.
 """
 import glob
 import importlib.util
