@@ -318,7 +318,8 @@ def pointers(params):
     return list(struct.unpack("<8Q", params))
 
 
-def test_a_launch_packs_every_kind_of_array_and_orders_once_per_stream(fd, eight, fake_kernels):
+def test_a_launch_packs_every_kind_of_array_and_orders_once_per_stream(device0, fd, eight,
+                                                                     fake_kernels):
     arrays = [gpuhost.to_device(random_array(16)) for _ in range(8)]
     producer, consumer = gpuhost.stream(), gpuhost.stream()
     fd.set_current_stream(producer.handle)
@@ -403,7 +404,7 @@ def test_from_dlpack_takes_the_exchange_api_and_keeps_the_tensor(fd):
     assert fd.calls()["deleted"] == deleted + 1  # the owning tensor released with the array
 
 
-def test_from_dlpack_orders_the_legacy_stream_after_the_producer(fd, fake):
+def test_from_dlpack_orders_the_legacy_stream_after_the_producer(fd, fake, device0):
     dev = gpuhost.to_device(random_array(3))
     s = gpuhost.stream()
     fd.set_current_stream(s.handle)
@@ -414,7 +415,7 @@ def test_from_dlpack_orders_the_legacy_stream_after_the_producer(fd, fake):
         gpuhost.from_dlpack(tensor_over(fd, dev, device=CPU))
 
 
-def test_copies_and_to_device_take_foreign_arrays(fd):
+def test_copies_and_to_device_take_foreign_arrays(fd, device0):
     host = random_array((3, 4))
     src = gpuhost.to_device(host)
     for foreign in (tensor_over(fd, src), CAI(cai_of(src)), DlpackOnly(src)):
@@ -469,7 +470,7 @@ def test_keys_of_any_number_of_arguments(dispatcher):
     assert dispatcher._jit_key(args[:299]) != key
 
 
-def test_foreign_arrays_pack_as_gpuhost_arrays(fd, dispatcher, fake_kernels):
+def test_foreign_arrays_pack_as_gpuhost_arrays(device0, fd, dispatcher, fake_kernels):
     ptx = (".version 8.0\n.target sm_75\n.address_size 64\n.visible .entry k(\n"
            + ",\n".join("\t.param .u64 k_param_%d" % i for i in range(2 * 9))
            + "\n)\n{\n\tret;\n}\n")
@@ -487,7 +488,7 @@ def test_foreign_arrays_pack_as_gpuhost_arrays(fd, dispatcher, fake_kernels):
 # ---- NCCL buffers ----
 
 @pytest.mark.skipif(DRIVER != "fake", reason="the fake NCCL (one process)")
-def test_nccl_takes_foreign_buffers(fd):
+def test_nccl_takes_foreign_buffers(fd, device0):
     from gpuhost import nccl
 
     host = random_array(16)

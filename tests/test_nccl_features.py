@@ -97,7 +97,7 @@ def in_threads(fn, n):
 
 # ---- creation bounded in time ----
 
-def test_a_timeout_makes_a_blocking_communicator_that_works():
+def test_a_timeout_makes_a_blocking_communicator_that_works(device0):
     with nccl.Communicator(1, nccl.get_unique_id(), 0, timeout=30) as c:
         assert (c.rank, c.size, c.closed, c.check_async_error()) == (0, 1, False, False)
         x = ints(100)
@@ -149,7 +149,7 @@ def test_a_missing_rank_times_out_on_the_real_nccl():
     assert time.monotonic() - t0 < 30
 
 
-def test_blocking_false_returns_at_once_and_abort_ends_the_creation(fnccl):
+def test_blocking_false_returns_at_once_and_abort_ends_the_creation(fnccl, device0):
     before = fnccl.live()
     t0 = time.monotonic()
     c = nccl.Communicator(2, nccl.get_unique_id(), 0, blocking=False)
