@@ -45,7 +45,7 @@ ext = Extension(
     "gpuhost._core",
     sources=sorted(glob.glob("csrc/*.c") + glob.glob("csrc/*/*.c")),
     depends=sorted(glob.glob("csrc/*/*.h")),
-    # includes name a subsystem's folder ("base/state.h"); NumPy's and CUDA's: BuildExt
+    # includes name a subsystem's folder ("base/base.h"); NumPy's and CUDA's: BuildExt
     include_dirs=["csrc"],
     define_macros=[
         ("NPY_NO_DEPRECATED_API", "NPY_1_23_API_VERSION"),

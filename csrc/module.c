@@ -1,40 +1,19 @@
 /* gpuhost._core's module: its initialization (PEP 489 multi-phase, with the per-module
- * state of state.h, PEP 573) and nothing else.  Importing it twice (after removing it from
- * sys.modules, or in a subinterpreter) gives fresh types.  The top floor of csrc/: it
- * includes every file's header to register their types and functions; nothing includes it.
+ * state of base/base.h, PEP 573) and nothing else.  Importing it twice (after removing it
+ * from sys.modules, or in a subinterpreter) gives fresh types.  The top floor of csrc/: it
+ * includes every subsystem's public header to register their types and functions; nothing
+ * includes it.
  */
 #define PY_SSIZE_T_CLEAN
-#include "base/state.h"
+#include "base/base.h"
 
-#include "core/address_api.h"
-#include "memory/allocator.h"
-#include "arrays/array_copy.h"
-#include "arrays/array_index.h"
-#include "graphs/capture.h"
-#include "core/context.h"
-#include "base/cuda_api.h"
-#include "launch/code_image.h"
-#include "core/current.h"
-#include "core/device.h"
-#include "arrays/devicearray.h"
-#include "base/display.h"
-#include "arrays/dlpack.h"
-#include "base/errors.h"
-#include "core/event.h"
-#include "graphs/graph.h"
-#include "arrays/interop.h"
-#include "jit/jit.h"
-#include "launch/kernel.h"
-#include "base/live.h"
+#include "core/core.h"
 #include "memory/memory.h"
-#include "nccl/nccl_comm.h"
-#include "launch/nvrtc_api.h"
-#include "core/nvtx.h"
-#include "memory/pool.h"
-#include "launch/program.h"
-#include "core/release.h"
-#include "base/services.h"
-#include "core/stream.h"
+#include "arrays/arrays.h"
+#include "graphs/graphs.h"
+#include "launch/launch.h"
+#include "jit/jit.h"
+#include "nccl/nccl.h"
 
 #define PY_ARRAY_UNIQUE_SYMBOL gh_ARRAY_API
 #include <numpy/arrayobject.h>

@@ -6,22 +6,27 @@ standing on one another in floors (FLOORS): base (the module state, the driver's
 errors, the registered Python services), core (devices, contexts, streams, events), memory,
 arrays (gpuhost's and other libraries'), launch, then graphs, jit and nccl.  A file includes
 and calls only files of its own folder and of the floors below; module.c, on top, includes
-every subsystem and nothing includes it.  A header named x_internal.h (pool_internal.h,
-interop_internal.h) is private to its folder: no file of another folder includes it.  A
-file includes a header of its own folder by name ("pool.h") and another folder's by its
-path from csrc/ ("base/state.h").
+every subsystem and nothing includes it.
 
-The include graph of csrc/ is read from the sources: a file is named by its stem, so that
-x.c and x.h (and x_docs.h, the docstrings x.c includes) are one node "x", and every
-`#include "y.h"` in any of them is an edge x -> y.  A pair that includes each other's
-header (a type and the file that extends it) is allowed; a circle of three or more is not
-(`longer_cycles`, shared with the Python package's import graph).  state.h, the module
-state, is the ground floor every file may include; module.c is the top floor.
+Each folder X declares what it has in two headers: X/X.h, its public header, what the
+floors above use of it, and X/X_internal.h, its private one, what only its own files share
+(it includes X.h).  Every .c file of X includes X_internal.h first; a file of another folder
+includes X/X.h and no other header of X.  Besides those two a folder holds only data
+headers: the docstrings of one .c file (x_docs.h), a table generated from cuda.h
+(TABLES), or a foreign library's table of entry points (ABI: the driver's, NVRTC's,
+NCCL's), which the loader, the build's ABI checks and the fake driver include alone.  A file
+includes a header of its own folder by name ("core_internal.h") and another folder's by its
+path from csrc/ ("base/base.h").
 
-The call graph is read the same way: an edge x -> y for each function defined (not static)
-in y.c that x.c calls.  It is held to the same rule (no circle of three files or more), and
-the loaders of the driver's and the libraries' tables (cuda_api.c, libload.c) call no other
-file: errors.c raises what they report, not the other way round.
+The include graph of csrc/ is read from the sources: a node for each file, x_docs.h folded
+into the x.c that includes it, an edge for each `#include "y.h"`.  It has no circle at all.
+
+The call graph has a node for each .c file: an edge x -> y for each function defined (not
+static) in y.c that x.c calls.  Two files that call each other (a type and the file that
+extends it) are allowed; a circle of three or more is not (`longer_cycles`, shared with the
+Python package's import graph).  The loaders of the driver's and the libraries' tables
+(cuda_api.c, libload.c) call no other file: errors.c raises what they report, not the other
+way round.
 
 The fake driver (tests/fakecuda) is held to the same file size.
 """
@@ -30,7 +35,7 @@ import re
 
 import pytest
 
-from test_import_graph import longer_cycles
+from test_import_graph import longer_cycles, strongly_connected_components
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CSRC = os.path.join(ROOT, "csrc")
@@ -38,6 +43,10 @@ FAKE = os.path.join(ROOT, "tests", "fakecuda")
 MAX_LINES = 1000
 # The subsystems' folders, lowest first; those of one floor (a tuple) use none of each other.
 FLOORS = ["base", "core", "memory", "arrays", "launch", ("graphs", "jit", "nccl")]
+# A folder's headers that declare nothing of its own: foreign libraries' tables of entry
+# points, and tables generated from cuda.h (tools/gen_cuda_enums.py).
+ABI = {"base/cuda_api.h", "launch/nvrtc_api.h", "nccl/nccl_api.h"}
+TABLES = {"base/cuda_errors.h", "core/cuda_attrs.h"}
 
 
 def _sources(folder, endings=(".c", ".h")):
@@ -62,69 +71,124 @@ def _includes(path, text):
             for inc in re.findall(r'^#include "([\w/]+\.h)"', text, re.M)]
 
 
+def _folded(path):
+    """x_docs.h is part of the x.c beside it."""
+    return path[:-len("_docs.h")] + ".c" if path.endswith("_docs.h") else path
+
+
 def include_graph(folder=CSRC):
-    """{node: set of nodes} of csrc/'s quoted includes, files named by their stem."""
+    """{file: set of files} of csrc/'s quoted includes, csrc/-relative paths, each x_docs.h
+    folded into its x.c."""
     graph = {}
     for f in _sources(folder):
         with open(os.path.join(folder, f)) as fh:
             text = fh.read()
-        targets = graph.setdefault(_node(f), set())
-        for m in re.finditer(r'^#include "([\w/]+\.h)"', text, re.M):
-            target = _node(m.group(1))
-            if target != _node(f):
-                targets.add(target)
+        targets = graph.setdefault(_folded(f), set())
+        targets.update(_folded(inc) for inc in _includes(f, text) if _folded(inc) != _folded(f))
     return graph
+
+
+def include_circles(graph):
+    """The strongly connected components of more than one file, each sorted: [] when the
+    graph has no circle (include_graph leaves out a file's include of itself)."""
+    return sorted(sorted(c) for c in strongly_connected_components(graph) if len(c) > 1)
 
 
 def test_the_include_graph_is_read_as_the_docstring_says():
     graph = include_graph()
-    assert "module" not in set().union(*graph.values())  # nothing includes the top floor
-    assert {"state", "context", "stream", "pool", "kernel"} <= graph["module"]
-    assert graph["state"] <= {"cuda_api"}  # the ground floor includes only the driver's table
-    assert "context_docs" not in graph and "context" in graph  # x_docs.h belongs to x
+    assert "module.c" not in set().union(*graph.values())  # nothing includes the top floor
+    assert {"base/base.h", "core/core.h", "memory/memory.h", "launch/launch.h"} <= graph["module.c"]
+    assert graph["base/base.h"] == {"base/cuda_api.h"}  # the ground floor: the driver's table
+    assert graph["core/core_internal.h"] == {"core/core.h"}
+    assert "core/context_docs.h" not in graph and "core/context.c" in graph
 
 
-def test_no_include_cycle_longer_than_two():
-    cycles = longer_cycles(include_graph())
-    assert cycles == [], "include circles longer than two files: " + "; ".join(
-        " -> ".join(c) for c in cycles)
+def test_no_include_circle():
+    assert include_circles(include_graph()) == []
 
 
-def test_longer_cycles_would_see_a_circle_through_the_headers(tmp_path):
-    for name, includes in {"a.c": ["b.h"], "b.c": ["c.h"], "c.c": ["a.h"],
-                           "a.h": [], "b.h": [], "c.h": []}.items():
+def test_include_circles_would_see_a_circle_through_the_headers(tmp_path):
+    for name, includes in {"a.c": ["a.h"], "a.h": ["b.h"], "b.h": ["c.h"], "c.h": ["a.h"],
+                           "d.c": ["a.h", "d_docs.h"], "d_docs.h": ["d.c"]}.items():
         (tmp_path / name).write_text("".join('#include "%s"\n' % h for h in includes))
-    assert longer_cycles(include_graph(str(tmp_path))) == [["a", "b", "c", "a"]]
+    assert include_circles(include_graph(str(tmp_path))) == [["a.h", "b.h", "c.h"]]
 
 
-def private_header_strangers(folder=CSRC):
-    """{x_internal.h's path: the files of other folders that include it}, for every
-    x_internal.h under folder (an empty list: only its own folder's files include it)."""
-    includes = {}
+def header_layout(folder=CSRC):
+    """["X/y.h: ...", ...]: a folder without its X.h or X_internal.h, a header of a folder
+    that is none of the kinds the module docstring names, and a .c file that does not
+    include its folder's X_internal.h first (but the loader and the ABI checks, which
+    include a foreign library's table alone)."""
+    files = _sources(folder)
+    found = []
+    for x in sorted({os.path.dirname(f) for f in files} - {""}):
+        for h in ("%s/%s.h" % (x, x), "%s/%s_internal.h" % (x, x)):
+            if h not in files:
+                found.append("%s: missing" % h)
+    for f in files:
+        x, name = os.path.dirname(f), os.path.basename(f)
+        if not x:
+            continue
+        if f.endswith(".h") and name not in (x + ".h", x + "_internal.h") \
+                and not name.endswith("_docs.h") and f not in ABI | TABLES:
+            found.append("%s: neither %s.h, %s_internal.h nor a data header" % (f, x, x))
+        if f.endswith(".c"):
+            with open(os.path.join(folder, f)) as fh:
+                incs = _includes(f, fh.read())
+            if incs and set(incs) <= ABI | TABLES:
+                continue
+            if not incs or incs[0] != "%s/%s_internal.h" % (x, x):
+                found.append("%s: does not include %s_internal.h first" % (f, x))
+    return found
+
+
+def test_each_folder_has_one_public_and_one_private_header():
+    assert header_layout() == []
+
+
+def test_header_layout_would_see_a_stray_header_and_a_missing_one(tmp_path):
+    for d in ("core", "nccl"):
+        (tmp_path / d).mkdir()
+    for name, text in {"core/core.h": "", "core/core_internal.h": '#include "core.h"\n',
+                       "core/stream.h": "", "core/stream_docs.h": "",
+                       "core/stream.c": '#include "core_internal.h"\n#include "stream_docs.h"\n',
+                       "core/event.c": '#include "core.h"\n#include "core_internal.h"\n',
+                       "nccl/nccl.h": "", "nccl/nccl_api.h": "",
+                       "nccl/nccl_abi_check.c": '#include "nccl_api.h"\n',
+                       "module.c": '#include "core/core.h"\n'}.items():
+        (tmp_path / name).write_text(text)
+    assert header_layout(str(tmp_path)) == [
+        "nccl/nccl_internal.h: missing",
+        "core/event.c: does not include core_internal.h first",
+        "core/stream.h: neither core.h, core_internal.h nor a data header"]
+
+
+def stranger_includes(folder=CSRC):
+    """["a.c -> X/y.h", ...]: a file including a header of another folder X that is not X's
+    public header X/X.h."""
+    found = []
     for f in _sources(folder):
         with open(os.path.join(folder, f)) as fh:
-            includes[f] = _includes(f, fh.read())
-    return {header: sorted(f for f, incs in includes.items()
-                           if header in incs and os.path.dirname(f) != os.path.dirname(header))
-            for header in includes if header.endswith("_internal.h")}
+            for inc in _includes(f, fh.read()):
+                x = os.path.dirname(inc)
+                if x != os.path.dirname(f) and inc != "%s/%s.h" % (x, x):
+                    found.append("%s -> %s" % (f, inc))
+    return found
 
 
-def test_a_private_header_is_included_by_its_own_folder_only():
-    strangers = private_header_strangers()
-    assert {"memory/pool_internal.h", "arrays/interop_internal.h"} <= set(strangers)
-    assert {h: fs for h, fs in strangers.items() if fs} == {}
+def test_another_folder_includes_only_a_folders_public_header():
+    assert stranger_includes() == []
 
 
-def test_private_header_strangers_would_see_another_folder_include_one(tmp_path):
+def test_stranger_includes_would_see_a_private_header_used_from_outside(tmp_path):
     for d in ("memory", "core"):
         (tmp_path / d).mkdir()
-    (tmp_path / "memory" / "pool_internal.h").write_text("")
-    for name in ("memory/pool.c", "memory/staging.c", "core/stream.c", "module.c"):
-        inc = "pool_internal.h" if name.startswith("memory/") else "memory/pool_internal.h"
+    for name, inc in {"memory/pool.c": "memory_internal.h", "memory/memory.h": "core/core.h",
+                      "core/stream.c": "memory/memory_internal.h",
+                      "core/event.c": "core_internal.h", "module.c": "memory/pool.h"}.items():
         (tmp_path / name).write_text('#include "%s"\n' % inc)
-    (tmp_path / "core" / "event.c").write_text('#include "pool_internal.h"\n')  # its own folder's
-    assert private_header_strangers(str(tmp_path)) == {
-        "memory/pool_internal.h": ["core/stream.c", "module.c"]}
+    assert stranger_includes(str(tmp_path)) == [
+        "core/stream.c -> memory/memory_internal.h", "module.c -> memory/pool.h"]
 
 
 def _floor(path):
@@ -255,7 +319,7 @@ def test_no_c_file_over_a_thousand_lines(folder):
 
 def test_no_c_code_looks_gpuhost_python_up_by_name():
     """The C core calls gpuhost's Python side only through functions it registered once
-    (state.h's GH_HELPER_LIST, services.c), never by importing one of gpuhost's modules and
+    (base/base.h's GH_HELPER_LIST, services.c), never by importing one of gpuhost's modules and
     looking a name up, with one exception off every hot path: libload.c asks
     gpuhost._libpaths where a library is when it first loads it.  The exception classes
     errors.c raises are registered too (_set_exceptions), by gpuhost.errors."""
@@ -276,7 +340,7 @@ def test_every_helper_the_c_core_calls_is_registered():
     import gpuhost.nccl  # noqa: F401
     from gpuhost import _core
 
-    with open(os.path.join(CSRC, "base", "state.h")) as fh:
+    with open(os.path.join(CSRC, "base", "base.h")) as fh:
         names = re.findall(r'X\(\w+, "(\w+)"\)', fh.read())
     assert len(names) >= 10
     unregistered = [n for n in names if not _core._helper_registered(n)]

@@ -1,4 +1,4 @@
-"""Regenerate csrc/base/cuda_errors.h and csrc/base/cuda_attrs.h from the enums in cuda.h, and
+"""Regenerate csrc/base/cuda_errors.h and csrc/core/cuda_attrs.h from the enums in cuda.h, and
 gpuhost/compat/cupy/_runtime_enums.py from the runtime's (driver_types.h beside it).
 
 gpuhost names driver errors itself where the driver cannot (the toolkit's stub library,
@@ -12,7 +12,7 @@ import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CSRC = os.path.join(HERE, os.pardir, "csrc", "base")
+CSRC = os.path.join(HERE, os.pardir, "csrc")
 
 
 def enum_body(text, typedef):
@@ -30,7 +30,7 @@ def write(name, guard, macro, letter, entries, what):
     lines += ["    %s(%s, %s) \\" % (letter, n, v) for n, v in entries]
     lines[-1] = lines[-1].rstrip(" \\")
     lines += ["", "#endif /* %s */" % guard, ""]
-    with open(os.path.join(CSRC, name), "w", encoding="utf-8") as f:
+    with open(os.path.join(CSRC, *name.split("/")), "w", encoding="utf-8") as f:
         f.write("\n".join(lines))
 
 
@@ -38,12 +38,12 @@ def main(path):
     text = open(path, encoding="utf-8").read()
     errors = re.findall(r"^\s*(CUDA_(?:SUCCESS|ERROR_\w+))\s*=\s*(\d+)",
                         enum_body(text, "CUresult"), re.M)
-    write("cuda_errors.h", "GPUHOST_CUDA_ERRORS_H", "GH_CUDA_ERROR_LIST", "E", errors,
+    write("base/cuda_errors.h", "GPUHOST_CUDA_ERRORS_H", "GH_CUDA_ERROR_LIST", "E", errors,
           "CUresult names")
     attrs = re.findall(r"^\s*CU_DEVICE_ATTRIBUTE_(\w+)\s*=\s*(\d+)",
                        enum_body(text, "CUdevice_attribute"), re.M)
     attrs = [(n, v) for n, v in attrs if n != "MAX"]
-    write("cuda_attrs.h", "GPUHOST_CUDA_ATTRS_H", "GH_DEVICE_ATTRIBUTE_LIST", "A", attrs,
+    write("core/cuda_attrs.h", "GPUHOST_CUDA_ATTRS_H", "GH_DEVICE_ATTRIBUTE_LIST", "A", attrs,
           "CUdevice_attribute names without their CU_DEVICE_ATTRIBUTE_ prefix")
 
 

@@ -2,17 +2,9 @@
  * contiguous layout, on one device or two), in any layout, planned here once (a strided
  * layout becomes 2D copies of rows); memsets; and to_device() for numpy arrays.
  */
-#include "array_copy.h"
+#include "arrays_internal.h"
 
-#include "core/context.h"
-#include "base/cuda_api.h"
-#include "devicearray.h"
-#include "base/errors.h"
-#include "memory/allocator.h"
-#include "base/services.h"
-#include "memory/staging.h"
-#include "base/state.h"
-#include "core/stream.h"
+#include "memory/memory.h"
 
 #define NO_IMPORT_ARRAY
 #define PY_ARRAY_UNIQUE_SYMBOL gh_ARRAY_API

@@ -1,18 +1,12 @@
-/* DeviceArray indexing in C, registered with devicearray.c at init (state.h's
- * gh_array_hooks): an element read as a NumPy scalar, and self[key] = value for keys of
+/* DeviceArray indexing in C, registered with devicearray.c at init (the module
+ * state's gh_array_hooks): an element read as a NumPy scalar, and self[key] = value for keys of
  * ints and slices with a host array or scalar, a gpuhost or foreign device array of the
  * view's shape, or a scalar whose bytes a driver memset can lay (the strided-copy planner
  * of array_copy.c does the copies).  What needs broadcasting, a cast on the device, a
  * record's fields or the copy kernel stays with gpuhost/_arrays.py's setitem.  And
  * iteration over the first axis, element by element (or view by view), in C.
  */
-#include "array_index.h"
-
-#include "array_copy.h"
-#include "devicearray.h"
-#include "interop.h"
-#include "base/state.h"
-#include "core/stream.h"
+#include "arrays_internal.h"
 
 #define NO_IMPORT_ARRAY
 #define PY_ARRAY_UNIQUE_SYMBOL gh_ARRAY_API

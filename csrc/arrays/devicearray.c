@@ -4,20 +4,10 @@
  * whatever keeps the memory alive (an Allocation, or a foreign exporter's object).  Its
  * copies are array_copy.c's.
  */
-#include "devicearray.h"
+#include "arrays_internal.h"
 
-#include "array_copy.h"
-#include "core/context.h"
-#include "base/cuda_api.h"
-#include "core/device.h"
 #include "devicearray_docs.h"
-#include "base/display.h"
-#include "dlpack.h"
-#include "base/errors.h"
 #include "memory/memory.h"
-#include "base/services.h"
-#include "base/state.h"
-#include "core/stream.h"
 
 #define NO_IMPORT_ARRAY
 #define PY_ARRAY_UNIQUE_SYMBOL gh_ARRAY_API

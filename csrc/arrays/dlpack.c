@@ -5,15 +5,8 @@
  * (on any thread: the GIL is taken there).  An imported tensor is kept alive by a small
  * owner object that calls the producer's deleter when the last view of it dies.
  */
-#include "dlpack.h"
+#include "arrays_internal.h"
 
-#include "core/context.h"
-#include "base/cuda_api.h"
-#include "core/device.h"
-#include "devicearray.h"
-#include "base/errors.h"
-#include "base/state.h"
-#include "core/stream.h"
 #include "dlpack_docs.h"
 
 #define NO_IMPORT_ARRAY

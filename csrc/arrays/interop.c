@@ -7,16 +7,7 @@
  * (interop_arrays.c) all read foreign arrays here.  What is learnt of an exporter's type
  * is kept in the module state, once per type.
  */
-#include "interop.h"
-#include "interop_internal.h"
-
-#include "core/context.h"
-#include "base/cuda_api.h"
-#include "core/device.h"
-#include "dlpack.h"
-#include "base/errors.h"
-#include "base/state.h"
-#include "core/stream.h"
+#include "arrays_internal.h"
 
 #define NO_IMPORT_ARRAY
 #define PY_ARRAY_UNIQUE_SYMBOL gh_ARRAY_API

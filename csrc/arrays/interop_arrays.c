@@ -3,16 +3,8 @@
  * copies and gpuhost.jit's slow path take of other libraries' arrays, and the buffer
  * arguments of NCCL.  Reading them is interop.c's.
  */
-#include "interop.h"
+#include "arrays_internal.h"
 
-#include "core/context.h"
-#include "base/cuda_api.h"
-#include "core/device.h"
-#include "devicearray.h"
-#include "dlpack.h"
-#include "base/errors.h"
-#include "base/state.h"
-#include "core/stream.h"
 #include "interop_docs.h"
 
 #define NO_IMPORT_ARRAY

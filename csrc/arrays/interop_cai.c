@@ -5,11 +5,7 @@
  * read-only) pair, strides in bytes (multiples of the item size where the use asks), and
  * in version 3 the exporter's stream (0 is forbidden by the protocol).
  */
-#include "interop.h"
-#include "interop_internal.h"
-
-#include "base/state.h"
-#include "core/stream.h"
+#include "arrays_internal.h"
 
 #define NO_IMPORT_ARRAY
 #define PY_ARRAY_UNIQUE_SYMBOL gh_ARRAY_API

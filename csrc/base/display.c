@@ -3,7 +3,7 @@
  * end) the Python ones, so that all of gpuhost's objects show alike in a notebook.
  * Nothing here touches the driver; callers pass what they already know.
  */
-#include "display.h"
+#include "base_internal.h"
 
 #include <stdio.h>
 

@@ -7,10 +7,7 @@
  * library).  The driver's loader (cuda_api.c, below) raises nothing: gh_driver_ensure()
  * raises what it reports, here, as do the module functions that ask for the driver.
  */
-#include "errors.h"
-
-#include "cuda_api.h"
-#include "state.h"
+#include "base_internal.h"
 
 #include <stdarg.h>
 

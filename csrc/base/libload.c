@@ -1,8 +1,8 @@
-/* Loading a shared library by candidate paths (libload.h). */
+/* Loading a shared library by candidate paths (base/base.h declares it). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h> /* first: it sets the feature macros strdup needs */
 
-#include "libload.h"
+#include "base_internal.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

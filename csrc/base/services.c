@@ -2,9 +2,7 @@
  * (_core._set_helpers(name=function)) and kept in the module state, so that no C path
  * imports a Python module or looks up a name to call one.
  */
-#include "services.h"
-
-#include "state.h"
+#include "base_internal.h"
 
 static const char *const helper_names[GH_HELPER__COUNT] = {
 #define GH_HELPER_NAME(e, name) name,

@@ -7,13 +7,8 @@
  * Each runs in the context current in this thread (device 0's primary context is made
  * current when none is, as the runtime does), or in the stream's own context.
  */
-#include "address_api.h"
+#include "core_internal.h"
 
-#include "context.h"
-#include "base/cuda_api.h"
-#include "base/errors.h"
-#include "base/state.h"
-#include "stream.h"
 #include "address_api_docs.h"
 
 #include <string.h>

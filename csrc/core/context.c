@@ -5,13 +5,8 @@
  * object per Device, holding one retain while in use.  The current context is the
  * driver's, per thread; the functions here push, pop and switch it.
  */
-#include "context.h"
+#include "core_internal.h"
 
-#include "base/cuda_api.h"
-#include "device.h"
-#include "base/errors.h"
-#include "base/services.h"
-#include "base/state.h"
 #include "context_docs.h"
 
 static PyObject *plugin_call(gh_context *ctx, gh_helper h);

@@ -1,13 +1,7 @@
 /* The module functions of this thread's current device and context: device_count,
  * get_device, select_device, current_device, current_context, synchronize, close.
  */
-#include "current.h"
-
-#include "context.h"
-#include "base/cuda_api.h"
-#include "device.h"
-#include "base/errors.h"
-#include "base/state.h"
+#include "core_internal.h"
 
 /* The ordinal in `arg`, or -1 with an exception (TypeError for a non-int). */
 static long

@@ -5,14 +5,9 @@
  * every CU_DEVICE_ATTRIBUTE_* is read on demand, by name or number, and as attributes
  * spelled as numba spells them (dev.MAX_THREADS_PER_BLOCK).
  */
-#include "device.h"
+#include "core_internal.h"
 
-#include "context.h"
-#include "base/cuda_api.h"
-#include "base/cuda_attrs.h"
-#include "base/display.h"
-#include "base/errors.h"
-#include "base/state.h"
+#include "cuda_attrs.h"
 #include "device_docs.h"
 
 #include <string.h>

@@ -4,18 +4,8 @@
  * context's streams.  gpuhost remembers whether an event was ever recorded and whether it
  * times, so elapsed_time() can say what is wrong before the driver's terse error.
  */
-#include "event.h"
+#include "core_internal.h"
 
-#include "context.h"
-#include "base/cuda_api.h"
-#include "device.h"
-#include "base/display.h"
-#include "base/errors.h"
-#include "base/live.h"
-#include "release.h"
-#include "base/services.h"
-#include "base/state.h"
-#include "stream.h"
 #include "event_docs.h"
 
 #include <string.h>

@@ -4,7 +4,7 @@
  * pointer that only a profiler's injection library fills), so these are cheap.
  * gpuhost/nvtx.py builds the user-facing names on these three functions.
  */
-#include "nvtx.h"
+#include "core_internal.h"
 
 #include <nvtx3/nvToolsExt.h>
 

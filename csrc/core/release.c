@@ -2,12 +2,7 @@
  * when the last reference dies on a driver callback thread, soon after on the main thread;
  * never after their context was reset or closed.
  */
-#include "release.h"
-
-#include "context.h"
-#include "base/cuda_api.h"
-#include "base/errors.h"
-#include "base/state.h"
+#include "core_internal.h"
 
 _Thread_local int gh_on_driver_thread = 0;
 

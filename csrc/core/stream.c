@@ -5,15 +5,8 @@
  * the driver's thread, so every call here that can wait on queued work releases it.
  * `stream=` arguments everywhere are resolved by gh_stream_resolve().
  */
-#include "stream.h"
+#include "core_internal.h"
 
-#include "context.h"
-#include "base/cuda_api.h"
-#include "base/errors.h"
-#include "event.h"
-#include "base/live.h"
-#include "release.h"
-#include "base/state.h"
 #include "stream_docs.h"
 
 #include <string.h>

@@ -1,22 +1,10 @@
 /* Stream capture into graphs: Stream.begin_capture(), end_capture() and is_capturing().
  * While gpuhost captures on a stream, the stream keeps lists of what the captured work uses
- * and of the Kernels launched (stream.h); end_capture() hands them to the Graph it makes.
- * The methods are added to the Stream type at module init: streams know nothing of graphs.
+ * and of the Kernels launched (core/core.h's gh_stream); end_capture() hands them to the Graph it
+ * makes. The methods are added to the Stream type at module init: streams know nothing of graphs.
  */
-#include "capture.h"
+#include "graphs_internal.h"
 
-#include "core/context.h"
-#include "base/cuda_api.h"
-#include "base/errors.h"
-#include "graph.h"
-#include "core/release.h"
-#include "base/services.h"
-#include "base/state.h"
-#include "core/stream.h"
-#include "capture.h"
-#include "capture.h"
-#include "capture.h"
-#include "capture.h"
 #include "capture_docs.h"
 
 /* cuStreamIsCapturing: True while the stream is capturing into a graph; CudaAPIError

@@ -3,7 +3,7 @@
 #ifndef GPUHOST_CAPTURE_DOCS_H
 #define GPUHOST_CAPTURE_DOCS_H
 
-#include "base/state.h"
+#include "base/base.h"
 
 PyDoc_STRVAR(stream_is_capturing_doc,
              "is_capturing($self, /)\n--\n\n"

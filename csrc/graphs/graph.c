@@ -8,17 +8,8 @@
  * pool only when the Graph and every GraphExec made from it are gone.  Kernel nodes take
  * their arguments checked and packed exactly as a launch does (kernel_args.c).
  */
-#include "graph.h"
+#include "graphs_internal.h"
 
-#include "core/context.h"
-#include "base/cuda_api.h"
-#include "launch/code_image.h"
-#include "base/errors.h"
-#include "core/event.h"
-#include "launch/kernel.h"
-#include "core/release.h"
-#include "base/state.h"
-#include "core/stream.h"
 #include "graph_docs.h"
 
 #include <limits.h>

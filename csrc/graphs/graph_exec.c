@@ -2,14 +2,7 @@
  * GraphNode (a node of a Graph).  See graph.c for Graph and what a graph keeps alive.
  */
 
-#include "core/context.h"
-#include "base/cuda_api.h"
-#include "base/errors.h"
-#include "graph.h"
-#include "launch/kernel.h"
-#include "core/release.h"
-#include "base/state.h"
-#include "core/stream.h"
+#include "graphs_internal.h"
 #include "graph_exec_docs.h"
 
 #include <string.h>

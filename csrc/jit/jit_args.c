@@ -7,13 +7,7 @@
  * its n items' plans follow).
  */
 
-#include "base/cuda_api.h"
-#include "arrays/devicearray.h"
-#include "arrays/dlpack.h"
-#include "arrays/interop.h"
-#include "jit.h"
-#include "launch/kernel.h"
-#include "base/state.h"
+#include "jit_internal.h"
 
 #define NO_IMPORT_ARRAY
 #define PY_ARRAY_UNIQUE_SYMBOL gh_ARRAY_API

@@ -9,14 +9,7 @@
  * learns with _jit_add so that the next such launch stays here.
  */
 
-#include "core/context.h"
-#include "launch/code_image.h"
-#include "arrays/devicearray.h"
-#include "jit.h"
-#include "launch/kernel.h"
-#include "base/services.h"
-#include "base/state.h"
-#include "core/stream.h"
+#include "jit_internal.h"
 #include "jit_launch_docs.h"
 
 #define NO_IMPORT_ARRAY

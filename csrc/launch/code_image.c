@@ -6,16 +6,8 @@
  * refers to it.  Reading the image (a path, PTX parameter types, lowered names) is done in
  * gpuhost/_code_images.py (the describe_image helper).
  */
-#include "code_image.h"
+#include "launch_internal.h"
 
-#include "core/context.h"
-#include "base/cuda_api.h"
-#include "base/errors.h"
-#include "kernel.h"
-#include "base/live.h"
-#include "core/release.h"
-#include "base/services.h"
-#include "base/state.h"
 #include "code_image_docs.h"
 
 #include <string.h>

@@ -6,15 +6,8 @@
  * offsets and sizes; the PTX, when the module came from PTX, for float vs integer) and
  * packed into one buffer: a mismatch is a TypeError naming the kernel and the parameter.
  */
-#include "kernel.h"
+#include "launch_internal.h"
 
-#include "core/context.h"
-#include "base/cuda_api.h"
-#include "code_image.h"
-#include "core/device.h"
-#include "base/errors.h"
-#include "base/state.h"
-#include "core/stream.h"
 #include "kernel_docs.h"
 
 #define NO_IMPORT_ARRAY

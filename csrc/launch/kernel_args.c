@@ -5,16 +5,8 @@
  * (graph.c).
  */
 
-#include "core/context.h"
-#include "base/cuda_api.h"
-#include "code_image.h"
-#include "core/device.h"
-#include "arrays/devicearray.h"
-#include "base/errors.h"
-#include "arrays/interop.h"
-#include "kernel.h"
-#include "base/state.h"
-#include "core/stream.h"
+#include "launch_internal.h"
+#include "arrays/arrays.h"
 
 #define NO_IMPORT_ARRAY
 #define PY_ARRAY_UNIQUE_SYMBOL gh_ARRAY_API

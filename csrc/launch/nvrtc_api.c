@@ -4,10 +4,8 @@
  * CUDA toolkit, the pip wheel, the loader's default); the first that loads and has every
  * entry of GH_NVRTC_API_LIST wins.  The outcome is kept for the life of the process.
  */
-#include "base/errors.h" /* first: Python.h */
+#include "launch_internal.h"
 #include "nvrtc_api.h"
-
-#include "base/libload.h"
 
 gh_nvrtc_api gh_nvrtc;
 

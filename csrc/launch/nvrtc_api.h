@@ -78,9 +78,5 @@ int gh_nvrtc_ensure(void);
 const char *gh_nvrtc_path(void);
 /* 0 if res is NVRTC_SUCCESS, else raise NvrtcError naming entry point `id`; -1. */
 int gh_check_nvrtc(nvrtcResult res, gh_nvrtc_id id);
-/* nvrtc_version, nvrtc_library: module functions. */
-#ifdef Py_PYTHON_H
-extern PyMethodDef gh_nvrtc_methods[];
-#endif
 
 #endif /* GPUHOST_NVRTC_API_H */

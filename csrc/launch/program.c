@@ -3,9 +3,8 @@
  * gpuhost/compiler.py builds the option list and keeps the caches; this file only runs
  * NVRTC (with the GIL released) and hands back the outputs, the log and the lowered names.
  */
-#include "program.h"
+#include "launch_internal.h"
 
-#include "base/errors.h"
 #include "nvrtc_api.h"
 
 #include <string.h>

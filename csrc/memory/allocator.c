@@ -6,10 +6,7 @@
  * gh_array_memory.
  */
 
-#include "allocator.h"
-
-#include "memory.h"
-#include "pool.h"
+#include "memory_internal.h"
 
 /* The Python allocator's answer for `size` bytes: 0 with *owner, *ptr, or -1. */
 static int

@@ -6,14 +6,8 @@
  * export the buffer protocol, so numpy arrays view them directly.  The memory is
  * released when the last view dies, unless its context was reset or closed first.
  */
-#include "memory.h"
+#include "memory_internal.h"
 
-#include "core/context.h"
-#include "base/cuda_api.h"
-#include "base/errors.h"
-#include "base/live.h"
-#include "core/release.h"
-#include "base/state.h"
 #include "memory_docs.h"
 
 #include <string.h>

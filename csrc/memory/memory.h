@@ -1,11 +1,35 @@
-/* memory.c: the Allocation type (device, managed, pinned, mapped, registered and IPC
- * memory) and out-of-memory errors.
+/* csrc/memory/'s public header: Allocation, the current allocator of device arrays, the
+ * Pool type's init and the staging ring, as arrays/ and module.c use them.  The pools'
+ * engine (their structs, size classes, lanes, the out-of-memory policy) is private to the
+ * folder: memory_internal.h.
  */
 #ifndef GPUHOST_MEMORY_H
 #define GPUHOST_MEMORY_H
 
-#include "core/context.h"
+#include "base/base.h"
+#include "core/core.h"
 
+#include <stddef.h>
+
+/* ---- allocator.c ---- */
+/* The current allocator of device arrays (allocator.c): its one owner.  None set, arrays
+ * take their memory from the current context's default Pool; else from the Python
+ * allocator gpuhost.memory (CuPy's set_allocator, using_allocator) or gpuhost.memory_manager
+ * (numba's set_memory_manager) installed with _core.set_array_allocator.
+ */
+/* `size` bytes for a device array in `ctx` (current), ordered on `stream` (NULL: the legacy
+   default stream): *owner (a new reference keeping the memory alive), *ptr its address and
+   *generation the context generation it belongs to.  Zero bytes always come from the pool.
+   0, or -1 with the allocator's error, or a TypeError when it answered something other than
+   an (owner, address) pair. */
+int gh_array_memory(gh_state *st, gh_context *ctx, size_t size, PyObject *stream, PyObject **owner,
+                    CUdeviceptr *ptr, uint64_t *generation);
+extern PyMethodDef gh_allocator_methods[]; /* set_array_allocator, array_allocator, ... */
+
+/* ---- memory.c ---- */
+/* memory.c: the Allocation type (device, managed, pinned, mapped, registered and IPC
+ * memory) and out-of-memory errors.
+ */
 typedef enum {
     GH_ALLOC_DEVICE,
     GH_ALLOC_MANAGED,
@@ -32,19 +56,25 @@ struct gh_allocation {
 };
 
 int gh_memory_init_type(PyObject *module, gh_state *st);
-/* Allocate `size` bytes of `kind` in `ctx`; `flags` for cuMemHostAlloc/cuMemAllocManaged.
-   New reference, or NULL with CudaOutOfMemoryError stating the size, or CudaAPIError. */
-gh_allocation *gh_allocate(gh_state *st, gh_context *ctx, gh_alloc_kind kind, size_t size,
-                           unsigned int flags);
-/* Page-lock `obj`'s buffer with cuMemHostRegister `flags`; new reference or NULL. */
-gh_allocation *gh_register(gh_state *st, gh_context *ctx, PyObject *obj, unsigned int flags);
-/* Raise CudaOutOfMemoryError for `size` bytes of `what` with the device's free/total. -1. */
-int gh_raise_oom(gh_context *ctx, const char *what, size_t size, gh_cu_id id);
-/* gh_raise_oom with `detail` (e.g. a pool's statistics; may be NULL) after the sizes. */
-int gh_raise_oom_detail(gh_context *ctx, const char *what, size_t size, gh_cu_id id,
-                        const char *detail);
-/* A new Allocation of `size` bytes of `kind` in `ctx` that owns no memory yet (the caller
-   sets dptr/host, or pool and block); new reference or NULL. */
-gh_allocation *gh_allocation_new(gh_state *st, gh_context *ctx, gh_alloc_kind kind, size_t size);
+
+/* ---- pool.c ---- */
+/* Memory pools, the default allocator of device memory: the Pool type (pool.c) and the
+ * engine's entry points for other files (pool_engine.c).
+ */
+int gh_pool_init_type(PyObject *module, gh_state *st);
+
+/* ---- staging.c ---- */
+/* staging.c: pageable host copies through a pinned ring. */
+/* Bytes from which a pageable copy is staged: GPUHOST_STAGING_THRESHOLD both ways, else
+   2 MiB (below that the driver's own copy is as fast: the ring's fixed costs are not paid
+   back). */
+size_t gh_staging_threshold(void);
+/* Whether `host` is pageable memory (not pinned or registered with the driver). */
+int gh_host_is_pageable(const void *host);
+/* Copy nbytes between pageable `host` and `dptr` (to_host: device to host) on `stream`,
+   through the staging ring, and wait for it; the context must be current and the GIL
+   released.  The driver's result; on failure *failed names the call. */
+CUresult gh_staged_copy(int to_host, void *host, CUdeviceptr dptr, size_t nbytes, CUstream stream,
+                        gh_cu_id *failed);
 
 #endif /* GPUHOST_MEMORY_H */

@@ -2,18 +2,10 @@
  * and the module functions of the default pools: device_alloc() (the allocator of device
  * arrays) and default_pool().  A Pool's methods, properties and displays; the caching,
  * giving back and obtaining of memory they use is the engine's (pool_engine.c,
- * pool_obtain.c; the pool's private header, pool_internal.h, says how the pools work).
+ * pool_obtain.c; memory/'s private header, memory_internal.h, says how the pools work).
  */
-#include "pool.h"
 
-#include "core/context.h"
-#include "base/cuda_api.h"
-#include "core/device.h"
-#include "base/display.h"
-#include "memory.h"
-#include "core/release.h"
-#include "base/state.h"
-#include "pool_internal.h"
+#include "memory_internal.h"
 
 #include <string.h>
 

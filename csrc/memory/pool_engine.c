@@ -2,19 +2,9 @@
  * pool, giving memory back (cached, freed, or held by a capture), taking it (the own
  * lane's block, another stream's once ordered after it, or new memory from pool_obtain.c),
  * and making pools (the mode, the driver's pool, each device's default pool).  How the
- * pools work, and the structs: pool_internal.h.
+ * pools work, and the structs: memory_internal.h.
  */
-#include "pool_internal.h"
-
-#include "core/context.h"
-#include "base/cuda_api.h"
-#include "core/device.h"
-#include "base/errors.h"
-#include "memory.h"
-#include "pool.h"
-#include "core/release.h"
-#include "base/state.h"
-#include "core/stream.h"
+#include "memory_internal.h"
 
 #include <string.h>
 

@@ -5,12 +5,7 @@
  * states the pool's statistics.  Called by pool_engine.c when no cached block will do.
  */
 
-#include "base/cuda_api.h"
-#include "base/errors.h"
-#include "memory.h"
-#include "base/services.h"
-#include "base/state.h"
-#include "pool_internal.h"
+#include "memory_internal.h"
 
 /* gc.collect(), through the helper gpuhost's Python side registers; never raises. */
 static void

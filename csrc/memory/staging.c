@@ -9,10 +9,7 @@
  * registered portable) and never grows; one staged copy runs at a time.  Everything here
  * runs without the GIL.
  */
-#include "staging.h"
-
-#include "base/cuda_api.h"
-#include "base/errors.h"
+#include "memory_internal.h"
 
 #include <pthread.h>
 #include <sched.h>

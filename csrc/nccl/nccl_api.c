@@ -5,12 +5,8 @@
  * from gpuhost._libpaths.nccl_candidates() (GPUHOST_NCCL, the nvidia-nccl-cu13/cu12 wheels
  * on sys.path, CUDA_HOME, the loader's default).
  */
-#include "nccl_api.h"
 
-#include "base/errors.h"
-#include "base/libload.h"
-#include "nccl_comm.h"
-#include "base/state.h"
+#include "nccl_internal.h"
 
 #include <string.h>
 

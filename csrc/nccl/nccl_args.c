@@ -1,8 +1,7 @@
 /* The argument helpers of the Communicator's collectives (nccl_collectives.c): FASTCALL
  * arguments by position or name, ints, reduction ops, and the NCCL type reducing a dtype.
  */
-#include "nccl_api.h"
-#include "nccl_comm.h"
+#include "nccl_internal.h"
 
 #define NO_IMPORT_ARRAY
 #define PY_ARRAY_UNIQUE_SYMBOL gh_ARRAY_API

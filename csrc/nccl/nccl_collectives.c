@@ -10,14 +10,9 @@
  * the arrays are kept alive by the graph.
  */
 
-#include "core/context.h"
-#include "arrays/devicearray.h"
-#include "arrays/interop.h"
-#include "nccl_api.h"
-#include "nccl_comm.h"
-#include "base/services.h"
-#include "base/state.h"
-#include "core/stream.h"
+#include "nccl_internal.h"
+#include "core/core.h"
+#include "arrays/arrays.h"
 
 #define NO_IMPORT_ARRAY
 #define PY_ARRAY_UNIQUE_SYMBOL gh_ARRAY_API

@@ -2,12 +2,9 @@
  * one (a rank of many processes, init_all, split), its attributes, its end.  The collectives
  * are in nccl_collectives.c.  Calls that can wait (init, destroy) run without the GIL.
  */
-#include "nccl_comm.h"
+#include "nccl_internal.h"
 
-#include "core/context.h"
-#include "core/device.h"
-#include "nccl_api.h"
-#include "base/state.h"
+#include "core/core.h"
 #include "nccl_comm_docs.h"
 
 #include <stdio.h>

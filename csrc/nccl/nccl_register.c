@@ -7,13 +7,9 @@
  * raise NcclSupportError naming the version that added them.  A communicator's end
  * deregisters what is still registered (gh_nccl_regs_end).
  */
-#include "core/context.h"
-#include "core/device.h"
-#include "arrays/devicearray.h"
-#include "base/errors.h"
-#include "nccl_api.h"
-#include "nccl_comm.h"
-#include "base/state.h"
+#include "nccl_internal.h"
+#include "core/core.h"
+#include "arrays/arrays.h"
 #include "nccl_register_docs.h"
 
 #define NO_IMPORT_ARRAY

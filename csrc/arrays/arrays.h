@@ -1,11 +1,137 @@
+/* csrc/arrays/'s public header: DeviceArray, its copies and indexing, DLPack's ABI, and
+ * other libraries' device arrays read in C (interop), as launch/, jit/, nccl/ and module.c
+ * use them.  What only arrays/'s files share is in arrays_internal.h.
+ */
+#ifndef GPUHOST_ARRAYS_H
+#define GPUHOST_ARRAYS_H
+
+#include "base/base.h"
+#include "core/core.h"
+
+#include <stdint.h>
+
+/* ---- devicearray.c ---- */
+/* devicearray.c: the DeviceArray type (a view of device memory). */
+#define GH_MAXDIMS 64 /* NumPy 2's limit */
+
+/* A view of device memory: address, layout, and what keeps the memory alive. */
+typedef struct {
+    PyObject_HEAD
+    gh_context *context; /* strong */
+    uint64_t generation;
+    CUdeviceptr ptr;  /* address of the first element */
+    PyObject *owner;  /* keeps the memory alive (an Allocation or a foreign object); or NULL */
+    void *dtype;      /* PyArray_Descr *, strong */
+    PyObject *stream; /* the bound stream, or NULL */
+    PyObject *weakreflist;
+    int ndim;
+    int readonly; /* memory its exporter declared read-only (CUDA array interface data[1]) */
+    /* gpuhost.jit's key of this array's numba type (jit_args.c), made on its first launch
+       (the layout never changes): jit_key[0] 0 not made yet, 'A' made, 'x' not cacheable */
+    unsigned char jit_key[6];
+    Py_ssize_t shape[GH_MAXDIMS];
+    Py_ssize_t strides[GH_MAXDIMS];
+} gh_devicearray;
+
+int gh_devicearray_init_type(PyObject *module, gh_state *st);
+
+/* Whether `a` is C-contiguous (fortran 0) or Fortran-contiguous (fortran 1). */
+int gh_devicearray_is_contiguous(const gh_devicearray *a, int fortran);
+/* The number of elements of `a`. */
+Py_ssize_t gh_devicearray_size(const gh_devicearray *a);
+
+/* ---- array_copy.c ---- */
+/* array_copy.c: a DeviceArray's copies (every layout, planned once), memsets and
+ * to_device() for numpy arrays.
+ */
+/* to_device, memset, copy_2d, plan_layout: module functions. */
+extern PyMethodDef gh_array_copy_methods[];
+
+/* ---- array_index.c ---- */
+/* array_index.c: DeviceArray element reads and assignment in C. */
+/* Register the indexing devicearray.c calls (the module state's gh_array_hooks); 0. */
+int gh_array_index_init(PyObject *module, gh_state *st);
+
+/* ---- dlpack.c ---- */
+/* The DLPack ABI (https://dmlc.github.io/dlpack/latest/c_api.html), versions 0.8 and 1.x:
+ * the structs a producer hands over in a PyCapsule.  Written from the specification. */
+enum { GH_DL_CPU = 1, GH_DL_CUDA = 2, GH_DL_CUDA_HOST = 3, GH_DL_CUDA_MANAGED = 13 };
+enum {
+    GH_DL_INT = 0,
+    GH_DL_UINT = 1,
+    GH_DL_FLOAT = 2,
+    GH_DL_BFLOAT = 4,
+    GH_DL_COMPLEX = 5,
+    GH_DL_BOOL = 6
+};
+
+#define GH_DL_FLAG_READ_ONLY (1ULL << 0)
+
+typedef struct {
+    int32_t device_type;
+    int32_t device_id;
+} gh_dl_device;
+
+typedef struct {
+    uint8_t code;
+    uint8_t bits;
+    uint16_t lanes;
+} gh_dl_dtype;
+
+typedef struct {
+    void *data;
+    gh_dl_device device;
+    int32_t ndim;
+    gh_dl_dtype dtype;
+    int64_t *shape;
+    int64_t *strides; /* in elements; NULL means C-contiguous */
+    uint64_t byte_offset;
+} gh_dl_tensor;
+
+typedef struct gh_dl_managed {
+    gh_dl_tensor dl_tensor;
+    void *manager_ctx;
+    void (*deleter)(struct gh_dl_managed *self);
+} gh_dl_managed;
+
+typedef struct {
+    uint32_t major;
+    uint32_t minor;
+} gh_dl_version;
+
+typedef struct gh_dl_managed_versioned {
+    gh_dl_version version;
+    void *manager_ctx;
+    void (*deleter)(struct gh_dl_managed_versioned *self);
+    uint64_t flags;
+    gh_dl_tensor dl_tensor;
+} gh_dl_managed_versioned;
+
+/* DLPack's C exchange API (DLPack 1.3, dmlc/dlpack#174): a producer type's
+   __dlpack_c_exchange_api__ is a PyCapsule named "dlpack_exchange_api" of this table.  Each
+   function returns 0, or -1 with a Python exception set. */
+typedef struct gh_dl_exchange_header {
+    gh_dl_version version;
+    struct gh_dl_exchange_header *prev_api;
+} gh_dl_exchange_header;
+
+typedef struct {
+    gh_dl_exchange_header header;
+    void *managed_tensor_allocator;
+    int (*managed_tensor_from_py_object_no_sync)(void *py_object, gh_dl_managed_versioned **out);
+    void *managed_tensor_to_py_object_no_sync;
+    /* fills a DLTensor the caller owns, valid while the object lives; may be NULL */
+    int (*dltensor_from_py_object_no_sync)(void *py_object, gh_dl_tensor *out);
+    /* the producer's current stream on a device (NULL: its default stream) */
+    int (*current_work_stream)(int32_t device_type, int32_t device_id, void **out_stream);
+} gh_dl_exchange_api;
+
+#define GH_DL_EXCHANGE_CAPSULE "dlpack_exchange_api"
+
+int gh_dlpack_init(PyObject *module, gh_state *st);
+
+/* ---- interop.c ---- */
 /* interop.c: other libraries' device arrays and streams, read in C on every use. */
-#ifndef GPUHOST_INTEROP_H
-#define GPUHOST_INTEROP_H
-
-#include "devicearray.h"
-#include "dlpack.h"
-#include "core/stream.h"
-
 /* How much of a foreign array a use needs: its address alone (a pointer parameter of an
    NVRTC kernel), or its whole layout (gpuhost.jit's typing, copies, views). */
 enum { GH_FOREIGN_POINTER = 0, GH_FOREIGN_LAYOUT = 1 };
@@ -83,17 +209,6 @@ void gh_foreign_use_init(gh_foreign_use *u, gh_state *st, gh_context *ctx, CUstr
    consumed capsule...: the exception names the parameter the use is at). */
 int gh_foreign_read(gh_foreign_use *u, PyObject *obj, gh_foreign *out);
 void gh_foreign_release(gh_foreign *f);
-/* Fill f from a DLPack tensor `t` that `obj` exported (shape and strides copied); 0, 1 for
-   host memory where the use is host_ok, or -1 with TypeError for memory not the device's,
-   BufferError for a dtype of sub-byte items or several lanes. */
-int gh_foreign_fill_dl(gh_foreign_use *u, PyObject *obj, const gh_dl_tensor *t, gh_foreign *f);
-/* obj.__dlpack__(stream=<consumer>, max_version=(1, 0)) (a producer older than DLPack 1.0
-   without max_version): new reference or NULL. */
-PyObject *gh_foreign_dlpack_capsule(gh_state *st, PyObject *obj, CUstream consumer);
-/* The DLPack exchange API of obj's type, or NULL (none, or an error: PyErr_Occurred()). */
-const gh_dl_exchange_api *gh_foreign_exchange_api(gh_state *st, PyObject *obj);
-/* Read a CUDA array interface dict `dict` that `obj` exported; 0 or -1. */
-int gh_foreign_read_cai(gh_foreign_use *u, PyObject *obj, PyObject *dict, gh_foreign *f);
 
 /* Order the use's stream after the exporter's, as the CUDA array interface and DLPack ask
    (once per producer stream and use; a reused event, no Event object).  0 or -1. */
@@ -113,12 +228,6 @@ char gh_foreign_numba_layout(const gh_foreign *f);
 char gh_layout_of(int ndim, const Py_ssize_t *shape, const Py_ssize_t *strides,
                   Py_ssize_t itemsize);
 
-/* A DeviceArray over what `f` (read from `obj`) describes, bound to `stream` (NULL: none),
-   kept alive by f->keep or `obj`; `void_ok`: a dtype NumPy lacks becomes raw bytes (|V2),
-   else it is a BufferError.  New reference or NULL. */
-PyObject *gh_foreign_as_array(gh_state *st, PyObject *obj, gh_foreign *f, PyObject *stream,
-                              int void_ok);
-
 /* `obj` as a DeviceArray ordered on `stream` (a stream= argument, borrowed; NULL: the
    default stream): a DeviceArray as it is, else a view of a foreign device array with the
    stream ordered after its exporter's.  Messages say "<who>(): <what> ..." (either may be
@@ -132,4 +241,4 @@ extern PyMethodDef gh_interop_methods[];
 void gh_interop_clear(gh_state *st);
 int gh_interop_traverse(gh_state *st, visitproc visit, void *arg);
 
-#endif /* GPUHOST_INTEROP_H */
+#endif /* GPUHOST_ARRAYS_H */

@@ -1,13 +1,40 @@
+/* csrc/launch/'s public header: code images (Module), Kernel and LaunchConfig and their
+ * argument packing, and NVRTC programs, as graphs/, jit/ and module.c use them.  NVRTC's
+ * table is nvrtc_api.h, included by launch/'s files only; what only they share is in
+ * launch_internal.h.
+ */
+#ifndef GPUHOST_LAUNCH_H
+#define GPUHOST_LAUNCH_H
+
+#include "base/base.h"
+#include "core/core.h"
+
+/* ---- code_image.c ---- */
+/* code_image.c: the Module type (a loaded CUmodule: a code image in a context). */
+/* A loaded CUmodule. */
+typedef struct {
+    PyObject_HEAD
+    gh_context *context; /* strong */
+    uint64_t generation;
+    CUmodule handle;       /* NULL once freed */
+    PyObject *param_types; /* {symbol: ((kind, size, align), ...)} from the PTX, or None */
+    PyObject *lowered;     /* {name expression: lowered name}, or None */
+    PyObject *info_log;    /* str */
+    int unloaded;          /* unload() was called: no more launches */
+    int globals_out;       /* get_global() handed out addresses: free only at dealloc */
+    PyObject *weakreflist;
+} gh_module;
+
+int gh_code_image_init_type(PyObject *module, gh_state *st);
+/* 0 if module `m` can still be used by call `id`; else CudaAPIError and -1 (unloaded, or
+   its context reset or closed). */
+int gh_module_check_usable(gh_module *m, gh_cu_id id);
+
+/* ---- kernel.c and kernel_args.c ---- */
 /* Kernels' shared parts: the Kernel object's layout, a launch's configuration, and the
  * checking and packing of arguments (kernel_args.c) that launches (kernel.c) and graph
  * kernel nodes (graph.c) share.
  */
-#ifndef GPUHOST_KERNEL_H
-#define GPUHOST_KERNEL_H
-
-#include "code_image.h"
-#include "core/stream.h"
-
 /* float16 arguments are packed with PyFloat_Pack2, public from Python 3.11. */
 #if PY_VERSION_HEX < 0x030B0000
 #define PyFloat_Pack2(x, p, le) _PyFloat_Pack2((x), (unsigned char *)(p), (le))
@@ -63,12 +90,6 @@ typedef struct {
     void **ptrs; /* the driver's kernelParams */
 } gh_argbuf;
 
-/* Fill and check `d` from the launch options (grid, block: an int or 1 to 3 ints; shared:
-   None or bytes; cluster: NULL/None or dims) against the device's and the kernel's limits;
-   the stream is borrowed.  0, or -1 with ValueError/TypeError. */
-int gh_kernel_make_dims(gh_kernel *k, launch_dims *d, PyObject *grid, PyObject *block,
-                        PyObject *stream, PyObject *shared, int cooperative, PyObject *cluster);
-
 /* gh_kernel_make_dims in two steps: reading the options (no kernel needed), and checking
    them against kernel k's limits.  0, or -1 with ValueError/TypeError. */
 int gh_launch_dims_parse(launch_dims *d, PyObject *grid, PyObject *block, PyObject *stream,
@@ -81,8 +102,6 @@ int gh_kernel_check_dims(gh_kernel *k, const launch_dims *d);
    with the error set. */
 int gh_kernel_launch_params(gh_kernel *k, const launch_dims *d, void **params);
 
-/* (x, y, z) of launch dimensions; new reference or NULL. */
-PyObject *gh_dims_tuple(const unsigned int *d);
 /* Getters of a type's launch_dims fields: `offset` (the getset closure) is the field's
    offset in the object, grid/block (a tuple) or shared (an int). */
 PyObject *gh_get_dims_field(PyObject *self, void *offset);
@@ -104,18 +123,18 @@ int gh_kernel_pack(gh_state *st, gh_kernel *k, PyObject *const *args, Py_ssize_t
                    const gh_stream_ref *ref, gh_argbuf *ab);
 void gh_argbuf_free(gh_argbuf *ab);
 
-/* CudaSupportError: kernel k's parameters cannot be known.  Returns -1. */
-int gh_kernel_raise_unknown_params(gh_kernel *k);
-
 int gh_kernel_init_type(PyObject *module, gh_state *st);
 /* Add `kernel` to list `list` (a graph's or a capture's Kernels) unless it is there, and
    the items of list `from` missing from list `to`; 0 or -1. */
 int gh_kernel_list_add(PyObject *list, PyObject *kernel);
 int gh_kernel_list_merge(PyObject *to, PyObject *from);
-/* A new Kernel for function `f` of module `m`, asked for as `name`, with symbol `symbol`;
-   `types` is the PTX's ((kind, size, align), ...) for it, or NULL/None when unknown.
-   New reference or NULL. */
-PyObject *gh_kernel_new(gh_state *st, gh_module *m, CUfunction f, PyObject *name, PyObject *symbol,
-                        PyObject *types);
 
-#endif /* GPUHOST_KERNEL_H */
+/* ---- program.c ---- */
+/* program.c: NVRTC compilation (nvrtc_compile, nvrtc_supported_archs). */
+extern PyMethodDef gh_program_methods[];
+
+/* ---- nvrtc_api.c ---- */
+/* nvrtc_version, nvrtc_library: module functions. */
+extern PyMethodDef gh_nvrtc_methods[];
+
+#endif /* GPUHOST_LAUNCH_H */

@@ -1,19 +1,28 @@
+/* csrc/base/'s public header, the ground floor every file of csrc/ includes: the module
+ * state (PEP 573), the loader of libraries by path, errors (the one raising path), the
+ * records of live objects, the registered Python services and the display helpers.  The
+ * driver's table is cuda_api.h, which the fake driver includes too; what only base/'s own
+ * files share is in base_internal.h.
+ */
+#ifndef GPUHOST_BASE_H
+#define GPUHOST_BASE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <structmember.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "cuda_api.h"
+
+/* ---- the module state ---- */
 /* gpuhost._core's module state (PEP 573): the heap types, the devices made so far, the
  * releases held by defer_cleanup(), the event cache, the pools, the records of live objects,
  * and the Python functions the C code calls and the exception classes it raises.  It includes
  * nothing of gpuhost's but the driver's declarations: the ground floor of csrc/, which every
  * file may include.
  */
-#ifndef GPUHOST_STATE_H
-#define GPUHOST_STATE_H
-
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-#include <structmember.h>
-
-#include "cuda_api.h"
-
 /* The functions of gpuhost's Python side that the C code calls, registered once by the
    Python modules that define them (_core._set_helpers(name=function)); services.c calls
    them.  X(enum, name) */
@@ -231,4 +240,144 @@ gh_state_of_module(PyObject *module)
     return (gh_state *)PyModule_GetState(module);
 }
 
-#endif /* GPUHOST_STATE_H */
+/* ---- display.c ---- */
+/* display.c: rich displays for Jupyter and IPython. */
+/* A type's _repr_html_: its display `rows` (non-NULL) as an HTML table under `caption`
+   (NULL passes its error on); steals both. */
+PyObject *gh_repr_html(PyObject *rows, PyObject *caption);
+/* A type's _repr_pretty_(printer, cycle) for `obj` from its display `rows` (NULL passes
+   its error on); steals `rows`. */
+PyObject *gh_repr_pretty(PyObject *obj, PyObject *args, PyObject *rows);
+/* `n` bytes for people: "512 bytes", "1.5 MiB". New reference or NULL. */
+PyObject *gh_format_bytes(unsigned long long n);
+extern PyMethodDef gh_display_methods[];
+
+/* ---- errors.c ---- */
+/* errors.c: the one raising path.  CUDA, NVRTC and gpuhost's own errors become the
+ * classes of gpuhost/errors.py; a driver that does not load becomes CudaSupportError.
+ */
+/* Set CudaAPIError, or the subclass `res` calls for (CudaOutOfMemoryError,
+   StreamCaptureError), for `res` returned by entry point `id`; returns -1.  `res` must not
+   be CUDA_SUCCESS. */
+int gh_raise_cuda(CUresult res, gh_cu_id id);
+/* gh_raise_cuda with `detail` (e.g. a JIT log; may be NULL) appended to the message. */
+int gh_raise_cuda_detail(CUresult res, gh_cu_id id, const char *detail);
+/* 0 if res is CUDA_SUCCESS, else raise as gh_raise_cuda and return -1. */
+static inline int
+gh_check(CUresult res, gh_cu_id id)
+{
+    return res == CUDA_SUCCESS ? 0 : gh_raise_cuda(res, id);
+}
+/* Raise gpuhost.errors' class `kind` (message); returns -1.  For the classes that take one
+   string. */
+int gh_raise(gh_exception kind, const char *fmt, ...);
+/* Warn (RuntimeWarning, never raise) that cleanup call `id` failed with `res`. */
+void gh_warn_cleanup(CUresult res, gh_cu_id id);
+/* errors.c: raise NvrtcError(code, name, call, log); returns -1. */
+int gh_raise_nvrtc(int code, const char *name, const char *call, const char *log);
+/* Load the driver the first time (cuda_api.c's gh_driver_load); 0, or -1 with
+   CudaSupportError (no usable driver) or CudaDriverError (a child forked after it loaded)
+   set. */
+int gh_driver_ensure(void);
+/* _set_exceptions, is_available, driver_version, driver_library: module functions. */
+extern PyMethodDef gh_errors_methods[];
+/* New reference to gpuhost.errors' class `kind`, as registered in the module state `st` (NULL:
+   in this interpreter's gpuhost._core); NULL with RuntimeError if it never was. */
+PyObject *gh_exception_class(gh_state *st, gh_exception kind);
+/* Visit, clear (module teardown) the registered classes. */
+int gh_errors_traverse(gh_state *st, visitproc visit, void *arg);
+void gh_errors_clear(gh_state *st);
+
+/* ---- libload.c ---- */
+/* Loading a shared library at run time by a list of candidate paths: the one place that
+ * calls dlopen/dlsym for the libraries gpuhost finds on its own (NVRTC, NCCL).
+ *
+ * The paths come from a function of gpuhost._libpaths, called with `major`; the first path
+ * that loads and has every required symbol in `names` wins, and its addresses fill `slots`;
+ * the optional ones (those a newer version added) are looked up when first used.  The
+ * outcome (success, or the list of what was tried and why each failed) is kept for the life
+ * of the process.
+ */
+typedef struct {
+    const char *what;         /* "libnvrtc", for messages */
+    const char *candidates;   /* the gpuhost._libpaths function that lists the paths */
+    int major;                /* its argument */
+    const char *const *names; /* symbol names, n_names of them */
+    int n_names;
+    int n_required;       /* the first n_required must load (0: all); the rest are optional */
+    void **slots;         /* filled with the symbols' addresses */
+    void *handle;         /* dlopen's, once loaded */
+    pthread_mutex_t lock; /* PTHREAD_MUTEX_INITIALIZER */
+    atomic_int state;     /* 0 not tried, 1 loaded, 2 failed */
+    char error[4096];     /* "<what> was not found. Tried:\n  path: why..." */
+    char path[1024];      /* the path that loaded */
+} gh_lib;
+
+/* Load `lib` the first time (without the GIL while dlopen runs); 1 if it is loaded, 0 if it
+   could not be (lib->error says why; nothing raised), -1 with an exception (the candidate
+   list could not be had). */
+int gh_lib_ensure(gh_lib *lib);
+
+/* The address of optional symbol `index` (n_required or past) of a loaded `lib`, looked up
+   the first time it is asked for; NULL where the library has none (an older version). */
+void *gh_lib_optional(gh_lib *lib, int index);
+
+/* The path that loaded, or NULL. */
+const char *gh_lib_path(gh_lib *lib);
+
+/* ---- live.c ---- */
+/* live.c: gpuhost's records of its objects that own driver resources (allocations, streams,
+ * events, modules): how many of each are alive, and, while the pytest plugin's leak check
+ * records, which ones were made since and by which line of Python.  Each type's file calls
+ * gh_live_add when it makes one and gh_live_remove when it frees one.
+ */
+/* Note `obj` (a new object of `kind`) while recording; out of line, for gh_live_add. */
+void gh_live_note(gh_state *st, gh_live_kind kind, PyObject *obj);
+/* Drop the record of `obj`, if there is one; for gh_live_remove. */
+void gh_live_forget(gh_state *st, PyObject *obj);
+/* Free the records (module_free). */
+void gh_live_free(gh_state *st);
+
+/* A new object of `kind` was made.  Never raises: a record that cannot be made is
+   counted as lost. */
+static inline void
+gh_live_add(gh_state *st, gh_live_kind kind, PyObject *obj)
+{
+    st->live.counts[kind]++;
+    if (st->live.recording) {
+        gh_live_note(st, kind, obj);
+    }
+}
+
+/* An object of `kind` is being freed (its dealloc).  Never raises. */
+static inline void
+gh_live_remove(gh_state *st, gh_live_kind kind, PyObject *obj)
+{
+    st->live.counts[kind]--;
+    if (st->live.n > 0) {
+        gh_live_forget(st, obj);
+    }
+}
+
+extern PyMethodDef gh_live_methods[];
+
+/* ---- services.c ---- */
+/* services.c: calling the Python functions gpuhost's Python side registers once (the module
+ * state's GH_HELPER_LIST), and extending a type from another file (C) or module (Python).
+ */
+/* Call the Python function registered as helper `h` with `args` (a tuple; NULL: no
+   arguments).  New reference, or NULL (RuntimeError if gpuhost's Python side never
+   registered it). */
+PyObject *gh_helper_call(gh_state *st, gh_helper h, PyObject *args);
+/* gh_helper_call with keyword arguments `kwargs` (a dict, or NULL; only with a tuple of
+   args). */
+PyObject *gh_helper_call_kw(gh_state *st, gh_helper h, PyObject *args, PyObject *kwargs);
+/* Add each method of `defs` (NULL-terminated) to `tp` as gh_type_attach does; 0 or -1. */
+int gh_type_attach_methods(PyTypeObject *tp, PyMethodDef *defs);
+/* _set_helpers(**functions), _attach(type, name, value): module functions. */
+extern PyMethodDef gh_services_methods[];
+/* Visit, clear (module teardown) the registered helpers. */
+int gh_services_traverse(gh_state *st, visitproc visit, void *arg);
+void gh_services_clear(gh_state *st);
+
+#endif /* GPUHOST_BASE_H */

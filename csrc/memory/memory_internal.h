@@ -1,8 +1,17 @@
-/* The pool's private header, included by the pool's files only: pool_engine.c (size
+/* csrc/memory/'s private header: what only memory/'s files share, the pools' engine first.
+ * Each file of memory/ includes it (it includes memory.h); no file of another folder does.
+ */
+#ifndef GPUHOST_MEMORY_INTERNAL_H
+#define GPUHOST_MEMORY_INTERNAL_H
+
+#include "memory.h"
+
+/* ---- the pools (pool.c, pool_engine.c, pool_obtain.c) ---- */
+/* The pools' engine, in three files: pool_engine.c (size
  * classes, blocks and lanes, giving memory back, taking it, making pools), pool_obtain.c
  * (new memory from the driver or a Python allocator, and the out-of-memory policy) and
  * pool.c (the Pool type).  The structs, and the functions one of them calls in another;
- * other files use pool.h.  How the pools work:
+ * other folders use memory.h.  How the pools work:
  *
  * Every device array's memory comes from its context's default Pool, in the mode that
  * GPUHOST_ALLOCATOR names:
@@ -41,14 +50,6 @@
  * runs with the GIL held and changes the lists only between the calls that let it go
  * (cuMemAlloc, cuMemFree, synchronize, gc), never across them.
  */
-#ifndef GPUHOST_POOL_INTERNAL_H
-#define GPUHOST_POOL_INTERNAL_H
-
-#include "base/cuda_api.h"
-#include "memory.h"
-#include "pool.h"
-#include "base/state.h"
-
 #define GH_POOL_UNIT       512 /* the smallest class; cuMemAlloc aligns to it anyway */
 #define GH_POOL_SMALL_BINS 8   /* 512 to 4096 bytes in steps of 512 */
 #define GH_POOL_STEPS      8   /* classes per doubling above 4096 bytes */
@@ -165,4 +166,37 @@ int gh_pool_raise_oom(gh_pool *p, size_t requested, gh_cu_id id, int over_limit)
 /* A dict of the pool's statistics, or NULL. */
 PyObject *gh_pool_stats(gh_pool *p);
 
-#endif /* GPUHOST_POOL_INTERNAL_H */
+/* ---- memory.c ---- */
+/* Allocate `size` bytes of `kind` in `ctx`; `flags` for cuMemHostAlloc/cuMemAllocManaged.
+   New reference, or NULL with CudaOutOfMemoryError stating the size, or CudaAPIError. */
+gh_allocation *gh_allocate(gh_state *st, gh_context *ctx, gh_alloc_kind kind, size_t size,
+                           unsigned int flags);
+
+/* Page-lock `obj`'s buffer with cuMemHostRegister `flags`; new reference or NULL. */
+gh_allocation *gh_register(gh_state *st, gh_context *ctx, PyObject *obj, unsigned int flags);
+
+/* Raise CudaOutOfMemoryError for `size` bytes of `what` with the device's free/total. -1. */
+int gh_raise_oom(gh_context *ctx, const char *what, size_t size, gh_cu_id id);
+
+/* gh_raise_oom with `detail` (e.g. a pool's statistics; may be NULL) after the sizes. */
+int gh_raise_oom_detail(gh_context *ctx, const char *what, size_t size, gh_cu_id id,
+                        const char *detail);
+
+/* A new Allocation of `size` bytes of `kind` in `ctx` that owns no memory yet (the caller
+   sets dptr/host, or pool and block); new reference or NULL. */
+gh_allocation *gh_allocation_new(gh_state *st, gh_context *ctx, gh_alloc_kind kind, size_t size);
+
+/* ---- pool_engine.c ---- */
+/* `size` bytes of device memory in `ctx` from its default Pool (GPUHOST_ALLOCATOR picks
+   its mode), ordered on `stream` (a stream= argument; NULL: the legacy default stream).
+   New reference, or NULL with CudaOutOfMemoryError (after releasing held blocks and
+   collecting garbage once) or another error. */
+gh_allocation *gh_pool_device_alloc(gh_state *st, gh_context *ctx, size_t size, PyObject *stream);
+
+/* Give a pooled Allocation's memory back to its Pool and clear a->pool; never raises. */
+void gh_pool_release(gh_allocation *a);
+
+/* Free the blocks every Pool of `ctx` holds, before the context is reset or released. */
+void gh_pool_context_ending(gh_state *st, gh_context *ctx);
+
+#endif /* GPUHOST_MEMORY_INTERNAL_H */

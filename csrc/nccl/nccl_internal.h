@@ -1,22 +1,16 @@
+/* csrc/nccl/'s private header: what nccl/'s files share.  Each file of nccl/ includes it
+ * (it includes nccl.h and nccl_api.h); no file of another folder does.
+ */
+#ifndef GPUHOST_NCCL_INTERNAL_H
+#define GPUHOST_NCCL_INTERNAL_H
+
+#include "nccl.h"
+#include "nccl_api.h"
+
+/* ---- nccl_api.c, nccl_comm.c, nccl_args.c, nccl_collectives.c, nccl_register.c ---- */
 /* NCCL in gpuhost._core: the loaded library (nccl_api.c) and the Communicator type
  * (nccl_comm.c), declared for module.c and each other.
  */
-#ifndef GPUHOST_NCCL_COMM_H
-#define GPUHOST_NCCL_COMM_H
-
-#include "base/state.h"
-#include "nccl_api.h"
-
-/* libnccl's function table, filled once by gh_nccl_ensure(). */
-extern gh_nccl_api gh_nccl;
-
-/* Load libnccl the first time; 0, or -1 with NcclSupportError naming what was tried. */
-int gh_nccl_ensure(void);
-/* "ncclAllReduce" for GH_NCCL_AllReduce. */
-const char *gh_nccl_name(gh_nccl_id id);
-/* Raise gpuhost.errors.NcclError for `res` returned by `id`, with ncclGetLastError's text
-   (NCCL keeps one per process: `comm` may be NULL); returns -1. */
-int gh_raise_nccl(gh_ncclResult_t res, gh_nccl_id id, gh_ncclComm_t comm);
 
 /* The last all_reduce of a Communicator on gpuhost arrays, kept so that the next call with
    the very same arguments goes straight to ncclAllReduce (nccl_collectives.c): the argument
@@ -65,24 +59,6 @@ struct gh_nccl_reg {
     gh_nccl_reg *prev, *next; /* in comm->regs */
 };
 
-/* The module state from the Communicator type or a Python subclass of it. */
-gh_state *gh_nccl_comm_state(PyTypeObject *tp);
-/* 0 if the communicator can be used, else ValueError naming `call` (destroyed, aborted, still
-   being created).  A non-blocking one whose last call is still in progress is waited for. */
-int gh_nccl_comm_live(gh_nccl_comm *self, const char *call);
-/* Wait (without the GIL, polling ncclCommGetAsyncError) until a non-blocking communicator's
-   state leaves ncclInProgress; the state, or ncclInProgress after `timeout` seconds (< 0: no
-   limit).  Signals are looked at meanwhile: -1 with their exception set.  *state set. */
-int gh_nccl_comm_settle(gh_nccl_comm *self, double timeout, gh_ncclResult_t *state);
-/* Forget the fast path's arguments (nccl_collectives.c). */
-void gh_nccl_fast_clear(gh_nccl_fast *fast);
-/* Deregister every live Registration of `self` before its end (nccl_register.c); never
-   raises. */
-void gh_nccl_regs_end(gh_nccl_comm *self);
-/* The optional entry point `id` (NCCL 2.19's), loaded: 0, or -1 with NcclSupportError naming
-   the version that added it. */
-int gh_nccl_optional(gh_nccl_id id);
-
 /* The collectives (nccl_collectives.c): FASTCALL methods of the Communicator, and _raw. */
 #define GH_NCCL_FASTCALL(name)                                                                     \
     PyObject *gh_nccl_##name(gh_nccl_comm *self, PyObject *const *args, Py_ssize_t nargs,          \
@@ -96,29 +72,66 @@ GH_NCCL_FASTCALL(send)
 GH_NCCL_FASTCALL(recv)
 GH_NCCL_FASTCALL(all_to_all)
 #undef GH_NCCL_FASTCALL
-PyObject *gh_nccl_raw(gh_nccl_comm *self, PyObject *args);
 
+/* ---- nccl_api.c ---- */
+/* libnccl's function table, filled once by gh_nccl_ensure(). */
+extern gh_nccl_api gh_nccl;
+
+/* Load libnccl the first time; 0, or -1 with NcclSupportError naming what was tried. */
+int gh_nccl_ensure(void);
+
+/* "ncclAllReduce" for GH_NCCL_AllReduce. */
+const char *gh_nccl_name(gh_nccl_id id);
+
+/* Raise gpuhost.errors.NcclError for `res` returned by `id`, with ncclGetLastError's text
+   (NCCL keeps one per process: `comm` may be NULL); returns -1. */
+int gh_raise_nccl(gh_ncclResult_t res, gh_nccl_id id, gh_ncclComm_t comm);
+
+/* The optional entry point `id` (NCCL 2.19's), loaded: 0, or -1 with NcclSupportError naming
+   the version that added it. */
+int gh_nccl_optional(gh_nccl_id id);
+
+/* ---- nccl_args.c ---- */
 /* The collectives' argument helpers (nccl_args.c).  FASTCALL arguments of `call` by position
    or name: out[i] is names[i]'s (NULL where not given); the first `required` must be given. */
 int gh_nccl_parse_args(const char *call, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
                        const char *const *names, int n, int required, PyObject **out);
+
 /* An int argument (NULL: `dflt`); TypeError / ValueError naming it. */
 int gh_nccl_int_arg(const char *call, const char *name, PyObject *obj, int dflt, int *out);
+
 /* NCCL's code of an op argument ('sum', ..., or 0-4; NULL: sum), or -1 with ValueError. */
 int gh_nccl_parse_op(const char *call, PyObject *obj);
+
 /* The NCCL type reducing dtype `descr` (a PyArray_Descr *) with `op`; *mult: NCCL elements
    per array element (complex numbers reduce as pairs of reals).  -1 with TypeError. */
 int gh_nccl_reduce_dtype(const char *call, void *descr, int op, size_t *mult);
 
+/* ---- nccl_collectives.c ---- */
+/* Forget the fast path's arguments (nccl_collectives.c). */
+void gh_nccl_fast_clear(gh_nccl_fast *fast);
+
+PyObject *gh_nccl_raw(gh_nccl_comm *self, PyObject *args);
+
+/* ---- nccl_comm.c ---- */
+/* The module state from the Communicator type or a Python subclass of it. */
+gh_state *gh_nccl_comm_state(PyTypeObject *tp);
+
+/* 0 if the communicator can be used, else ValueError naming `call` (destroyed, aborted, still
+   being created).  A non-blocking one whose last call is still in progress is waited for. */
+int gh_nccl_comm_live(gh_nccl_comm *self, const char *call);
+
+/* Wait (without the GIL, polling ncclCommGetAsyncError) until a non-blocking communicator's
+   state leaves ncclInProgress; the state, or ncclInProgress after `timeout` seconds (< 0: no
+   limit).  Signals are looked at meanwhile: -1 with their exception set.  *state set. */
+int gh_nccl_comm_settle(gh_nccl_comm *self, double timeout, gh_ncclResult_t *state);
+
+/* ---- nccl_register.c ---- */
+/* Deregister every live Registration of `self` before its end (nccl_register.c); never
+   raises. */
+void gh_nccl_regs_end(gh_nccl_comm *self);
+
 /* Communicator.register (nccl_register.c). */
 PyObject *gh_nccl_register(gh_nccl_comm *self, PyObject *array);
 
-/* The Communicator type (nccl_comm.c). */
-int gh_nccl_comm_init_type(PyObject *module, gh_state *st);
-/* NCCL's module functions and constants (nccl_api.c): the loader's floor, which calls
-   nothing above it; module.c inits each NCCL file in turn. */
-int gh_nccl_init(PyObject *module, gh_state *st);
-/* The Registration and NcclMemory types, and nccl_mem_alloc (nccl_register.c). */
-int gh_nccl_register_init(PyObject *module, gh_state *st);
-
-#endif /* GPUHOST_NCCL_COMM_H */
+#endif /* GPUHOST_NCCL_INTERNAL_H */
