@@ -81,6 +81,7 @@ module_clear(PyObject *module)
     Py_CLEAR(st->default_pools); /* before the types: the pools free what they hold */
     Py_CLEAR(st->devices);
     Py_CLEAR(st->array_allocator);
+    gh_thread_array_allocator_clear(st);
     gh_interop_clear(st);
 #define GH_TYPE_CLEAR(name) Py_CLEAR(st->name##Type);
     GH_TYPE_LIST(GH_TYPE_CLEAR)

@@ -30,7 +30,6 @@ import weakref
 import numpy as np
 
 from . import _core
-from ._pools import _pools_display, _pools_pretty_rows
 from ._unbound import unbound as _unbound
 from .errors import CudaOutOfMemoryError
 
@@ -924,6 +923,24 @@ _plain_pools = {}  # Context -> Pool(mode="plain"): memory of its own, for Memor
 _async_pools = {}  # Context -> Pool(mode="driver"), for MemoryAsync / malloc_async
 
 
+def _pools_display(title, pools):
+    """(caption, header, rows) of a table with one row per device's Pool in `pools`."""
+    rows = []
+    for pool in pools:
+        dev = pool.context.device
+        rows.append(("%d (%s)" % (dev.id, dev.name), _core.format_bytes(pool.used_bytes),
+                     pool.n_used_blocks, _core.format_bytes(pool.free_bytes),
+                     pool.n_free_blocks, _core.format_bytes(pool.limit) if pool.limit else "none"))
+    return title, ("device", "in use", "blocks in use", "held", "blocks held", "limit"), rows
+
+
+def _pools_pretty_rows(pools):
+    """(label, value) rows, one per device's Pool in `pools`, for _repr_pretty_."""
+    _title, header, rows = _pools_display(None, pools)
+    return [("device " + row[0], ", ".join("%s: %s" % (h, v) for h, v in zip(header[1:], row[1:])))
+            for row in rows]
+
+
 def _pool_for(pools, ctx, mode):
     pool = pools.get(ctx)
     if pool is None:
@@ -1645,35 +1662,10 @@ def _array_allocator(allocator):
 
 
 class _ThreadAllocator(threading.local):
-    allocator = None  # this thread's using_allocator() allocator
-    for_arrays = None  # what device_array() calls for it
+    allocator = None  # this thread's using_allocator() allocator, as get_allocator() gives it
 
 
 _thread = _ThreadAllocator()
-_lock = threading.Lock()
-_users = 0  # threads inside a using_allocator() block
-_global_for_arrays = None  # the global allocator's device_array() hook while _users > 0
-
-
-def _dispatch(nbytes, stream):
-    """device_array()'s allocator while some thread is in a using_allocator() block: that
-    thread's, else the global one (the C default pool for None)."""
-    fn = _thread.for_arrays
-    if fn is None:
-        fn = _global_for_arrays
-        if fn is None:
-            a = _core.device_alloc(nbytes, stream)
-            return a, a.ptr
-    return fn(nbytes, stream)
-
-
-def _set_global_for_arrays(fn):
-    global _global_for_arrays
-    with _lock:
-        if _users:
-            _global_for_arrays = fn
-        else:
-            _core.set_array_allocator(fn)
 
 
 @_unbound  # a builtin in CuPy: it does not bind as a method
@@ -1717,7 +1709,7 @@ def set_allocator(allocator=None):
     if _thread.allocator is not None:
         raise ValueError("Can't change the global allocator inside `using_allocator` context "
                          "manager")
-    _set_global_for_arrays(_array_allocator(allocator))
+    _core.set_array_allocator(_array_allocator(allocator))
     _current_allocator = allocator
 
 
@@ -1772,33 +1764,18 @@ def using_allocator(allocator=None):
     >>> memory.get_allocator() == pool.malloc
     False
     """
-    global _users, _global_for_arrays
     if allocator is None:
         allocator = _malloc
     if not callable(allocator):
         raise TypeError("allocator must be callable, not %s" % type(allocator).__name__)
-    prev, prev_fn = _thread.allocator, _thread.for_arrays
-    fn = _array_allocator(allocator)
-    with _lock:
-        if _users == 0:
-            _global_for_arrays = _core.array_allocator()
-            _core.set_array_allocator(_dispatch)
-        _users += 1
+    prev, prev_for_arrays = _thread.allocator, _core.thread_array_allocator()
+    _core.set_thread_array_allocator(_array_allocator(allocator))
     _thread.allocator = allocator
-    _thread.for_arrays = fn if fn is not None else _default_for_arrays
     try:
         yield
     finally:
-        _thread.allocator, _thread.for_arrays = prev, prev_fn
-        with _lock:
-            _users -= 1
-            if _users == 0:
-                _core.set_array_allocator(_global_for_arrays)
-
-
-def _default_for_arrays(nbytes, stream):
-    a = _core.device_alloc(nbytes, stream)
-    return a, a.ptr
+        _thread.allocator = prev
+        _core.set_thread_array_allocator(*prev_for_arrays)
 
 
 @_unbound  # a builtin in CuPy: it does not bind as a method

@@ -9,7 +9,7 @@ from ._pycuda_tools import (  # noqa: F401
     make_default_context,
     mark_cuda_test,
 )
-from ._pools import (  # noqa: F401  (memory pools)
+from ._pycuda_pools import (  # noqa: F401  (memory pools)
     DeviceMemoryPool,
     PageLockedAllocator,
     PageLockedMemoryPool,

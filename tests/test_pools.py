@@ -1,4 +1,4 @@
-"""Memory pools and allocators (csrc/memory/pool.c, gpuhost/_pools.py, gpuhost/memory.py,
+"""Memory pools and allocators (csrc/memory/pool.c, gpuhost/_pycuda_pools.py, gpuhost/memory.py,
 gpuhost/memory_manager.py): the default caching pool and its modes, pycuda's pools, CuPy's
 allocator API and numba's External Memory Management plugins.
 
@@ -933,6 +933,60 @@ def test_the_core_allocator_refuses_what_is_not_an_allocator_or_its_answer(array
         _core.array_memory(-1)
     with pytest.raises(TypeError, match=r"^array_memory\(\) takes 1 or 2 arguments \(0 given\)$"):
         _core.array_memory()
+
+
+def test_a_thread_s_own_allocator_wins_over_the_module_s_in_that_thread_only(array_allocator):
+    calls = {"module": [], "thread": []}
+
+    def recording(name):
+        def allocate(nbytes, stream):
+            calls[name].append(nbytes)
+            m = cmem.Memory(nbytes)
+            return m, m.ptr
+        return allocate
+
+    module_fn, thread_fn = recording("module"), recording("thread")
+    _core.set_array_allocator(module_fn)
+    assert _core.thread_array_allocator() == ()
+    _core.set_thread_array_allocator(thread_fn)
+    try:
+        assert _core.thread_array_allocator() == (thread_fn,)
+        h = rng.standard_normal(9)
+        d = gpuhost.to_device(h)  # C path
+        e = gpuhost.device_array(5, np.int32)
+        assert np.array_equal(d.copy_to_host(), h) and calls == {"module": [], "thread": [72, 20]}
+        seen = {}
+
+        def other_thread():
+            seen["own"] = _core.thread_array_allocator()
+            seen["owner"] = gpuhost.device_array(3, np.int64).owner
+
+        t = threading.Thread(target=other_thread)
+        t.start()
+        t.join()
+        assert seen["own"] == () and isinstance(seen["owner"], cmem.Memory)
+        assert calls == {"module": [24], "thread": [72, 20]}
+        _core.set_thread_array_allocator(None)  # this thread: the default pool, no Python call
+        assert _core.thread_array_allocator() == (None,)
+        f = gpuhost.device_array(16, np.uint8)
+        assert f.owner.pool is _core.default_pool() and len(calls["thread"]) == 2
+        assert isinstance(e.owner, cmem.Memory)
+        assert e.owner.ptr == e.gpu_data.device_ctypes_pointer.value
+    finally:
+        _core.set_thread_array_allocator()
+    assert _core.thread_array_allocator() == ()
+    gpuhost.device_array(2, np.int8)  # the module's again
+    assert calls["module"] == [24, 2]
+
+
+def test_set_thread_array_allocator_refuses_what_is_not_an_allocator():
+    with pytest.raises(TypeError, match=r"^the array allocator must be callable or None, "
+                                        r"not str$"):
+        _core.set_thread_array_allocator("pool")
+    with pytest.raises(TypeError, match=r"^set_thread_array_allocator\(\) takes at most 1 "
+                                        r"argument \(2 given\)$"):
+        _core.set_thread_array_allocator(None, None)
+    assert _core.thread_array_allocator() == ()
 
 
 def test_cupy_default_memory_pool_counts_device_arrays():

@@ -1,12 +1,19 @@
 /* The current allocator of device arrays, owned here: NULL in the module state for the
  * default Pool of the current context (the fast path, no Python call), else a Python
- * callable fn(nbytes, stream) -> (owner, address).  gpuhost.memory and
- * gpuhost.memory_manager set it through _core.set_array_allocator; device_array() and
- * to_device(), in Python and in C (array_copy.c), take their memory through
- * gh_array_memory.
+ * callable fn(nbytes, stream) -> (owner, address).  A thread may set its own for a while
+ * (CuPy's using_allocator): it wins over the module's in that thread.  gpuhost.memory and
+ * gpuhost.memory_manager set them through _core.set_array_allocator and
+ * set_thread_array_allocator; device_array() and to_device(), in Python and in C
+ * (array_copy.c), take their memory through gh_array_memory.
  */
 
 #include "memory_internal.h"
+
+/* This thread's allocator of device arrays: none while thread_owner is not the module
+   state asking (a thread of another interpreter's module), else thread_fn: Py_None for the
+   default pool, or a callable (a strong reference). */
+static _Thread_local gh_state *thread_owner;
+static _Thread_local PyObject *thread_fn;
 
 /* The Python allocator's answer for `size` bytes: 0 with *owner, *ptr, or -1. */
 static int
@@ -54,6 +61,9 @@ gh_array_memory(gh_state *st, gh_context *ctx, size_t size, PyObject *stream, Py
 {
     PyObject *fn = st->array_allocator;
 
+    if (thread_owner == st) {
+        fn = thread_fn == Py_None ? NULL : thread_fn;
+    }
     if (fn == NULL || size == 0) {
         gh_allocation *a = gh_pool_device_alloc(st, ctx, size, stream);
         if (a == NULL) {
@@ -100,6 +110,50 @@ mod_array_allocator(PyObject *module, PyObject *Py_UNUSED(ignored))
     return Py_NewRef(fn != NULL ? fn : Py_None);
 }
 
+/* _core.set_thread_array_allocator([fn]): this thread's allocator of device arrays, fn as
+   set_array_allocator takes it (None: the default pool); without fn, none: the module's
+   again. */
+static PyObject *
+mod_set_thread_array_allocator(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    gh_state *st = gh_state_of_module(module);
+    PyObject *old = thread_owner == st ? thread_fn : NULL;
+
+    if (nargs > 1) {
+        PyErr_Format(PyExc_TypeError,
+                     "set_thread_array_allocator() takes at most 1 argument (%zd given)", nargs);
+        return NULL;
+    }
+    if (nargs == 1 && args[0] != Py_None && !PyCallable_Check(args[0])) {
+        PyErr_Format(PyExc_TypeError, "the array allocator must be callable or None, not %.200s",
+                     Py_TYPE(args[0])->tp_name);
+        return NULL;
+    }
+    thread_owner = nargs == 1 ? st : NULL;
+    thread_fn = nargs == 1 ? Py_NewRef(args[0]) : NULL;
+    Py_XDECREF(old);
+    Py_RETURN_NONE;
+}
+
+/* _core.thread_array_allocator() -> (fn,) while this thread has its own, else (). */
+static PyObject *
+mod_thread_array_allocator(PyObject *module, PyObject *Py_UNUSED(ignored))
+{
+    if (thread_owner != gh_state_of_module(module)) {
+        return PyTuple_New(0);
+    }
+    return PyTuple_Pack(1, thread_fn);
+}
+
+void
+gh_thread_array_allocator_clear(gh_state *st)
+{
+    if (thread_owner == st) {
+        thread_owner = NULL;
+        Py_CLEAR(thread_fn);
+    }
+}
+
 /* _core.array_memory(nbytes, stream=None) -> (owner, address): device_array()'s memory. */
 static PyObject *
 mod_array_memory(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
@@ -142,6 +196,16 @@ PyMethodDef gh_allocator_methods[] = {
     {"array_allocator", (PyCFunction)mod_array_allocator, METH_NOARGS,
      "array_allocator()\n--\n\n"
      "The allocator set_array_allocator set, or None for the default pool (gpuhost "
+     "internal)."},
+    {"set_thread_array_allocator", (PyCFunction)(void (*)(void))mod_set_thread_array_allocator,
+     METH_FASTCALL,
+     "set_thread_array_allocator([fn])\n--\n\n"
+     "Make this thread's device arrays take their memory from fn (as set_array_allocator's; "
+     "None: the default pool) in place of the module's allocator; without fn, from the "
+     "module's again (gpuhost internal: gpuhost.memory.using_allocator calls it)."},
+    {"thread_array_allocator", (PyCFunction)mod_thread_array_allocator, METH_NOARGS,
+     "thread_array_allocator()\n--\n\n"
+     "(fn,) while this thread has its own allocator of device arrays, else () (gpuhost "
      "internal)."},
     {"array_memory", (PyCFunction)(void (*)(void))mod_array_memory, METH_FASTCALL,
      "array_memory(nbytes, stream=None)\n--\n\n"

@@ -14,8 +14,9 @@
 /* ---- allocator.c ---- */
 /* The current allocator of device arrays (allocator.c): its one owner.  None set, arrays
  * take their memory from the current context's default Pool; else from the Python
- * allocator gpuhost.memory (CuPy's set_allocator, using_allocator) or gpuhost.memory_manager
- * (numba's set_memory_manager) installed with _core.set_array_allocator.
+ * allocator gpuhost.memory (CuPy's set_allocator) or gpuhost.memory_manager (numba's
+ * set_memory_manager) installed with _core.set_array_allocator, or from the one a thread
+ * set for itself (CuPy's using_allocator, _core.set_thread_array_allocator).
  */
 /* `size` bytes for a device array in `ctx` (current), ordered on `stream` (NULL: the legacy
    default stream): *owner (a new reference keeping the memory alive), *ptr its address and
@@ -25,6 +26,8 @@
 int gh_array_memory(gh_state *st, gh_context *ctx, size_t size, PyObject *stream, PyObject **owner,
                     CUdeviceptr *ptr, uint64_t *generation);
 extern PyMethodDef gh_allocator_methods[]; /* set_array_allocator, array_allocator, ... */
+/* Drop the calling thread's own allocator of `st`'s module (at the module's clear). */
+void gh_thread_array_allocator_clear(gh_state *st);
 
 /* ---- memory.c ---- */
 /* memory.c: the Allocation type (device, managed, pinned, mapped, registered and IPC

@@ -60,24 +60,6 @@ def _pool_display_rows(pool):
     ]
 
 
-def _pools_display(title, pools):
-    """(caption, header, rows) of a table with one row per device's Pool in `pools`."""
-    rows = []
-    for pool in pools:
-        dev = pool.context.device
-        rows.append(("%d (%s)" % (dev.id, dev.name), _core.format_bytes(pool.used_bytes),
-                     pool.n_used_blocks, _core.format_bytes(pool.free_bytes),
-                     pool.n_free_blocks, _core.format_bytes(pool.limit) if pool.limit else "none"))
-    return title, ("device", "in use", "blocks in use", "held", "blocks held", "limit"), rows
-
-
-def _pools_pretty_rows(pools):
-    """(label, value) rows, one per device's Pool in `pools`, for _repr_pretty_."""
-    _title, header, rows = _pools_display(None, pools)
-    return [("device " + row[0], ", ".join("%s: %s" % (h, v) for h, v in zip(header[1:], row[1:])))
-            for row in rows]
-
-
 class _PoolStatistics:
     """pycuda's statistics and controls, over a gpuhost Pool in self._pool."""
 
