@@ -315,6 +315,7 @@ def test_a_destroyed_current_context_is_reported_and_close_recovers():
     assert proc.stdout.split() == ["CUDA_ERROR_CONTEXT_IS_DESTROYED", "None", "True"]
 
 
+@pytest.mark.resets_context
 def test_objects_used_after_close_or_reset_name_what_ended_their_context(device0):
     # device 0: the device a thread with no context current gets again after close()
     host = np.random.default_rng().random(5)
@@ -330,3 +331,11 @@ def test_objects_used_after_close_or_reset_name_what_ended_their_context(device0
     with pytest.raises(gpuhost.CudaAPIError, match=r"before a reset\(\) of the device ended it"):
         b.copy_to_host()
     np.testing.assert_array_equal(gpuhost.to_device(host).copy_to_host(), host)
+
+
+def test_the_tests_that_reset_a_context_run_after_the_others(request):
+    # conftest.py orders them last: on a real GPU a reset ends CuPy's and PyTorch's state in
+    # this process, so no test of theirs may come after one
+    flags = [item.get_closest_marker("resets_context") is not None
+             for item in request.session.items]
+    assert flags == sorted(flags)

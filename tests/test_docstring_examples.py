@@ -134,7 +134,14 @@ def _has_numba_cuda():
 HAS_NUMBA_CUDA = _has_numba_cuda()
 
 
-@pytest.mark.parametrize("qual, doc", WITH_EXAMPLES, ids=[q for q, _ in WITH_EXAMPLES])
+# The examples that reset a device's primary context (Device.reset, Context.reset, numba's
+# driver.reset) run after the other tests of the process (conftest.py says why).
+RESETS = re.compile(r">>> .*\b(?:dev|ctx|driver\.driver)\.reset\(\)")
+
+
+@pytest.mark.parametrize("qual, doc", [
+    pytest.param(q, d, marks=[pytest.mark.resets_context] if RESETS.search(d) else [], id=q)
+    for q, d in WITH_EXAMPLES])
 def test_docstring_examples_run(qual, doc, fake_kernels, monkeypatch):
     test = doctest.DocTestParser().get_doctest(doc, {"gpuhost": gpuhost, "np": np}, qual,
                                                None, 0)

@@ -522,6 +522,7 @@ def test_unloaded_module_refuses_launches():
 
 
 @pytest.mark.gpu
+@pytest.mark.resets_context
 def test_launch_after_context_reset_is_an_error_not_a_crash():
     k = gpuhost.SourceModule(SAXPY, no_extern_c=True).get_function("saxpy")
     d = gpuhost.device_array(4, np.float32)

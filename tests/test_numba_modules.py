@@ -203,6 +203,7 @@ def test_driver_classes_are_gpuhosts():
     assert isinstance(cuda.current_context(), drv.Context)
 
 
+@pytest.mark.resets_context
 def test_driver_object_answers_from_gpuhosts_devices():
     drv = cuda.driver.driver
     assert drv.is_available and drv.get_device_count() == len(gpuhost.gpus)
@@ -394,6 +395,7 @@ def plugin_context():
         ctx.memory_manager = initial
 
 
+@pytest.mark.resets_context  # plugin_context resets the context
 def test_emm_example_allocates_and_finalizes_through_the_plugin(plugin_context):
     mgr = plugin_context.memory_manager
     assert mgr.initialized
@@ -408,6 +410,7 @@ def test_emm_example_allocates_and_finalizes_through_the_plugin(plugin_context):
     assert mgr.allocations == {}
 
 
+@pytest.mark.resets_context  # plugin_context resets the context
 def test_emm_example_reset_and_memory_info(plugin_context):
     info = plugin_context.get_memory_info()
     assert plugin_context.memory_manager.memory_info_called and (info.free, info.total) == (32, 64)
@@ -415,6 +418,7 @@ def test_emm_example_reset_and_memory_info(plugin_context):
     assert plugin_context.memory_manager.reset_called
 
 
+@pytest.mark.resets_context  # plugin_context resets the context
 def test_emm_example_ipc_handle_comes_from_the_plugin(plugin_context):
     d = cuda.device_array_like(np.arange(2))
     h = d.get_ipc_handle()

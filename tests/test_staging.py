@@ -128,6 +128,7 @@ def test_a_failing_chunk_raises_and_the_ring_still_works(fake):
     np.testing.assert_array_equal(dev.copy_to_host(), host)
 
 
+@pytest.mark.resets_context
 def test_the_ring_survives_a_context_reset():
     host = random_bytes(CHUNK + 1)
     np.testing.assert_array_equal(gpuhost.to_device(host).copy_to_host(), host)
