@@ -9,11 +9,16 @@
 
 #include "memory_internal.h"
 
+#include <stdatomic.h>
+
 /* This thread's allocator of device arrays: none while thread_owner is not the module
    state asking (a thread of another interpreter's module), else thread_fn: Py_None for the
    default pool, or a callable (a strong reference). */
 static _Thread_local gh_state *thread_owner;
 static _Thread_local PyObject *thread_fn;
+/* How many threads have their own now: while none has, an array's memory reads no
+   thread-local variable (in a shared library each read is a call to __tls_get_addr). */
+static atomic_int threads_with_own;
 
 /* The Python allocator's answer for `size` bytes: 0 with *owner, *ptr, or -1. */
 static int
@@ -61,7 +66,7 @@ gh_array_memory(gh_state *st, gh_context *ctx, size_t size, PyObject *stream, Py
 {
     PyObject *fn = st->array_allocator;
 
-    if (thread_owner == st) {
+    if (atomic_load_explicit(&threads_with_own, memory_order_relaxed) > 0 && thread_owner == st) {
         fn = thread_fn == Py_None ? NULL : thread_fn;
     }
     if (fn == NULL || size == 0) {
@@ -129,6 +134,9 @@ mod_set_thread_array_allocator(PyObject *module, PyObject *const *args, Py_ssize
                      Py_TYPE(args[0])->tp_name);
         return NULL;
     }
+    if ((old != NULL) != (nargs == 1)) {
+        atomic_fetch_add_explicit(&threads_with_own, nargs == 1 ? 1 : -1, memory_order_relaxed);
+    }
     thread_owner = nargs == 1 ? st : NULL;
     thread_fn = nargs == 1 ? Py_NewRef(args[0]) : NULL;
     Py_XDECREF(old);
@@ -149,6 +157,7 @@ void
 gh_thread_array_allocator_clear(gh_state *st)
 {
     if (thread_owner == st) {
+        atomic_fetch_sub_explicit(&threads_with_own, 1, memory_order_relaxed);
         thread_owner = NULL;
         Py_CLEAR(thread_fn);
     }
