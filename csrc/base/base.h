@@ -207,7 +207,6 @@ struct gh_state {
     gh_pool *pools;          /* every live Pool, linked through its next_pool (pool.c) */
     PyObject *helpers[GH_HELPER__COUNT];             /* the Python side's functions (services.c) */
     PyObject *array_allocator;                       /* device arrays' (memory/allocator.c) */
-    PyObject *exceptions[GH_EXC__COUNT];             /* gpuhost.errors' classes (errors.c) */
     gh_pool_hooks pool_hooks;                        /* pool.c's, for context.c and memory.c */
     gh_array_hooks array_hooks;                      /* array_index.c's, for devicearray.c */
     gh_foreign_type foreign_types[GH_FOREIGN_TYPES]; /* exporters' types seen (interop.c) */
@@ -215,6 +214,9 @@ struct gh_state {
     PyObject *typestrs;          /* dict: CUDA array interface typestr -> NumPy dtype (interop.c) */
     PyObject *interop_names[24]; /* interned attribute and key names (interop.c) */
     gh_live_records live;        /* live.c's records of the objects owning resources */
+    /* Last: read only when raising, so that the fields above, which every allocation and
+       launch reads, keep their places and cache lines. */
+    PyObject *exceptions[GH_EXC__COUNT]; /* gpuhost.errors' classes (errors.c) */
 };
 
 /* Whether the interpreter is shutting down (a driver thread must not take the GIL). */
