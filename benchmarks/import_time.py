@@ -4,13 +4,20 @@ Each sample is a fresh interpreter: it imports numpy, then gpuhost, timing both 
 perf_counter; the figure is the median over the samples.  Peers (cupy, numba.cuda,
 cuda.core) are measured the same way when installed.
 
-    python3 benchmarks/import_time.py [--repeat 15] [--json out.json]
+The samples read compiled bytecode, as an installed package does (pip compiles it): they
+run without PYTHONDONTWRITEBYTECODE and with their own pycache prefix, which the first,
+unmeasured sample fills.  A tree whose modules were compiled from source on every sample
+measured the compiler, 10-30 ms of it, which no installed gpuhost pays.
+
+    python3 benchmarks/import_time.py [--repeat 15] [--only gpuhost,cupy] [--json out.json]
 """
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 
 SNIPPET = r"""
 import time
@@ -26,17 +33,19 @@ MODULES = {"gpuhost": "gpuhost", "cupy": "cupy", "numba-cuda": "numba.cuda",
            "cuda.core": "cuda.core"}
 
 
-def sample(module):
-    proc = subprocess.run([sys.executable, "-c", SNIPPET.format(module=module)],
-                          capture_output=True, text=True)
+def sample(module, cache):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    proc = subprocess.run([sys.executable, "-X", "pycache_prefix=" + cache, "-c",
+                           SNIPPET.format(module=module)],
+                          capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         return None
     numpy_s, module_s = map(float, proc.stdout.split())
     return numpy_s * 1e3, module_s * 1e3
 
 
-def measure(module, repeat):
-    runs = [sample(module) for _ in range(repeat)]
+def measure(module, repeat, cache):
+    runs = [sample(module, cache) for _ in range(repeat)]
     if any(r is None for r in runs):
         return None
     return {"numpy_ms": statistics.median(r[0] for r in runs),
@@ -46,12 +55,21 @@ def measure(module, repeat):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--only", help="these of %s, comma-separated (gpuhost always)"
+                        % ", ".join(MODULES))
     parser.add_argument("--json", help="also write the figures to this file")
     args = parser.parse_args()
+    wanted = set(MODULES) if args.only is None else set(args.only.split(",")) | {"gpuhost"}
+    unknown = wanted - set(MODULES)
+    if unknown:
+        parser.error("--only: unknown %s" % ", ".join(sorted(unknown)))
     results = {}
-    for label, module in MODULES.items():
-        sample(module)  # warm the file system cache
-        results[label] = measure(module, args.repeat)
+    with tempfile.TemporaryDirectory(prefix="import_time_pycache.") as cache:
+        for label, module in MODULES.items():
+            if label not in wanted:
+                continue
+            sample(module, cache)  # fills the bytecode cache, warms the file system's
+            results[label] = measure(module, args.repeat, cache)
     print("%-12s %14s %18s" % ("module", "numpy (ms)", "beyond numpy (ms)"))
     for label, r in results.items():
         if r is None:
