@@ -24,6 +24,12 @@
 #include <time.h>
 #include <unistd.h>
 
+enum { BUFFER_WENT = 1, CONN_BROKE = 2 }; /* why an operation could not run */
+
+#define CONN_CLOSED_TEXT                                                                           \
+    "remote process exited or there was a network error: fakenccl: the connection to the root "    \
+    "closed (its process exited?)"
+
 typedef struct fn_item { /* a result (seq) or a peer's data (peer), as received */
     uint64_t seq;
     int peer;
@@ -109,9 +115,7 @@ rx_main(void *arg)
         if (fn_recv_msg(net->fd, &m, &payload) != 0) {
             pthread_mutex_lock(&net->mu);
             if (!net->closing && !net->bye_acked) {
-                net_break(net, GH_ncclRemoteError,
-                          "remote process exited or there was a network error: fakenccl: the "
-                          "connection to the root closed (its process exited?)");
+                net_break(net, GH_ncclRemoteError, CONN_CLOSED_TEXT);
             }
             net->bye_acked = 1; /* nothing more will come */
             pthread_cond_broadcast(&net->cv);
@@ -172,7 +176,7 @@ take(struct fn_net *net, fn_item **list, int by_seq, uint64_t seq, int peer)
     }
 }
 
-/* Phase one of an op: its message to the root; 0 or -1. */
+/* Phase one of an op: its message to the root; 0, BUFFER_WENT or CONN_BROKE. */
 static int
 send_part(struct fn_net *net, fn_netop *op)
 {
@@ -191,12 +195,13 @@ send_part(struct fn_net *net, fn_netop *op)
         m.nbytes = fn_in_bytes(op->kind, op->count, op->dtype, net->nranks, net->rank, op->root);
     }
     if (m.nbytes > 0 && (data = cu.host_view((uintptr_t)op->send, (size_t)m.nbytes)) == NULL) {
-        return -1;
+        return BUFFER_WENT;
     }
-    return fn_send_msg(net->fd, &m, data);
+    return fn_send_msg(net->fd, &m, data) == 0 ? 0 : CONN_BROKE;
 }
 
-/* Phase two: its answer written where it goes; 0 or -1 (broken, closed, a buffer went). */
+/* Phase two: its answer written where it goes; 0, CONN_BROKE (broken or closed: the reason
+   is already the net's) or BUFFER_WENT.  mu held. */
 static int
 take_answer(struct fn_net *net, fn_netop *op)
 {
@@ -212,10 +217,10 @@ take_answer(struct fn_net *net, fn_netop *op)
     it = op->kind == GH_NCCL_Recv ? take(net, &net->inbox, 0, 0, op->root)
                                   : take(net, &net->results, 1, op->seq, 0);
     if (it == NULL) {
-        return -1;
+        return CONN_BROKE;
     }
     if (it->n != want || (want > 0 && (dst = cu.host_view((uintptr_t)op->recv, want)) == NULL)) {
-        rc = -1;
+        rc = BUFFER_WENT;
     }
     else if (want > 0) {
         memcpy(dst, it->data, want);
@@ -225,28 +230,33 @@ take_answer(struct fn_net *net, fn_netop *op)
     return rc;
 }
 
-/* The host function: every part out, then every answer in. */
+/* The host function: every part out, then every answer in.  A send that fails means the
+   root's end closed: that is the same remote error the receiver thread reports when it sees
+   the close, whichever of the two comes first. */
 static void CUDA_CB
 run_batch(void *arg)
 {
     batch *b = arg;
     struct fn_net *net = b->net;
-    int i, ok = 1;
+    int i, why = 0;
     pthread_mutex_lock(&net->mu);
-    ok = !net->broken && !net->closing;
+    why = net->broken || net->closing ? CONN_BROKE : 0;
     pthread_mutex_unlock(&net->mu);
     pthread_mutex_lock(&net->wmu);
-    for (i = 0; i < b->n && ok; i++) {
-        ok = send_part(net, &b->ops[i]) == 0;
+    for (i = 0; i < b->n && why == 0; i++) {
+        why = send_part(net, &b->ops[i]);
     }
     pthread_mutex_unlock(&net->wmu);
     pthread_mutex_lock(&net->mu);
-    for (i = 0; i < b->n && ok; i++) {
-        ok = take_answer(net, &b->ops[i]) == 0;
+    for (i = 0; i < b->n && why == 0; i++) {
+        why = take_answer(net, &b->ops[i]);
     }
-    if (!ok && !net->closing) {
+    if (why == CONN_BROKE && !net->closing) {
+        net_break(net, GH_ncclRemoteError, CONN_CLOSED_TEXT);
+    }
+    else if (why == BUFFER_WENT && !net->closing) {
         net_break(net, GH_ncclUnhandledCudaError,
-                  "fakenccl: an operation could not run (a buffer went, or the clique broke)");
+                  "fakenccl: an operation could not run (its buffer was freed or is too small)");
     }
     pthread_mutex_unlock(&net->mu);
     if (!b->captured) {
