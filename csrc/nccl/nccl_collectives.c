@@ -376,8 +376,7 @@ finish(gh_nccl_comm *self, ncall *c, nbuf *s, nbuf *r, PyObject *stream_o, CUstr
     PyObject *out = NULL;
     c->send = (const void *)s->a->ptr;
     c->recv = (void *)(r->a ? r->a : s->a)->ptr; /* Reduce: not written outside the root */
-    if (keep_for_capture(gh_nccl_comm_state(Py_TYPE(self)), stream_o, s, r) == 0 &&
-        run_calls(self, c, 1, stream) == 0) {
+    if (keep_for_capture(self->st, stream_o, s, r) == 0 && run_calls(self, c, 1, stream) == 0) {
         out = Py_NewRef(r->a ? (PyObject *)r->a : Py_None);
     }
     nbuf_clear(s);
@@ -504,7 +503,7 @@ static void
 fast_keep(gh_nccl_comm *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
           const char *const *names, PyObject *const *a, const ncall *c, CUstream stream)
 {
-    gh_state *st = gh_nccl_comm_state(Py_TYPE(self));
+    gh_state *st = self->st;
     gh_nccl_fast *f = &self->fast;
     Py_ssize_t n = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
     if (n > GH_NCCL_FAST_ARGS || a[1] == NULL || self->nonblocking ||
@@ -564,7 +563,7 @@ gh_nccl_all_reduce(gh_nccl_comm *self, PyObject *const *args, Py_ssize_t nargs, 
     if (hit != 0) {
         return hit > 0 ? out : NULL;
     }
-    st = gh_nccl_comm_state(Py_TYPE(self));
+    st = self->st;
     if (gh_nccl_parse_args("all_reduce", args, nargs, kwnames, names, 4, 1, a) < 0) {
         return NULL;
     }
@@ -589,7 +588,7 @@ PyObject *
 gh_nccl_reduce(gh_nccl_comm *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     static const char *const names[] = {"send", "recv", "root", "op", "stream"};
-    gh_state *st = gh_nccl_comm_state(Py_TYPE(self));
+    gh_state *st = self->st;
     PyObject *a[5], *stream_o;
     nbuf s = {0}, r = {0};
     ncall c = {.id = GH_NCCL_Reduce};
@@ -617,7 +616,7 @@ PyObject *
 gh_nccl_broadcast(gh_nccl_comm *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     static const char *const names[] = {"send", "recv", "root", "stream"};
-    gh_state *st = gh_nccl_comm_state(Py_TYPE(self));
+    gh_state *st = self->st;
     PyObject *a[4], *recv_o, *stream_o;
     nbuf s = {0}, r = {0};
     ncall c = {.id = GH_NCCL_Broadcast, .dtype = GH_ncclUint8};
@@ -648,7 +647,7 @@ gather_or_scatter(gh_nccl_comm *self, PyObject *const *args, Py_ssize_t nargs, P
     static const char *const names_g[] = {"send", "recv", "stream"};
     static const char *const names_s[] = {"send", "recv", "op", "stream"};
     const char *call = gather ? "all_gather" : "reduce_scatter";
-    gh_state *st = gh_nccl_comm_state(Py_TYPE(self));
+    gh_state *st = self->st;
     PyObject *a[4] = {NULL}, *stream_o;
     nbuf s = {0}, r = {0};
     ncall c = {.id = gather ? GH_NCCL_AllGather : GH_NCCL_ReduceScatter, .dtype = GH_ncclUint8};
@@ -711,7 +710,7 @@ point_to_point(gh_nccl_comm *self, PyObject *const *args, Py_ssize_t nargs, PyOb
 {
     static const char *const names[] = {"buf", "peer", "stream"};
     const char *call = to_peer ? "send" : "recv";
-    gh_state *st = gh_nccl_comm_state(Py_TYPE(self));
+    gh_state *st = self->st;
     PyObject *a[3], *stream_o;
     nbuf b = {0}, none = {0};
     ncall c = {.id = to_peer ? GH_NCCL_Send : GH_NCCL_Recv, .dtype = GH_ncclUint8};
@@ -752,7 +751,7 @@ PyObject *
 gh_nccl_all_to_all(gh_nccl_comm *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     static const char *const names[] = {"send", "recv", "stream"};
-    gh_state *st = gh_nccl_comm_state(Py_TYPE(self));
+    gh_state *st = self->st;
     PyObject *a[3], *stream_o, *out = NULL;
     nbuf s = {0}, r = {0};
     ncall *calls = NULL;

@@ -9,98 +9,18 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 static void comm_dealloc(gh_nccl_comm *self);
 
 /* The module state, from the Communicator type or a Python subclass of it (whose own type
    has no module: the state is the C base's). */
-gh_state *
-gh_nccl_comm_state(PyTypeObject *tp)
+static gh_state *
+comm_state(PyTypeObject *tp)
 {
     while (tp->tp_dealloc != (destructor)comm_dealloc && tp->tp_base != NULL) {
         tp = tp->tp_base;
     }
     return gh_state_of_type(tp);
-}
-
-/* ---- life ---- */
-
-int
-gh_nccl_comm_live(gh_nccl_comm *self, const char *call)
-{
-    gh_ncclResult_t res, state = GH_ncclSuccess;
-    int rc = 0;
-    if (self->comm == NULL) {
-        PyErr_Format(PyExc_ValueError, "%s(): the Communicator was %s", call,
-                     self->ended == 2 ? "aborted" : "destroyed");
-        return -1;
-    }
-    if (!self->initializing && !self->nonblocking) {
-        return 0;
-    }
-    if ((res = gh_nccl.CommGetAsyncError(self->comm, &state)) != GH_ncclSuccess) {
-        return gh_raise_nccl(res, GH_NCCL_CommGetAsyncError, self->comm);
-    }
-    if (state == GH_ncclInProgress && self->initializing) {
-        PyErr_Format(PyExc_ValueError,
-                     "%s(): the Communicator is still being created (blocking=False): call "
-                     "wait_ready() first",
-                     call);
-        return -1;
-    }
-    if (state == GH_ncclInProgress) { /* an earlier call of a non-blocking one, still running */
-        rc = gh_nccl_comm_settle(self, -1, &state);
-    }
-    if (rc < 0) {
-        return -1;
-    }
-    if (state != GH_ncclSuccess) {
-        return gh_raise_nccl(state, GH_NCCL_CommGetAsyncError, self->comm);
-    }
-    self->initializing = 0;
-    return 0;
-}
-
-static double
-now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-int
-gh_nccl_comm_settle(gh_nccl_comm *self, double timeout, gh_ncclResult_t *state)
-{
-    double deadline = timeout < 0 ? -1 : now_s() + timeout;
-    gh_ncclResult_t res = GH_ncclSuccess, st = GH_ncclInProgress;
-    long spins = 0;
-    for (;;) {
-        int late = 0;
-        Py_BEGIN_ALLOW_THREADS
-        for (int i = 0; i < 200; i++, spins++) { /* then the GIL back, for signals */
-            struct timespec nap = {0, spins < 1000 ? 2000 : 500000}; /* 2 µs, later 0.5 ms */
-            res = gh_nccl.CommGetAsyncError(self->comm, &st);
-            if (res != GH_ncclSuccess || st != GH_ncclInProgress ||
-                (late = deadline >= 0 && now_s() > deadline)) {
-                break;
-            }
-            nanosleep(&nap, NULL);
-        }
-        Py_END_ALLOW_THREADS
-        if (res != GH_ncclSuccess) {
-            *state = res;
-            return 1;
-        }
-        if (st != GH_ncclInProgress || late) {
-            *state = st;
-            return 0;
-        }
-        if (PyErr_CheckSignals() < 0) {
-            return -1;
-        }
-    }
 }
 
 /* ncclCommDestroy (abort = 0) or ncclCommAbort, without the GIL; the handle is gone after
@@ -291,6 +211,7 @@ wrap_comm(PyTypeObject *tp, gh_ncclComm_t comm, gh_context *ctx, int rank, int s
         Py_END_ALLOW_THREADS
         return NULL;
     }
+    self->st = comm_state(tp);
     self->comm = comm;
     self->context = (gh_context *)Py_NewRef((PyObject *)ctx);
     self->device = ctx->device->id;
@@ -450,7 +371,7 @@ comm_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"nranks",      "unique_id", "rank",    "device",
                              "split_share", "blocking",  "timeout", NULL};
-    gh_state *st = gh_nccl_comm_state(tp);
+    gh_state *st = comm_state(tp);
     PyObject *id_o, *device_o = Py_None, *split_o = Py_None, *timeout_o = Py_None, *out = NULL;
     int nranks, rank, use_config, blocking = 1, nonblocking_init;
     double timeout = -1;
@@ -502,13 +423,13 @@ comm_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs)
     Py_DECREF(ctx);
     if (out != NULL && nonblocking_init) {
         gh_nccl_comm *self = (gh_nccl_comm *)out;
-        double start = now_s();
+        double start = gh_nccl_now();
         self->nonblocking = self->initializing = 1;
         if (blocking || timeout >= 0) { /* wait for it; then, blocking, make it so */
             if (wait_created(self, timeout, GH_NCCL_CommInitRankConfig) < 0 ||
                 (blocking && split_blocking(self, timeout < 0 ? -1
-                                                  : timeout - (now_s() - start) > 0
-                                                      ? timeout - (now_s() - start)
+                                                  : timeout - (gh_nccl_now() - start) > 0
+                                                      ? timeout - (gh_nccl_now() - start)
                                                       : 0) < 0)) {
                 Py_CLEAR(out);
             }
@@ -583,7 +504,7 @@ device_list(gh_state *st, PyObject *devices, int *n)
 static PyObject *
 comm_init_all(PyTypeObject *tp, PyObject *devices)
 {
-    gh_state *st = gh_nccl_comm_state(tp);
+    gh_state *st = comm_state(tp);
     gh_ncclComm_t *comms = NULL;
     gh_ncclResult_t res;
     PyObject *out = NULL;

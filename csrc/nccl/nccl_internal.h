@@ -36,6 +36,7 @@ typedef struct gh_nccl_reg gh_nccl_reg;
 /* One rank of a communicator (gpuhost._core.NcclCommunicator). */
 typedef struct {
     PyObject_HEAD
+    gh_state *st;        /* the module state of its C type (which outlives it) */
     gh_ncclComm_t comm;  /* NULL once destroyed or aborted */
     gh_context *context; /* strong: the primary context of the rank's device */
     int rank, size, device;
@@ -113,10 +114,7 @@ void gh_nccl_fast_clear(gh_nccl_fast *fast);
 
 PyObject *gh_nccl_raw(gh_nccl_comm *self, PyObject *args);
 
-/* ---- nccl_comm.c ---- */
-/* The module state from the Communicator type or a Python subclass of it. */
-gh_state *gh_nccl_comm_state(PyTypeObject *tp);
-
+/* ---- nccl_ready.c ---- */
 /* 0 if the communicator can be used, else ValueError naming `call` (destroyed, aborted, still
    being created).  A non-blocking one whose last call is still in progress is waited for. */
 int gh_nccl_comm_live(gh_nccl_comm *self, const char *call);
@@ -125,6 +123,9 @@ int gh_nccl_comm_live(gh_nccl_comm *self, const char *call);
    state leaves ncclInProgress; the state, or ncclInProgress after `timeout` seconds (< 0: no
    limit).  Signals are looked at meanwhile: -1 with their exception set.  *state set. */
 int gh_nccl_comm_settle(gh_nccl_comm *self, double timeout, gh_ncclResult_t *state);
+
+/* Seconds on the monotonic clock. */
+double gh_nccl_now(void);
 
 /* ---- nccl_register.c ---- */
 /* Deregister every live Registration of `self` before its end (nccl_register.c); never

@@ -165,7 +165,7 @@ reg_span(gh_nccl_comm *comm, gh_devicearray *a, CUdeviceptr *ptr, size_t *size)
 PyObject *
 gh_nccl_register(gh_nccl_comm *self, PyObject *array)
 {
-    gh_state *st = gh_nccl_comm_state(Py_TYPE(self));
+    gh_state *st = self->st;
     gh_devicearray *a = (gh_devicearray *)array;
     gh_nccl_reg *r;
     gh_ncclResult_t res;
