@@ -1,5 +1,5 @@
 /* gpuhost._core's module: its initialization (PEP 489 multi-phase, with the per-module
- * state of base/base.h, PEP 573) and nothing else.  Importing it twice (after removing it
+ * state of base/state.h, PEP 573) and nothing else.  Importing it twice (after removing it
  * from sys.modules, or in a subinterpreter) gives fresh types.  The top floor of csrc/: it
  * includes every subsystem's public header to register their types and functions; nothing
  * includes it.

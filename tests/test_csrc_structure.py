@@ -14,7 +14,11 @@ floors above use of it, and X/X_internal.h, its private one, what only its own f
 includes X/X.h and no other header of X.  Besides those two a folder holds only data
 headers: the docstrings of one .c file (x_docs.h), a table generated from cuda.h
 (TABLES), or a foreign library's table of entry points (ABI: the driver's, NVRTC's,
-NCCL's), which the loader, the build's ABI checks and the fake driver include alone.  A file
+NCCL's), which the loader, the build's ABI checks and the fake driver include alone.  The
+ground floor's public header, base/base.h, gathers PARTS, each standing on the one before:
+the module state (state.h), then errors.h and live.h, whose inline fast paths (gh_check,
+gh_live_add) call their .c file's slow paths; errors.c and live.c include their part first,
+not base_internal.h, so that nothing below base.h includes it.  A file
 includes a header of its own folder by name ("core_internal.h") and another folder's by its
 path from csrc/ ("base/base.h").
 
@@ -47,6 +51,8 @@ FLOORS = ["base", "core", "memory", "arrays", "launch", ("graphs", "jit", "nccl"
 # points, and tables generated from cuda.h (tools/gen_cuda_enums.py).
 ABI = {"base/cuda_api.h", "launch/nvrtc_api.h", "nccl/nccl_api.h"}
 TABLES = {"base/cuda_errors.h", "core/cuda_attrs.h"}
+# The parts of base/base.h: the module state, and the two files with inline fast paths.
+PARTS = {"base/state.h", "base/errors.h", "base/live.h"}
 
 
 def _sources(folder, endings=(".c", ".h")):
@@ -98,7 +104,9 @@ def test_the_include_graph_is_read_as_the_docstring_says():
     graph = include_graph()
     assert "module.c" not in set().union(*graph.values())  # nothing includes the top floor
     assert {"base/base.h", "core/core.h", "memory/memory.h", "launch/launch.h"} <= graph["module.c"]
-    assert graph["base/base.h"] == {"base/cuda_api.h"}  # the ground floor: the driver's table
+    assert graph["base/base.h"] == PARTS  # the ground floor gathers its parts
+    assert graph["base/state.h"] == {"base/cuda_api.h"}  # its ground: the driver's table
+    assert graph["base/errors.c"] == {"base/errors.h"}
     assert graph["core/core_internal.h"] == {"core/core.h"}
     assert "core/context_docs.h" not in graph and "core/context.c" in graph
 
@@ -118,7 +126,8 @@ def header_layout(folder=CSRC):
     """["X/y.h: ...", ...]: a folder without its X.h or X_internal.h, a header of a folder
     that is none of the kinds the module docstring names, and a .c file that does not
     include its folder's X_internal.h first (but the loader and the ABI checks, which
-    include a foreign library's table alone)."""
+    include a foreign library's table alone, and the files of base.h's PARTS, which include
+    their part first)."""
     files = _sources(folder)
     found = []
     for x in sorted({os.path.dirname(f) for f in files} - {""}):
@@ -130,15 +139,17 @@ def header_layout(folder=CSRC):
         if not x:
             continue
         if f.endswith(".h") and name not in (x + ".h", x + "_internal.h") \
-                and not name.endswith("_docs.h") and f not in ABI | TABLES:
+                and not name.endswith("_docs.h") and f not in ABI | TABLES | PARTS:
             found.append("%s: neither %s.h, %s_internal.h nor a data header" % (f, x, x))
         if f.endswith(".c"):
             with open(os.path.join(folder, f)) as fh:
                 incs = _includes(f, fh.read())
             if incs and set(incs) <= ABI | TABLES:
                 continue
-            if not incs or incs[0] != "%s/%s_internal.h" % (x, x):
-                found.append("%s: does not include %s_internal.h first" % (f, x))
+            part = f[:-2] + ".h"
+            first = part if part in PARTS else "%s/%s_internal.h" % (x, x)
+            if not incs or incs[0] != first:
+                found.append("%s: does not include %s first" % (f, os.path.basename(first)))
     return found
 
 
@@ -147,9 +158,13 @@ def test_each_folder_has_one_public_and_one_private_header():
 
 
 def test_header_layout_would_see_a_stray_header_and_a_missing_one(tmp_path):
-    for d in ("core", "nccl"):
+    for d in ("base", "core", "nccl"):
         (tmp_path / d).mkdir()
-    for name, text in {"core/core.h": "", "core/core_internal.h": '#include "core.h"\n',
+    for name, text in {"base/base.h": '#include "state.h"\n#include "errors.h"\n',
+                       "base/base_internal.h": '#include "base.h"\n', "base/state.h": "",
+                       "base/errors.h": '#include "state.h"\n',
+                       "base/errors.c": '#include "base_internal.h"\n',
+                       "core/core.h": "", "core/core_internal.h": '#include "core.h"\n',
                        "core/stream.h": "", "core/stream_docs.h": "",
                        "core/stream.c": '#include "core_internal.h"\n#include "stream_docs.h"\n',
                        "core/event.c": '#include "core.h"\n#include "core_internal.h"\n',
@@ -159,6 +174,7 @@ def test_header_layout_would_see_a_stray_header_and_a_missing_one(tmp_path):
         (tmp_path / name).write_text(text)
     assert header_layout(str(tmp_path)) == [
         "nccl/nccl_internal.h: missing",
+        "base/errors.c: does not include errors.h first",
         "core/event.c: does not include core_internal.h first",
         "core/stream.h: neither core.h, core_internal.h nor a data header"]
 
@@ -319,7 +335,7 @@ def test_no_c_file_over_a_thousand_lines(folder):
 
 def test_no_c_code_looks_gpuhost_python_up_by_name():
     """The C core calls gpuhost's Python side only through functions it registered once
-    (base/base.h's GH_HELPER_LIST, services.c), never by importing one of gpuhost's modules and
+    (base/state.h's GH_HELPER_LIST, services.c), never by importing one of gpuhost's modules and
     looking a name up, with one exception off every hot path: libload.c asks
     gpuhost._libpaths where a library is when it first loads it.  The exception classes
     errors.c raises are registered too (_set_exceptions), by gpuhost.errors."""
@@ -340,7 +356,7 @@ def test_every_helper_the_c_core_calls_is_registered():
     import gpuhost.nccl  # noqa: F401
     from gpuhost import _core
 
-    with open(os.path.join(CSRC, "base", "base.h")) as fh:
+    with open(os.path.join(CSRC, "base", "state.h")) as fh:
         names = re.findall(r'X\(\w+, "(\w+)"\)', fh.read())
     assert len(names) >= 10
     unregistered = [n for n in names if not _core._helper_registered(n)]

@@ -31,7 +31,7 @@ enum {
     N__COUNT
 };
 extern const char *const gh_interop_name_text[N__COUNT];
-/* the module state's room for them (base/base.h: interop_names) */
+/* the module state's room for them (base/state.h: interop_names) */
 _Static_assert(N__COUNT <= 24, "the module state's interop_names is too short");
 
 /* The interned name `n` (borrowed; made on first use, kept in the module state). */

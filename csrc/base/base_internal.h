@@ -1,6 +1,6 @@
-/* csrc/base/'s private header: what only base/'s files share.  Each file of base/ but the
- * driver's loader (cuda_api.c, which includes cuda_api.h alone) includes it; no file of
- * another folder does.
+/* csrc/base/'s private header: what only base/'s files share.  Each file of base/ above
+ * base.h's parts includes it; the files of those parts (cuda_api.c, errors.c, live.c)
+ * include their own part alone, and no file of another folder includes it.
  */
 #ifndef GPUHOST_BASE_INTERNAL_H
 #define GPUHOST_BASE_INTERNAL_H

@@ -7,7 +7,7 @@
  * library).  The driver's loader (cuda_api.c, below) raises nothing: gh_driver_ensure()
  * raises what it reports, here, as do the module functions that ask for the driver.
  */
-#include "base_internal.h"
+#include "errors.h"
 
 #include <stdarg.h>
 

@@ -4,7 +4,7 @@
  * which Python line, in a table by address that each one's dealloc takes it out of.  So
  * the check asks gpuhost, never the garbage collector's view of the heap.
  */
-#include "base_internal.h"
+#include "live.h"
 
 #include <stdint.h>
 #if PY_VERSION_HEX < 0x030B0000
