@@ -1244,15 +1244,23 @@ def test_gpu_device_free_memory_comes_back_after_free_all_blocks():
     ctx = gpuhost.current_context()
     pool = _core.default_pool()
     gpuhost.synchronize()
-    pool.free_all_blocks()
-    baseline = ctx.get_memory_info().free
-    # multiples of 2 MiB, the driver's page: smaller allocations share pages it may keep
-    arrays = [gpuhost.device_array(n, np.uint8) for n in (2 << 20, 6 << 20, 64 << 20)]
-    assert ctx.get_memory_info().free <= baseline - (72 << 20)
-    del arrays
-    assert pool.n_free_blocks == 3
-    pool.free_all_blocks()
-    assert ctx.get_memory_info().free == baseline
+    # The device's free memory is shared with other processes (pytest-xdist's workers), which
+    # allocate meanwhile: the cycle is repeated until one ran while they held still.  Memory
+    # that did not go back would be missing from every cycle's end, so none would pass.
+    back = []
+    for _ in range(30):
+        pool.free_all_blocks()
+        baseline = ctx.get_memory_info().free
+        # multiples of 2 MiB, the driver's page: smaller allocations share pages it may keep
+        arrays = [gpuhost.device_array(n, np.uint8) for n in (2 << 20, 6 << 20, 64 << 20)]
+        taken = baseline - ctx.get_memory_info().free
+        del arrays
+        assert pool.n_free_blocks == 3
+        pool.free_all_blocks()
+        back.append((taken, ctx.get_memory_info().free - baseline))
+        if back[-1][0] >= 72 << 20 and back[-1][1] == 0:
+            break
+    assert back[-1][0] >= 72 << 20 and back[-1][1] == 0, back
 
 
 @pytest.mark.gpu
