@@ -979,6 +979,34 @@ def test_a_thread_s_own_allocator_wins_over_the_module_s_in_that_thread_only(arr
     assert calls["module"] == [24, 2]
 
 
+def test_a_thread_s_allocator_left_by_an_earlier_import_of_the_core_is_dropped():
+    """gpuhost._core imported again is a new module with its own state: this thread's
+    allocator set through the first is the second's to replace, and its reference goes."""
+    import importlib
+    import sys
+
+    def allocate(nbytes, stream):
+        raise AssertionError("not called")
+
+    first = sys.modules.pop("gpuhost._core")
+    try:
+        second = importlib.import_module("gpuhost._core")
+        assert second is not first
+        first.set_thread_array_allocator(allocate)
+        held = sys.getrefcount(allocate)
+        assert first.thread_array_allocator() == (allocate,)
+        assert second.thread_array_allocator() == ()
+        second.set_thread_array_allocator(None)
+        assert sys.getrefcount(allocate) == held - 1
+        assert second.thread_array_allocator() == (None,) and first.thread_array_allocator() == ()
+        first.set_thread_array_allocator()  # this thread's own, whoever set it, goes
+        assert second.thread_array_allocator() == () == first.thread_array_allocator()
+    finally:
+        first.set_thread_array_allocator()
+        sys.modules["gpuhost._core"] = first
+        gpuhost._core = first  # the import set the package's attribute too
+
+
 def test_set_thread_array_allocator_refuses_what_is_not_an_allocator():
     with pytest.raises(TypeError, match=r"^the array allocator must be callable or None, "
                                         r"not str$"):

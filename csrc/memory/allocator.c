@@ -12,10 +12,12 @@
 #include <stdatomic.h>
 
 /* This thread's allocator of device arrays: none while thread_owner is not the module
-   state asking (a thread of another interpreter's module), else thread_fn: Py_None for the
-   default pool, or a callable (a strong reference). */
+   state asking (another instance of the module: an earlier import, or another
+   interpreter's), else thread_fn: Py_None for the default pool, or a callable (a strong
+   reference, of interpreter thread_interp). */
 static _Thread_local gh_state *thread_owner;
 static _Thread_local PyObject *thread_fn;
+static _Thread_local PyInterpreterState *thread_interp;
 /* How many threads have their own now: while none has, an array's memory reads no
    thread-local variable (in a shared library each read is a call to __tls_get_addr). */
 static atomic_int threads_with_own;
@@ -92,6 +94,18 @@ gh_array_memory(gh_state *st, gh_context *ctx, size_t size, PyObject *stream, Py
     return 0;
 }
 
+/* 0 if `fn` can be an array allocator (a callable, or None), else -1 with TypeError. */
+static int
+check_allocator(PyObject *fn)
+{
+    if (fn != Py_None && !PyCallable_Check(fn)) {
+        PyErr_Format(PyExc_TypeError, "the array allocator must be callable or None, not %.200s",
+                     Py_TYPE(fn)->tp_name);
+        return -1;
+    }
+    return 0;
+}
+
 /* _core.set_array_allocator(fn): fn(nbytes, stream) -> (owner, address), or None for the
    default pool. */
 static PyObject *
@@ -99,9 +113,7 @@ mod_set_array_allocator(PyObject *module, PyObject *fn)
 {
     gh_state *st = gh_state_of_module(module);
 
-    if (fn != Py_None && !PyCallable_Check(fn)) {
-        PyErr_Format(PyExc_TypeError, "the array allocator must be callable or None, not %.200s",
-                     Py_TYPE(fn)->tp_name);
+    if (check_allocator(fn) < 0) {
         return NULL;
     }
     Py_XSETREF(st->array_allocator, fn == Py_None ? NULL : Py_NewRef(fn));
@@ -117,21 +129,28 @@ mod_array_allocator(PyObject *module, PyObject *Py_UNUSED(ignored))
 
 /* _core.set_thread_array_allocator([fn]): this thread's allocator of device arrays, fn as
    set_array_allocator takes it (None: the default pool); without fn, none: the module's
-   again. */
+   again.  One an earlier instance of the module left in this thread (gpuhost._core imported
+   again) is dropped; another interpreter's is refused, as its reference cannot be dropped
+   here. */
 static PyObject *
 mod_set_thread_array_allocator(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     gh_state *st = gh_state_of_module(module);
-    PyObject *old = thread_owner == st ? thread_fn : NULL;
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    PyObject *old = thread_fn;
 
     if (nargs > 1) {
         PyErr_Format(PyExc_TypeError,
                      "set_thread_array_allocator() takes at most 1 argument (%zd given)", nargs);
         return NULL;
     }
-    if (nargs == 1 && args[0] != Py_None && !PyCallable_Check(args[0])) {
-        PyErr_Format(PyExc_TypeError, "the array allocator must be callable or None, not %.200s",
-                     Py_TYPE(args[0])->tp_name);
+    if (nargs == 1 && check_allocator(args[0]) < 0) {
+        return NULL;
+    }
+    if (old != NULL && thread_interp != interp) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "this thread's allocator of device arrays was set in another "
+                        "interpreter: unset it there first");
         return NULL;
     }
     if ((old != NULL) != (nargs == 1)) {
@@ -139,6 +158,7 @@ mod_set_thread_array_allocator(PyObject *module, PyObject *const *args, Py_ssize
     }
     thread_owner = nargs == 1 ? st : NULL;
     thread_fn = nargs == 1 ? Py_NewRef(args[0]) : NULL;
+    thread_interp = nargs == 1 ? interp : NULL;
     Py_XDECREF(old);
     Py_RETURN_NONE;
 }
@@ -159,6 +179,7 @@ gh_thread_array_allocator_clear(gh_state *st)
     if (thread_owner == st) {
         atomic_fetch_sub_explicit(&threads_with_own, 1, memory_order_relaxed);
         thread_owner = NULL;
+        thread_interp = NULL;
         Py_CLEAR(thread_fn);
     }
 }
