@@ -553,7 +553,7 @@ PyObject *
 gh_nccl_all_reduce(gh_nccl_comm *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     static const char *const names[] = {"send", "recv", "op", "stream"};
-    gh_state *st;
+    gh_state *st = self->st;
     PyObject *a[4], *stream_o, *out = NULL;
     nbuf s = {0}, r = {0};
     ncall c = {.id = GH_NCCL_AllReduce};
@@ -563,7 +563,6 @@ gh_nccl_all_reduce(gh_nccl_comm *self, PyObject *const *args, Py_ssize_t nargs, 
     if (hit != 0) {
         return hit > 0 ? out : NULL;
     }
-    st = self->st;
     if (gh_nccl_parse_args("all_reduce", args, nargs, kwnames, names, 4, 1, a) < 0) {
         return NULL;
     }

@@ -197,11 +197,12 @@ comm_dealloc(gh_nccl_comm *self)
 
 /* ---- making communicators ---- */
 
-/* A Communicator object over `comm` (taken over: destroyed on failure) on ctx's device; its
-   rank and size asked of NCCL, unless `rank` is at least 0 (a creation still under way, which
-   cannot answer yet: the caller's are then kept). */
+/* A Communicator object of type `tp` (whose module state is `st`) over `comm` (taken over:
+   destroyed on failure) on ctx's device; its rank and size asked of NCCL, unless `rank` is at
+   least 0 (a creation still under way, which cannot answer yet: the caller's are then
+   kept). */
 static PyObject *
-wrap_comm(PyTypeObject *tp, gh_ncclComm_t comm, gh_context *ctx, int rank, int size)
+wrap_comm(gh_state *st, PyTypeObject *tp, gh_ncclComm_t comm, gh_context *ctx, int rank, int size)
 {
     gh_nccl_comm *self = (gh_nccl_comm *)tp->tp_alloc(tp, 0);
     gh_ncclResult_t res;
@@ -211,7 +212,7 @@ wrap_comm(PyTypeObject *tp, gh_ncclComm_t comm, gh_context *ctx, int rank, int s
         Py_END_ALLOW_THREADS
         return NULL;
     }
-    self->st = comm_state(tp);
+    self->st = st;
     self->comm = comm;
     self->context = (gh_context *)Py_NewRef((PyObject *)ctx);
     self->device = ctx->device->id;
@@ -417,7 +418,7 @@ comm_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs)
             }
         }
         else {
-            out = wrap_comm(tp, comm, ctx, nonblocking_init ? rank : -1, nranks);
+            out = wrap_comm(st, tp, comm, ctx, nonblocking_init ? rank : -1, nranks);
         }
     }
     Py_DECREF(ctx);
@@ -535,7 +536,7 @@ comm_init_all(PyTypeObject *tp, PyObject *devices)
     }
     for (int i = 0; i < n; i++) {
         gh_context *ctx = gh_context_of(st, gh_device_get(st, list[i]));
-        PyObject *c = wrap_comm(tp, comms[i], ctx, -1, 0);
+        PyObject *c = wrap_comm(st, tp, comms[i], ctx, -1, 0);
         comms[i] = NULL;
         if (c == NULL) {
             for (int j = i + 1; j < n; j++) {
@@ -606,7 +607,7 @@ comm_split(gh_nccl_comm *self, PyObject *args, PyObject *kwargs)
         gh_ncclComm_t child = self->child;
         PyObject *out;
         self->child = NULL;
-        out = wrap_comm(Py_TYPE(self), child, self->context, -1, 0);
+        out = wrap_comm(self->st, Py_TYPE(self), child, self->context, -1, 0);
         if (out != NULL) { /* the child has the parent's config, blocking or not */
             ((gh_nccl_comm *)out)->nonblocking = self->nonblocking;
         }
