@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import types
 
@@ -209,18 +210,46 @@ def _start(script, args, nproc, nnodes, node_rank, addr, port):
     return procs
 
 
+class _Exits:
+    """The order in which this node's processes end: a thread waits for each and notes it as
+    it ends, so that the failure reported is the first one, not the lowest rank's (when a
+    rank is killed, the others on its node fail a moment later, their collectives broken;
+    torchrun too reports the first)."""
+
+    def __init__(self, procs):
+        self._lock = threading.Lock()
+        self._ended = []  # (local rank, exit code), in the order they ended
+        for k, p in enumerate(procs):
+            threading.Thread(target=self._wait, args=(k, p), daemon=True,
+                             name="gpuhost.launch rank %d" % k).start()
+
+    def _wait(self, k, p):
+        code = p.wait()
+        with self._lock:
+            self._ended.append((k, code))
+
+    def first_failure(self):
+        """(local rank, exit code) of the first process that failed, or None."""
+        with self._lock:
+            return next(((k, c) for k, c in self._ended if c != 0), None)
+
+    def all_done(self, n):
+        with self._lock:
+            return len(self._ended) == n and all(c == 0 for _, c in self._ended)
+
+
 def _supervise(script, args, nproc, grace, nnodes, node_rank, addr, port, server, agent):
     """Start this node's processes and watch them (and the other nodes) until the end."""
     procs = _start(script, args, nproc, nnodes, node_rank, addr, port)
+    exits = _Exits(procs)
     events = server.events if server is not None else agent.events if agent is not None else None
     pending = set(range(1, nnodes)) if server is not None else set()  # nodes not yet done
     local_done = False
     try:
         while True:
-            codes = [p.poll() for p in procs]
-            failed = [(k, c) for k, c in enumerate(codes) if c not in (None, 0)]
-            if failed:
-                k, code = failed[0]
+            failed = exits.first_failure()
+            if failed is not None:
+                k, code = failed
                 why = "rank %d (node %d, local rank %d, pid %d) %s" % (
                     node_rank * nproc + k, node_rank, k, procs[k].pid, _what(code))
                 _say("%s; stopping the others" % why)
@@ -230,7 +259,7 @@ def _supervise(script, args, nproc, grace, nnodes, node_rank, addr, port, server
                     agent.report("failed", _status(code), why)
                 _stop(procs, grace)
                 return _status(code)
-            if not local_done and all(c == 0 for c in codes):
+            if not local_done and exits.all_done(len(procs)):
                 local_done = True
                 if agent is not None:
                     agent.report("done")

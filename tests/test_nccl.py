@@ -671,6 +671,40 @@ def test_the_launcher_stops_the_others_when_one_fails(tmp_path):
     assert proc.returncode == 7
 
 
+FIRST_FAILURE = r"""
+import os, sys, time
+folder = sys.argv[1]
+if os.environ["RANK"] == "1":
+    with open(os.path.join(folder, "pid1"), "w") as f:
+        f.write(str(os.getpid()))
+    os._exit(7)
+while not os.path.exists(os.path.join(folder, "pid1")):
+    time.sleep(0.001)
+pid = open(os.path.join(folder, "pid1")).read()
+while True:  # until rank 1 is dead (a zombie, or reaped already)
+    try:
+        if open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()[0] in "ZX":
+            break
+    except (OSError, ValueError):
+        break
+    time.sleep(0.001)
+time.sleep(0.02)  # well inside the launcher's 50 ms between looks
+sys.exit(3)
+"""
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_the_launcher_reports_the_first_rank_to_fail_not_the_lowest(tmp_path, attempt):
+    # rank 1 fails first; rank 0 (the lower rank) fails 20 ms later, as ranks whose
+    # collectives broke when another died do: the launcher reports rank 1, as torchrun does
+    script = tmp_path / "first.py"
+    script.write_text(FIRST_FAILURE)
+    proc = launch(["-n", "2", "--grace", "1", str(script), str(tmp_path)], timeout=60)
+    assert proc.returncode == 7, proc.stderr
+    assert "rank 1 (node 0, local rank 1, pid " in proc.stderr
+    assert ") exited with status 7; stopping the others" in proc.stderr
+
+
 def test_importing_the_launcher_keeps_gpuhost_launch_a_kernel_launch():
     import gpuhost.kernels
     import gpuhost.launch as launcher
