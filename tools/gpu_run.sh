@@ -27,16 +27,28 @@ echo "=== build"
 python3 setup.py build_ext --inplace >"$OUT/build.log" 2>&1 || { cat "$OUT/build.log"; exit 1; }
 grep -i "warning" "$OUT/build.log" || echo "no compiler warnings"
 
+# One pytest process, its log in $OUT/<name>.log: its failures, then its summary line with the
+# process's own exit code beside it.  A run whose summary says passed but whose process died
+# at shutdown (a crash in another library's finalizer, exit 139) fails the whole call.
+run_pytest() {
+    local name=$1 rc summary
+    shift
+    "$@" >"$OUT/$name.log" 2>&1
+    rc=$?
+    grep -E "^(FAILED|ERROR) |Fatal Python error|Segmentation fault" "$OUT/$name.log" | tail -n 40
+    summary=$(grep -E "^(=+ )?[0-9]+ (passed|failed|error)|^=+ no tests ran" "$OUT/$name.log" | tail -n 1)
+    echo "$name: ${summary:-no summary line} [exit code $rc]"
+    [ "$rc" = 0 ] || status=1
+}
+
 if [ -z "${GPUHOST_NO_TESTS:-}" ]; then
 echo "=== pytest, real GPU"
-GPUHOST_TEST_DRIVER=real python3 -m pytest -v -rsfEP --durations=40 -p no:cacheprovider "$@" 2>&1 \
-    | tee "$OUT/pytest_real.log" | grep -E "^(FAILED|ERROR)|passed|failed|Fatal" | tail -n 40
-[ "${PIPESTATUS[0]}" = 0 ] || status=1
+run_pytest pytest_real env GPUHOST_TEST_DRIVER=real python3 -m pytest -v -rsfE --durations=40 \
+    -p no:cacheprovider "$@"
 
 if [ -z "${GPUHOST_NO_FAKE:-}" ]; then
 echo "=== pytest, fake driver"
-GPUHOST_TEST_DRIVER=fake python3 -m pytest -q -p no:cacheprovider "$@" 2>&1 | tee "$OUT/pytest_fake.log" | tail -n 3
-[ "${PIPESTATUS[0]}" = 0 ] || status=1
+run_pytest pytest_fake env GPUHOST_TEST_DRIVER=fake python3 -m pytest -q -p no:cacheprovider "$@"
 fi
 fi
 
