@@ -33,6 +33,7 @@ pays nothing for the plugin.
 import gc
 import os
 import re
+import sys
 import warnings
 
 import pytest
@@ -428,6 +429,41 @@ def _other_processes(ctx):
     return len(pids) - 1
 
 
+def _foreign_reserved(device_id):
+    """({library: bytes its allocator holds on the device}, {libraries whose CUDA is
+    initialized}) for the other libraries of this process whose allocators cache device
+    memory (PyTorch's caching allocator, CuPy's default pool, JAX's), read without
+    initializing any of them: what moves the device's free memory during a test without
+    being gpuhost's."""
+    held, started = {}, set()
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_initialized():
+            started.add("PyTorch")
+            held["PyTorch"] = torch.cuda.memory_reserved(device_id)
+    except Exception:  # noqa: BLE001 - a torch without CUDA: nothing of its to count
+        pass
+    cupy = sys.modules.get("cupy")
+    try:
+        if cupy is not None:
+            pool = cupy.get_default_memory_pool()
+            held["CuPy"] = pool.total_bytes()
+            if held["CuPy"]:
+                started.add("CuPy")
+    except Exception:  # noqa: BLE001
+        pass
+    jax = sys.modules.get("jax")
+    try:
+        backends = getattr(sys.modules.get("jax._src.xla_bridge"), "_backends", None)
+        if jax is not None and backends:
+            started.add("JAX")
+            stats = [d.memory_stats() or {} for d in jax.devices() if d.platform == "gpu"]
+            held["JAX"] = sum(st.get("pool_bytes", st.get("bytes_reserved", 0)) for st in stats)
+    except Exception:  # noqa: BLE001
+        pass
+    return held, started
+
+
 def _safe_repr(obj):
     """repr(obj), or a stand-in naming its type where repr raises: the check never fails
     on an object it cannot show."""
@@ -504,6 +540,7 @@ class _LeakCheck:
         core = settings.core
         if settings.memory:
             core._release_pool_blocks()  # held blocks are not the test's: not counted
+            self.foreign = _foreign_reserved(ctx.device.id)
             try:
                 self.free = ctx.get_memory_info().free
             except settings.CudaDriverError as e:
@@ -545,6 +582,7 @@ class _LeakCheck:
                 fell = self.free - self.ctx.get_memory_info().free
             except settings.CudaDriverError:
                 fell = 0  # the test closed or reset the context: nothing to compare
+            fell = self._not_gpuhosts(fell)
             if fell > settings.tolerance:
                 fall = ("the device's free memory fell by %.1f MiB during the test (tolerance "
                         "%.1f MiB: --gpuhost-leak-tolerance)"
@@ -561,6 +599,20 @@ class _LeakCheck:
         if not headlines:
             return None
         return "\n".join(["gpuhost_leak_check: " + "; ".join(headlines)] + lines)
+
+    def _not_gpuhosts(self, fell):
+        """The fall of free memory less what other libraries' allocators took meanwhile
+        (PyTorch's cache growing is not gpuhost's leak); 0, with a note, when one of them
+        started CUDA during the test (its context's own memory cannot be told apart)."""
+        held, started = self.foreign
+        now_held, now_started = _foreign_reserved(self.ctx.device.id)
+        if now_started - started:
+            self.notes.append(
+                "gpuhost_leak_check: %s began using the device during the test, so its free "
+                "memory was not compared (the test's gpuhost objects were checked)"
+                % ", ".join(sorted(now_started - started)))
+            return 0
+        return fell - sum(now_held.get(lib, 0) - held.get(lib, 0) for lib in now_held)
 
 
 @pytest.hookimpl(hookwrapper=True)
