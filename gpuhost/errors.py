@@ -18,6 +18,7 @@ __all__ = [
     "NvrtcError",
     "NvrtcSupportError",
     "NvrtcWarning",
+    "DeviceResetWarning",
     "NcclError",
     "NcclSupportError",
 ]
@@ -292,6 +293,32 @@ class NvrtcWarning(UserWarning):
         super().__init__(*args)
 
 
+class DeviceResetWarning(RuntimeWarning):
+    """Device.reset() is destroying a primary context that other libraries in this process
+    hold.
+
+    Issued (a `warnings` warning, not raised) by `Device.reset` (and numba's
+    ``driver.reset()``) when, once gpuhost has freed what it made and let go of the device's
+    primary context, the context is still held by someone else: PyTorch, CuPy, JAX or
+    numba's own driver, which the message names where they are imported. The reset goes on,
+    as numba's does, and ends their state on the device: their arrays, handles and streams
+    are invalid afterwards. `Context.reset` frees only what gpuhost made and leaves them
+    alone. With the warning made an error (``warnings.simplefilter("error",
+    gpuhost.DeviceResetWarning)``) the device is not reset: only gpuhost's own state is
+    freed and its hold released.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", gpuhost.DeviceResetWarning)
+    ...     gpuhost.gpus[0].reset()  # doctest: +SKIP
+    """
+
+    def __init__(self, *args):
+        super().__init__(*args)
+
+
 # ncclResult_t's names, as NCCL's own messages and CuPy's NcclError spell them.
 _NCCL_RESULT_NAMES = {
     0: "NCCL_ERROR_SUCCESS",
@@ -384,4 +411,5 @@ def _nccl_error(status, call, detail):
 
 
 # The classes the C core raises, handed over once: it keeps them in its module state.
-_core._set_exceptions(**{name: globals()[name] for name in __all__ if name != "NvrtcWarning"})
+_core._set_exceptions(**{name: globals()[name] for name in __all__
+                         if not name.endswith("Warning")})

@@ -76,17 +76,19 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "gpus(n): needs at least n devices")
     config.addinivalue_line("markers", "fake: runs only on the fake driver (fault injection)")
     config.addinivalue_line("markers", "no_sanitizer(reason): skipped under AddressSanitizer")
-    config.addinivalue_line("markers", "resets_context: resets a primary context in this "
-                                       "process; runs after the other tests (see below)")
+    config.addinivalue_line("markers", "resets_context: frees what gpuhost made in this "
+                                       "process (Context.reset); runs after the other tests "
+                                       "(see below)")
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """The tests that reset a primary context in this process (Device.reset, Context.reset,
-    numba's driver.reset) run last, in their order.  On a real GPU the reset destroys the
-    context CuPy and PyTorch share with gpuhost in this process, so a CuPy or PyTorch test
-    that came after one failed (CuPy's invalid-argument copies, a crash in torch's stream
-    creation).  pytest-xdist hands tests out in collection order, so in every worker they
-    come after the others too; a reset in one process leaves the others' contexts alone."""
+    """The tests that free what gpuhost made in this process (Context.reset(), which leaves
+    the context, shared with CuPy and PyTorch, alive) run last, in their order: what other
+    tests' modules made at import stays valid for them.  pytest-xdist hands tests out in
+    collection order, so in every worker they come after the others too.  A test that
+    resets a device (Device.reset, numba's driver.reset) does it in a process of its own,
+    never in this one: that would end CuPy's and PyTorch's state here, and CuPy's handles
+    can crash the process when they are freed at its exit."""
     items.sort(key=lambda item: item.get_closest_marker("resets_context") is not None)
 
 

@@ -268,18 +268,217 @@ dev = gpuhost.gpus[0]
 ctx = gpuhost.current_context()
 ctx.synchronize()
 dev.reset()
-print("current", gpuhost.gpus.current is dev, ctx.handle is not None)
+print("current", gpuhost.gpus.current is dev, ctx.handle is None)
 print("info", ctx.get_memory_info().total == dev.total_memory)
 ctx.reset()
 gpuhost.synchronize()
-print("ok")
+print("ok", gpuhost.gpus.current is dev)
+with dev:
+    dev.reset()  # inside the block: both places of the destroyed handle get the new one
+print("after block", gpuhost.gpus.current is dev)  # what was current before the block
 """
 
 
-def test_reset_keeps_a_usable_current_context():
+def test_device_reset_puts_the_new_context_where_the_destroyed_one_was_current():
+    # numba leaves the destroyed handle current, on which the next call fails; gpuhost's
+    # stack keeps its depth with the device's new context in that place
     proc = run_python(RESET)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.splitlines() == ["current True True", "info True", "ok"]
+    assert proc.stdout.splitlines() == ["current True False", "info True", "ok True",
+                                        "after block True"]
+
+
+# The fake driver's live-resource counters, from a fresh process.
+FAKE_LIVE = r"""
+import ctypes, os
+_lib = ctypes.CDLL(os.environ["GPUHOST_CUDA_DRIVER"])
+_lib.fakecuda_live.argtypes = [ctypes.c_char_p]
+_lib.fakecuda_live.restype = ctypes.c_long
+_lib.fakecuda_kernels(1)
+def live(kind):
+    return _lib.fakecuda_live(kind.encode())
+def entry(name, *argtypes):  # a driver entry point of the fake's, as cuGetProcAddress gives it
+    fn, found = ctypes.c_void_p(), ctypes.c_int()
+    _lib.cuGetProcAddress_v2(name.encode(), ctypes.byref(fn), 13000, ctypes.c_uint64(0),
+                             ctypes.byref(found))
+    return ctypes.CFUNCTYPE(ctypes.c_int, *argtypes)(fn.value)
+"""
+
+PTX = (".version 8.0\n.target sm_75\n.address_size 64\n"
+       ".visible .entry k(.param .u64 k_param_0)\n{\nret;\n}\n")
+
+CONTEXT_RESET = FAKE_LIVE + "PTX = %r\n" % PTX + r"""
+import numpy as np
+import gpuhost
+rng = np.random.default_rng()
+host = rng.random(1000)
+ctx = gpuhost.current_context()
+handle = ctx.handle
+kinds = ("contexts", "allocations", "host_allocations", "modules", "streams", "events")
+base = {k: live(k) for k in kinds}
+a = gpuhost.to_device(host)                     # a pool's block in use
+b = ctx.memalloc(4096)                          # numba's memalloc
+c = gpuhost.device_array(8192); del c           # a block the pool holds
+viewed = gpuhost.pinned_array(16)               # host memory (NumPy may view it): kept
+unviewed = ctx.memhostalloc(64)                 # ... even where nothing views it
+m = gpuhost.Module(PTX)
+k = m.get_function("k")
+s = gpuhost.stream(); e = gpuhost.event(); e.record(s)
+grown = {k_: live(k_) - base[k_] for k_ in kinds}
+ctx.reset()
+after = {k_: live(k_) - base[k_] for k_ in kinds}
+print("grown", grown["allocations"] >= 2, grown["host_allocations"], grown["modules"])
+print("after", after)
+print("same context", ctx.handle == handle)
+s.synchronize(); e.synchronize(); e.record(s); s.synchronize()
+print("stream and event work", e.query())
+viewed[:] = np.arange(16)
+print("viewed pinned memory", viewed.sum())
+for what, use in (("array", a.copy_to_host), ("kernel", lambda: k[1, 1](a)),
+                  ("module", lambda: m.get_function("k"))):
+    try:
+        use()
+    except gpuhost.CudaAPIError as err:
+        print(what, err.name, "before Context.reset() freed" in str(err))
+print("unloaded", m.unloaded)
+del a, b, unviewed, m, k
+import gc; gc.collect()
+print("no double free", live("allocations") - base["allocations"],
+      live("host_allocations") - base["host_allocations"], live("modules") - base["modules"])
+fresh = gpuhost.to_device(host)
+print("fresh", np.array_equal(fresh.copy_to_host(), host))
+"""
+
+
+def test_context_reset_frees_gpuhosts_memory_and_modules_and_keeps_the_context(fake):
+    # numba's Context.reset(): what gpuhost made goes, the CUDA context (which CuPy, PyTorch
+    # and JAX share) stays, and so do gpuhost's streams and events
+    proc = run_python(CONTEXT_RESET)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "grown True 2 1",
+        "after {'contexts': 0, 'allocations': 0, 'host_allocations': 2, 'modules': 0, "
+        "'streams': 1, 'events': 1}",
+        "same context True", "stream and event work True", "viewed pinned memory 120.0",
+        "array CUDA_ERROR_INVALID_HANDLE True", "kernel CUDA_ERROR_INVALID_HANDLE True",
+        "module CUDA_ERROR_INVALID_HANDLE True", "unloaded True", "no double free 0 1 0",
+        "fresh True"]
+
+
+RESET_WITH_IPC_AND_THREADS = FAKE_LIVE + "PTX = %r\n" % PTX + r"""
+import pickle, threading
+import numpy as np
+import gpuhost
+rng = np.random.default_rng()
+host = rng.random(64)
+base = gpuhost.to_device(host)
+handle = pickle.loads(pickle.dumps(base.get_ipc_handle()))
+opened = handle.open()  # the fake opens a handle in the process that made it
+print("mapped", live("ipc_mappings"))
+gpuhost.current_context().reset()
+print("unmapped", live("ipc_mappings"))
+for arr in (opened, base):
+    try:
+        arr.copy_to_host()
+    except gpuhost.CudaAPIError as e:
+        print("stale", e.name)
+handle.close()  # closing what the reset closed is no second cuIpcCloseMemHandle
+print("closed", live("ipc_mappings"))
+
+# a reset in one thread while another allocates, copies and launches
+k = gpuhost.Module(PTX).get_function("k")
+errors, stop = [], threading.Event()
+def work():
+    kern = k
+    while not stop.is_set():
+        try:
+            d = gpuhost.to_device(host)
+            kern[1, 1](d)
+            if not np.array_equal(d.copy_to_host(), host):
+                errors.append("wrong data")
+        except gpuhost.CudaAPIError as e:
+            errors.append(e.name)
+            kern = gpuhost.Module(PTX).get_function("k")  # the old one went with the reset
+t = threading.Thread(target=work)
+t.start()
+for _ in range(20):
+    gpuhost.current_context().reset()
+stop.set()
+t.join()
+print("thread errors", sorted(set(errors)) in ([], ["CUDA_ERROR_INVALID_HANDLE"]))
+"""
+
+
+def test_a_reset_closes_ipc_mappings_and_a_thread_using_old_objects_gets_errors_only(fake):
+    proc = run_python(RESET_WITH_IPC_AND_THREADS)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "mapped 1", "unmapped 0", "stale CUDA_ERROR_INVALID_HANDLE",
+        "stale CUDA_ERROR_INVALID_HANDLE", "closed 0", "thread errors True"]
+
+
+def test_context_and_device_reset_are_refused_while_a_gpuhost_stream_captures(fake):
+    s = gpuhost.stream()
+    d = gpuhost.to_device(np.random.default_rng().random(8))
+    s.begin_capture()
+    try:
+        for call, name in ((gpuhost.current_context().reset, "Context"),
+                           (gpuhost.get_current_device().reset, "Device")):
+            with pytest.raises(gpuhost.StreamCaptureError,
+                               match=r"%s\.reset\(\) of device 0 while 1 gpuhost stream is "
+                                     r"capturing a graph in its context: .* end_capture\(\) "
+                                     r"first" % name):
+                call()
+    finally:
+        s.end_capture()
+    np.testing.assert_array_equal(d.copy_to_host(), d.copy_to_host())  # nothing was freed
+
+
+DEVICE_RESET_WARNS = FAKE_LIVE + r"""
+import ctypes, sys, types, warnings
+import gpuhost
+gpuhost.gpus[0]
+retain = entry("cuDevicePrimaryCtxRetain", ctypes.c_void_p, ctypes.c_int)
+release = entry("cuDevicePrimaryCtxRelease", ctypes.c_int)
+other = ctypes.c_void_p()
+retain(ctypes.byref(other), 0)                           # another library's hold
+sys.modules["jax"] = types.ModuleType("jax")             # ... which the warning names
+d = gpuhost.to_device([1.0, 2.0])
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    gpuhost.gpus[0].reset()
+print([(w.category.__name__, "held by JAX" in str(w.message)) for w in caught])
+print("left alive", live("contexts"), live("allocations"))
+d = gpuhost.to_device([1.0, 2.0])
+with warnings.catch_warnings():
+    warnings.simplefilter("error", gpuhost.DeviceResetWarning)
+    try:
+        gpuhost.gpus[0].reset()
+    except gpuhost.DeviceResetWarning as w:
+        print("raised", "reset(force=True) destroys it anyway" in str(w))
+print("not reset", live("contexts"), live("allocations"))
+d = gpuhost.to_device([1.0, 2.0])
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    gpuhost.gpus[0].reset(force=True)
+print("forced", [("reset(force=True) destroys it: their" in str(w.message)) for w in caught],
+      live("contexts"))
+retain(ctypes.byref(other), 0)   # the other library's hold, anew: gone with the forced reset
+release(0)
+gpuhost.get_current_device()
+with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    gpuhost.gpus[0].reset()                                # gpuhost alone: no warning
+print("alone", live("contexts"))
+"""
+
+
+def test_device_reset_warns_naming_who_else_holds_the_primary_context(fake):
+    proc = run_python(DEVICE_RESET_WARNS)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "[('DeviceResetWarning', True)]", "left alive 1 0", "raised True", "not reset 1 0",
+        "forced [True] 1", "alone 1"]
 
 
 def test_reset_of_a_device_not_current_leaves_the_stack_alone():
@@ -296,23 +495,24 @@ def test_reset_of_a_device_not_current_leaves_the_stack_alone():
 
 
 @pytest.mark.skipif(DRIVER != "fake", reason="fake driver: destroyed contexts are detectable")
-def test_a_destroyed_current_context_is_reported_and_close_recovers():
+def test_a_context_another_threads_reset_destroyed_is_replaced_by_the_new_one_when_used():
     code = (
         "import gpuhost, threading\n"
         "ctx = gpuhost.current_context()\n"
+        "old = ctx.handle\n"
         "def other():\n"
         "    gpuhost.gpus[0].reset()\n"   # another thread destroys it under us
         "t = threading.Thread(target=other); t.start(); t.join()\n"
-        "try:\n"
-        "    gpuhost.current_context()\n"
-        "except gpuhost.CudaAPIError as e:\n"
-        "    print(e.name)\n"
-        "gpuhost.close()\n"
-        "print(gpuhost.gpus.current, gpuhost.current_context().get_memory_info().total > 0)\n"
+        "again = gpuhost.current_context()\n"   # its handle, still current here, stands for it
+        "print(again is ctx, ctx.handle not in (None, old))\n"
+        "print(gpuhost.to_device([1.0, 2.0]).copy_to_host().tolist())\n"
+        "with gpuhost.gpus[0]:\n"
+        "    gpuhost.gpus[0].reset()\n"
+        "print(gpuhost.gpus.current is gpuhost.gpus[0])\n"
     )
     proc = run_python(code)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["CUDA_ERROR_CONTEXT_IS_DESTROYED", "None", "True"]
+    assert proc.stdout.splitlines() == ["True True", "[1.0, 2.0]", "True"]
 
 
 @pytest.mark.resets_context
@@ -326,10 +526,13 @@ def test_objects_used_after_close_or_reset_name_what_ended_their_context(device0
         a.copy_to_host()
     with pytest.raises(gpuhost.CudaAPIError, match=r"before gpuhost\.close\(\) ended it"):
         s.synchronize()
-    b = gpuhost.to_device(host)
+    b, s = gpuhost.to_device(host), gpuhost.stream()
     gpuhost.current_context().reset()
-    with pytest.raises(gpuhost.CudaAPIError, match=r"before a reset\(\) of the device ended it"):
+    with pytest.raises(gpuhost.CudaAPIError, match=r"(?s)INVALID_HANDLE.*made in device 0's "
+                                                   r"context before Context\.reset\(\) freed "
+                                                   r"the memory and code gpuhost had made"):
         b.copy_to_host()
+    s.synchronize()  # a stream outlives a Context.reset(), as numba's do
     np.testing.assert_array_equal(gpuhost.to_device(host).copy_to_host(), host)
 
 

@@ -16,6 +16,7 @@ import gc
 import importlib
 import importlib.metadata
 import inspect
+import os
 import pkgutil
 import re
 import types
@@ -24,6 +25,7 @@ import numpy as np
 import pytest
 
 import gpuhost
+from conftest import run_python
 
 # Every public module: the package's own, the CuPy namespace and numba's driver modules.  autoinit and
 # autoprimaryctx are left out: importing them pushes a context (they hold no function).
@@ -134,17 +136,29 @@ def _has_numba_cuda():
 HAS_NUMBA_CUDA = _has_numba_cuda()
 
 
-# The examples that reset a device's primary context (Device.reset, Context.reset, numba's
-# driver.reset) run after the other tests of the process (conftest.py says why).
-RESETS = re.compile(r">>> .*\b(?:dev|ctx|driver\.driver)\.reset\(\)")
+# The examples that free gpuhost's state in the process (Context.reset) run after the other
+# tests of the process (conftest.py says why); those that reset a device (Device.reset,
+# numba's driver.reset) run in a process of their own: the suite never resets a device of
+# its own process, whose context other libraries share.
+CONTEXT_RESETS = re.compile(r">>> .*\bctx\.reset\(\)")
+DEVICE_RESETS = re.compile(r">>> .*\b(?:dev|driver\.driver)\.reset\(")
+
+# One docstring's examples in a fresh process, as test_docstring_examples_run runs them.
+IN_A_PROCESS = r"""
+import ctypes, doctest, os, sys
+sys.path.insert(0, %(tests)r)
+ctypes.CDLL(os.environ["GPUHOST_CUDA_DRIVER"]).fakecuda_kernels(1)
+import numpy as np
+import gpuhost
+import test_docstring_examples as t
+doc = dict(t.WITH_EXAMPLES)[%(qual)r]
+test = doctest.DocTestParser().get_doctest(doc, {"gpuhost": gpuhost, "np": np}, %(qual)r, None, 0)
+results = doctest.DocTestRunner(optionflags=t.FLAGS, verbose=False).run(test)
+print("attempted", results.attempted, "failed", results.failed)
+"""
 
 
-@pytest.mark.parametrize("qual, doc", [
-    pytest.param(q, d, marks=[pytest.mark.resets_context] if RESETS.search(d) else [], id=q)
-    for q, d in WITH_EXAMPLES])
-def test_docstring_examples_run(qual, doc, fake_kernels, monkeypatch):
-    test = doctest.DocTestParser().get_doctest(doc, {"gpuhost": gpuhost, "np": np}, qual,
-                                               None, 0)
+def _skip_unrunnable(qual, test):
     if all(example.options.get(doctest.SKIP) for example in test.examples):
         pytest.skip("every example of %s is marked +SKIP (it needs a real GPU, another "
                     "process, IPython or the like)" % qual)
@@ -152,6 +166,16 @@ def test_docstring_examples_run(qual, doc, fake_kernels, monkeypatch):
                                   for example in test.examples):
         pytest.skip("the examples of %s compile a Python kernel: they need numba-cuda "
                     "(gpuhost's jit extra), which is not installed" % qual)
+
+
+@pytest.mark.parametrize("qual, doc", [
+    pytest.param(q, d, marks=[pytest.mark.resets_context] if CONTEXT_RESETS.search(d) else [],
+                 id=q)
+    for q, d in WITH_EXAMPLES if not DEVICE_RESETS.search(d)])
+def test_docstring_examples_run(qual, doc, fake_kernels, monkeypatch):
+    test = doctest.DocTestParser().get_doctest(doc, {"gpuhost": gpuhost, "np": np}, qual,
+                                               None, 0)
+    _skip_unrunnable(qual, test)
     report = []
     runner = doctest.DocTestRunner(optionflags=FLAGS, verbose=False)
     # The examples start where a user's session does, on device 0 (under pytest-xdist,
@@ -166,6 +190,18 @@ def test_docstring_examples_run(qual, doc, fake_kernels, monkeypatch):
         gpuhost.select_device(device)  # also current again after an example of close()
     assert results.failed == 0, "%s: %d of %d examples failed\n%s" % (
         qual, results.failed, results.attempted, "".join(report))
+
+
+@pytest.mark.parametrize("qual, doc", [pytest.param(q, d, id=q) for q, d in WITH_EXAMPLES
+                                       if DEVICE_RESETS.search(d)])
+def test_docstring_examples_that_reset_a_device_run_in_a_process_of_their_own(qual, doc, fake):
+    test = doctest.DocTestParser().get_doctest(doc, {}, qual, None, 0)
+    _skip_unrunnable(qual, test)
+    here = os.path.dirname(os.path.abspath(__file__))
+    proc = run_python(IN_A_PROCESS % {"tests": here, "qual": qual}, env={"CUDA_DEVICE": None})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "attempted %d failed 0" % len(test.examples), \
+        proc.stdout
 
 
 def test_every_public_name_shows_an_example():

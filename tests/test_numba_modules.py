@@ -203,7 +203,6 @@ def test_driver_classes_are_gpuhosts():
     assert isinstance(cuda.current_context(), drv.Context)
 
 
-@pytest.mark.resets_context
 def test_driver_object_answers_from_gpuhosts_devices():
     drv = cuda.driver.driver
     assert drv.is_available and drv.get_device_count() == len(gpuhost.gpus)
@@ -214,12 +213,27 @@ def test_driver_object_answers_from_gpuhosts_devices():
     assert cuda.driver.get_version() == gpuhost.driver_version()
     with pytest.raises(gpuhost.InvalidDeviceError):
         drv.get_device(len(gpuhost.gpus))
-    host = rng.random(8)
-    d = cuda.to_device(host)
-    drv.reset()
-    fresh = cuda.to_device(host)  # the devices work again after the reset
-    assert np.array_equal(fresh.copy_to_host(), host)
-    del d
+
+
+def test_driver_reset_resets_every_device_and_they_work_again():
+    # in a process of its own: a reset of the devices is never done to the test process's
+    from conftest import run_python
+
+    proc = run_python(
+        "import numpy as np, warnings, gpuhost as cuda\n"
+        "host = np.random.default_rng().random(8)\n"
+        "d = cuda.to_device(host)\n"
+        "with warnings.catch_warnings():\n"
+        "    warnings.simplefilter('error')\n"   # gpuhost alone holds the contexts: no warning
+        "    cuda.driver.driver.reset()\n"
+        "try:\n"
+        "    d.copy_to_host()\n"
+        "except cuda.CudaAPIError as e:\n"
+        "    print(e.name)\n"
+        "fresh = cuda.to_device(host)\n"   # the devices work again after the reset
+        "print(np.array_equal(fresh.copy_to_host(), host))\n")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["CUDA_ERROR_CONTEXT_IS_DESTROYED", "True"]
 
 
 @pytest.mark.parametrize("on_stream", [False, True])

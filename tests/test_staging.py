@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import gpuhost
+from conftest import run_python
 from gpuhost import CudaAPIError
 
 rng = np.random.default_rng()
@@ -128,13 +129,18 @@ def test_a_failing_chunk_raises_and_the_ring_still_works(fake):
     np.testing.assert_array_equal(dev.copy_to_host(), host)
 
 
-@pytest.mark.resets_context
-def test_the_ring_survives_a_context_reset():
-    host = random_bytes(CHUNK + 1)
-    np.testing.assert_array_equal(gpuhost.to_device(host).copy_to_host(), host)
-    gpuhost.get_current_device().reset()  # undoes the ring's registration with the driver
-    host = random_bytes(CHUNK * 2 + 3)
-    np.testing.assert_array_equal(gpuhost.to_device(host).copy_to_host(), host)
+def test_the_ring_survives_a_reset_of_the_device():
+    # in a process of its own: a reset of the device is never done to the test process's
+    proc = run_python(
+        "import numpy as np, gpuhost\n"
+        "rng = np.random.default_rng()\n"
+        "for n in (%d, %d):\n"
+        "    host = rng.integers(0, 256, n, dtype=np.uint8)\n"
+        "    print(np.array_equal(gpuhost.to_device(host).copy_to_host(), host))\n"
+        "    gpuhost.get_current_device().reset()\n"  # undoes the ring's registration
+        % (CHUNK + 1, CHUNK * 2 + 3))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "True"]
 
 
 @pytest.mark.fake

@@ -40,6 +40,7 @@
     X(CtxPushCurrent, 4000)                                                                        \
     X(CtxPopCurrent, 4000)                                                                         \
     X(CtxGetDevice, 2000)                                                                          \
+    X(CtxGetId, 12000)                                                                             \
     X(CtxSynchronize, 2000)                                                                        \
     X(DeviceCanAccessPeer, 4000)                                                                   \
     X(CtxEnablePeerAccess, 4000)                                                                   \

@@ -175,6 +175,25 @@ gh_live_forget(gh_state *st, PyObject *obj)
 }
 
 void
+gh_live_each(gh_state *st, gh_live_kind kind, void (*each)(PyObject *obj, void *arg), void *arg)
+{
+    PyObject *list = PyList_New(0);
+    for (gh_live_link *l = st->live.lists[kind]; list != NULL && l != NULL; l = l->next) {
+        if (PyList_Append(list, l->obj) < 0) {
+            Py_CLEAR(list);
+        }
+    }
+    if (list == NULL) {
+        PyErr_Clear();
+        return;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
+        each(PyList_GET_ITEM(list, i), arg);
+    }
+    Py_DECREF(list);
+}
+
+void
 gh_live_free(gh_state *st)
 {
     st->live.recording = 0;

@@ -37,6 +37,46 @@ gh_live_remove(gh_state *st, gh_live_kind kind, PyObject *obj)
     }
 }
 
+/* Put `obj` (of `kind`) at the head of its kind's list, through its own `link`. */
+static inline void
+gh_live_link_add(gh_state *st, gh_live_kind kind, gh_live_link *link, PyObject *obj)
+{
+    gh_live_link **head = &st->live.lists[kind];
+    link->obj = obj;
+    link->prev = NULL;
+    link->next = *head;
+    if (*head != NULL) {
+        (*head)->prev = link;
+    }
+    *head = link;
+}
+
+/* Take `link` out of its kind's list (first thing in a dealloc); idempotent. */
+static inline void
+gh_live_link_remove(gh_state *st, gh_live_kind kind, gh_live_link *link)
+{
+    if (link->obj == NULL) {
+        return;
+    }
+    if (link->prev != NULL) {
+        link->prev->next = link->next;
+    }
+    else {
+        st->live.lists[kind] = link->next;
+    }
+    if (link->next != NULL) {
+        link->next->prev = link->prev;
+    }
+    link->prev = link->next = NULL;
+    link->obj = NULL;
+}
+
+/* Call `each(obj, arg)` for every linked live object of `kind`, over a snapshot that holds
+   them (freeing one may run code, or let the GIL go, and free others).  Never raises: without
+   memory for the snapshot nothing is called, and each object's own dealloc frees it. */
+void gh_live_each(gh_state *st, gh_live_kind kind, void (*each)(PyObject *obj, void *arg),
+                  void *arg);
+
 extern PyMethodDef gh_live_methods[];
 
 #endif /* GPUHOST_BASE_LIVE_H */

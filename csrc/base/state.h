@@ -33,6 +33,7 @@
     X(ARRAY_HOST, "array_host")                                                                    \
     X(PLUGIN_CONTEXT_RESET, "plugin_context_reset")                                                \
     X(PLUGIN_MEMORY_INFO, "plugin_memory_info")                                                    \
+    X(DEVICE_RESET_WARNING, "device_reset_warning")                                                \
     X(JIT_LAUNCH_OF, "jit_launch_of")
 
 typedef enum {
@@ -90,14 +91,23 @@ typedef struct {
     int kind;
 } gh_live_record;
 
+/* An object's place in the list of the live objects of its kind that a Context.reset()
+   frees (Allocations, Modules): `obj` is the object, borrowed (its dealloc takes it out
+   first). */
+typedef struct gh_live_link {
+    struct gh_live_link *prev, *next;
+    PyObject *obj;
+} gh_live_link;
+
 /* gpuhost's records of its live objects (live.c). */
 typedef struct {
-    Py_ssize_t counts[GH_LIVE__COUNT]; /* alive now, by kind */
-    int recording;                     /* noting the objects made, and where */
-    PyObject *skip;                    /* str: frames of files under it are looked past */
-    gh_live_record *table;             /* open addressing by address, cap slots (2^k) */
-    size_t cap, used, n;               /* slots taken (removed ones too), records */
-    Py_ssize_t lost;                   /* made while recording but not noted: no memory */
+    Py_ssize_t counts[GH_LIVE__COUNT];   /* alive now, by kind */
+    int recording;                       /* noting the objects made, and where */
+    PyObject *skip;                      /* str: frames of files under it are looked past */
+    gh_live_record *table;               /* open addressing by address, cap slots (2^k) */
+    size_t cap, used, n;                 /* slots taken (removed ones too), records */
+    Py_ssize_t lost;                     /* made while recording but not noted: no memory */
+    gh_live_link *lists[GH_LIVE__COUNT]; /* the linked objects of each kind (live.h) */
 } gh_live_records;
 
 typedef struct gh_context gh_context;
@@ -116,6 +126,14 @@ typedef struct {
     /* give a pooled Allocation's memory back to its Pool; never raises */
     void (*give_back)(gh_allocation *a);
 } gh_pool_hooks;
+
+/* What the floors above core/ free in a context when it is reset (numba's Context.reset():
+   what gpuhost made in it goes, the context stays), registered once at module init by
+   launch/ (Modules) and memory/ (Allocations, then the pools' blocks) and called by
+   context.c in the order registered: the dependency inverted, as for the pools.  Never
+   raise. */
+#define GH_RESET_HOOKS 4
+typedef void (*gh_reset_hook)(gh_state *st, gh_context *ctx);
 
 /* DeviceArray indexing done in array_index.c (above devicearray.c, which calls these),
    registered once at module init: the dependency inverted, as for the pools. */
@@ -198,10 +216,12 @@ struct gh_state {
     int n_events;
     PyObject *default_pools; /* list: each device's default Pool (pool.c) by ordinal, or None */
     gh_pool *pools;          /* every live Pool, linked through its next_pool (pool.c) */
-    PyObject *helpers[GH_HELPER__COUNT];             /* the Python side's functions (services.c) */
-    PyObject *array_allocator;                       /* device arrays' (memory/allocator.c) */
-    gh_pool_hooks pool_hooks;                        /* pool.c's, for context.c and memory.c */
-    gh_array_hooks array_hooks;                      /* array_index.c's, for devicearray.c */
+    PyObject *helpers[GH_HELPER__COUNT];       /* the Python side's functions (services.c) */
+    PyObject *array_allocator;                 /* device arrays' (memory/allocator.c) */
+    gh_pool_hooks pool_hooks;                  /* pool.c's, for context.c and memory.c */
+    gh_array_hooks array_hooks;                /* array_index.c's, for devicearray.c */
+    gh_reset_hook reset_hooks[GH_RESET_HOOKS]; /* memory/'s and launch/'s, for context.c */
+    int n_reset_hooks;
     gh_foreign_type foreign_types[GH_FOREIGN_TYPES]; /* exporters' types seen (interop.c) */
     int n_foreign_types;
     PyObject *typestrs;          /* dict: CUDA array interface typestr -> NumPy dtype (interop.c) */

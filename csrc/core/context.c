@@ -9,6 +9,8 @@
 
 #include "context_docs.h"
 
+#include <string.h>
+
 static PyObject *plugin_call(gh_context *ctx, gh_helper h);
 
 gh_context *
@@ -25,7 +27,10 @@ gh_context_of(gh_state *st, gh_device *dev)
     ctx->device = (gh_device *)Py_NewRef(dev);
     ctx->handle = NULL;
     ctx->generation = 0;
-    ctx->stale = NULL;
+    ctx->live_since = 0;
+    ctx->capturing = 0;
+    memset(ctx->stale, 0, sizeof(ctx->stale));
+    ctx->context_ended_by = NULL;
     ctx->ended_by = NULL;
     ctx->order_event = NULL;
     ctx->order_generation = 0;
@@ -33,6 +38,18 @@ gh_context_of(gh_state *st, gh_device *dev)
     PyObject_GC_Track(ctx);
     dev->context = (PyObject *)ctx; /* the Device owns it */
     return ctx;
+}
+
+/* Whether `handle` is one gpuhost held for `ctx` before (not NULL). */
+static int
+context_was(const gh_context *ctx, CUcontext handle)
+{
+    for (int i = 0; handle != NULL && i < GH_CONTEXT_STALE; i++) {
+        if (ctx->stale[i] == handle) {
+            return 1;
+        }
+    }
+    return 0;
 }
 
 int
@@ -63,8 +80,25 @@ gh_context_activate(gh_context *ctx)
     return 0;
 }
 
-/* Drop gpuhost's retain; objects of this generation are now stale (`why` says what ended
-   it, for their errors).  Never raises. */
+/* gpuhost's retain of `ctx` is gone (released, or lost with a failed call): objects of the
+   generations before are stale, their handles dead to gpuhost (`why` says what ended them,
+   for their errors).  Never raises. */
+static void
+context_release_done(gh_context *ctx, const char *why)
+{
+    if (ctx->handle != NULL && ctx->handle != ctx->stale[0]) {
+        memmove(&ctx->stale[1], &ctx->stale[0], sizeof(ctx->stale) - sizeof(ctx->stale[0]));
+        ctx->stale[0] = ctx->handle;
+    }
+    ctx->handle = NULL;
+    ctx->order_event = NULL;
+    ctx->generation++;
+    ctx->live_since = ctx->generation; /* whether the context outlives the retain is not known */
+    ctx->ended_by = why;
+    ctx->context_ended_by = why;
+}
+
+/* Drop gpuhost's retain; objects made before are now stale.  Never raises. */
 static void
 context_release(gh_context *ctx, const char *why)
 {
@@ -72,21 +106,17 @@ context_release(gh_context *ctx, const char *why)
     if (ctx->handle == NULL) {
         return;
     }
-    if (ctx->order_event != NULL && ctx->order_generation == ctx->generation) {
+    if (ctx->order_event != NULL && gh_context_handle_live(ctx, ctx->order_generation)) {
         res = gh_cu.EventDestroy(ctx->order_event);
         if (res != CUDA_SUCCESS) {
             gh_warn_cleanup(res, GH_CU_EventDestroy);
         }
     }
-    ctx->order_event = NULL;
     res = gh_cu.DevicePrimaryCtxRelease(ctx->device->handle);
     if (res != CUDA_SUCCESS) {
         gh_warn_cleanup(res, GH_CU_DevicePrimaryCtxRelease);
     }
-    ctx->stale = ctx->handle;
-    ctx->handle = NULL;
-    ctx->generation++;
-    ctx->ended_by = why;
+    context_release_done(ctx, why);
 }
 
 /* *out = the (borrowed) Context of which `cur`, the current context, is the primary
@@ -105,6 +135,20 @@ context_for_current(gh_state *st, CUcontext cur, gh_context **out)
         if (item != Py_None && ((gh_device *)item)->context != NULL &&
             ((gh_context *)((gh_device *)item)->context)->handle == cur) {
             *out = (gh_context *)((gh_device *)item)->context;
+            return 0;
+        }
+    }
+    /* A handle gpuhost gave up, still current (a reset of the device in another thread, or
+       deeper in this thread's stack than it reached; close() in another thread): it stands
+       for the device's context, which takes its place. */
+    for (Py_ssize_t i = 0; st->devices != NULL && i < PyList_GET_SIZE(st->devices); i++) {
+        PyObject *item = PyList_GET_ITEM(st->devices, i); /* borrowed */
+        gh_context *c = item != Py_None ? (gh_context *)((gh_device *)item)->context : NULL;
+        if (c != NULL && context_was(c, cur)) {
+            if (gh_context_make_current(c) < 0) {
+                return -1;
+            }
+            *out = c;
             return 0;
         }
     }
@@ -245,6 +289,12 @@ gh_context_pop(gh_context *ctx)
         /* Leaving a with-block must not leave the context pushed because of an inquiry. */
         return pop_and_check(ctx);
     }
+    if (ctx->handle == NULL && ctx->ended_by != NULL) {
+        /* close() or a reset of the device ended it inside the block, and took its handle
+           off this thread's stack (or left the handle that went, which goes now) */
+        return context_was(ctx, cur) ? gh_check(gh_cu.CtxPopCurrent(&popped), GH_CU_CtxPopCurrent)
+                                     : 0;
+    }
     if (cur == NULL || cur != ctx->handle) {
         return raise_not_on_top(ctx, cur);
     }
@@ -286,36 +336,198 @@ gh_context_leave(gh_context *Py_UNUSED(ctx), int pushed)
     return gh_check(res, GH_CU_CtxPopCurrent);
 }
 
-int
-gh_context_reset(gh_context *ctx)
+/* What gpuhost made in `ctx` before its present generation: the releases held for it, then
+   the floors' hooks (every Allocation's memory, the pools' blocks, the Modules), with this
+   thread's capture mode relaxed so that another thread's capture does not refuse the frees.
+   Never raises. */
+static void
+free_what_gpuhost_made(gh_state *st, gh_context *ctx)
+{
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    int relaxed;
+
+    if (ctx->handle == NULL) {
+        return; /* no retain: what gpuhost made went with close() or a reset of the device */
+    }
+    relaxed = gh_cu.ThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
+    gh_release_held_of(st, ctx);
+    for (int i = 0; i < st->n_reset_hooks; i++) {
+        st->reset_hooks[i](st, ctx);
+    }
+    if (relaxed) {
+        gh_cu.ThreadExchangeStreamCaptureMode(&mode);
+    }
+}
+
+/* Refuse a reset while a gpuhost stream captures in `ctx`; 0 or -1. */
+static int
+check_not_capturing(gh_context *ctx, const char *what)
+{
+    if (ctx->capturing <= 0) {
+        return 0;
+    }
+    return gh_raise(GH_EXC_STREAM_CAPTURE,
+                    "%s of device %d while %d gpuhost stream%s capturing a graph in its "
+                    "context: the capture may use the memory and code a reset frees; "
+                    "end_capture() first",
+                    what, ctx->device->id, ctx->capturing, ctx->capturing == 1 ? " is" : "s are");
+}
+
+/* A reset of what gpuhost made in `ctx` (`what` names the call for the errors): the EMM
+   plugin's reset() if `ask_plugin` (close() resets every plugin itself), the generation,
+   then the frees.  0 or -1. */
+static int
+reset_made(gh_context *ctx, int ask_plugin, const char *what)
 {
     gh_state *st = gh_state_of_type(Py_TYPE(ctx));
     PyObject *res_obj;
-    CUcontext cur = NULL;
-    CUresult res;
-    int was_current;
 
+    if (check_not_capturing(ctx, what) < 0) {
+        return -1;
+    }
+    if (ask_plugin) {
+        res_obj = plugin_call(ctx, GH_HELPER_PLUGIN_CONTEXT_RESET); /* an EMM plugin's reset() */
+        if (res_obj == NULL) {
+            return -1;
+        }
+        Py_DECREF(res_obj);
+    }
+    /* First the generation: from here another thread that uses an array, a module or a graph
+       made before gets the error, never memory being freed under it. */
+    ctx->generation++;
+    ctx->ended_by = what;
+    free_what_gpuhost_made(st, ctx);
+    return 0;
+}
+
+int
+gh_context_reset(gh_context *ctx)
+{
+    return reset_made(ctx, 1, "Context.reset()");
+}
+
+/* DeviceResetWarning naming the other libraries that hold `dev`'s primary context (the
+   helper gpuhost/devices.py registers names them from what this process imported; `forced`:
+   the reset goes on regardless); 0, or -1 when a warnings filter made it an error. */
+static int
+warn_others_hold(gh_state *st, gh_device *dev, int forced)
+{
+    PyObject *args, *res;
+    if (st->helpers[GH_HELPER_DEVICE_RESET_WARNING] == NULL) {
+        return 0; /* gpuhost's Python side was never imported: _core used alone */
+    }
+    args = Py_BuildValue("(iO)", dev->id, forced ? Py_True : Py_False);
+    res = args != NULL ? gh_helper_call(st, GH_HELPER_DEVICE_RESET_WARNING, args) : NULL;
+    Py_XDECREF(args);
+    Py_XDECREF(res);
+    return res == NULL ? -1 : 0;
+}
+
+/* Let go of gpuhost's retain of `ctx`'s primary context, keeping the handle (and in *id its
+   cuCtxGetId, 0 if unknown) to take it back, and say whether the context stays active for
+   another library: 1, 0 (no one else: the release destroyed it), or -1 with the driver's
+   error (the retain then stays gpuhost's). */
+static int
+release_and_ask(gh_context *ctx, unsigned long long *id)
+{
+    unsigned int flags = 0;
+    int active = 0;
+
+    *id = 0;
+    if (ctx->handle != NULL) {
+        if (gh_cu.CtxGetId(ctx->handle, id) != CUDA_SUCCESS) {
+            *id = 0;
+        }
+        if (gh_check(gh_cu.DevicePrimaryCtxRelease(ctx->device->handle),
+                     GH_CU_DevicePrimaryCtxRelease) < 0) {
+            return -1;
+        }
+    }
+    if (gh_check(gh_cu.DevicePrimaryCtxGetState(ctx->device->handle, &flags, &active),
+                 GH_CU_DevicePrimaryCtxGetState) < 0) {
+        context_release_done(ctx, "Device.reset()"); /* the retain went all the same */
+        return -1;
+    }
+    return active;
+}
+
+/* Other libraries hold the context gpuhost let go of, and it stays theirs: gpuhost retains
+   it again.  If it is the same context (its id), what gpuhost made there that a reset leaves
+   (streams, events) goes on; else it counts as a new one.  0 or -1. */
+static int
+retake(gh_context *ctx, unsigned long long id)
+{
+    unsigned long long now = 0;
+    CUcontext handle = NULL, had = ctx->handle;
+    CUresult res = gh_cu.DevicePrimaryCtxRetain(&handle, ctx->device->handle);
+
+    if (res != CUDA_SUCCESS) {
+        context_release_done(ctx, "Device.reset()");
+        return gh_check(res, GH_CU_DevicePrimaryCtxRetain);
+    }
+    if (had == NULL || id == 0 || handle != had || gh_cu.CtxGetId(handle, &now) != CUDA_SUCCESS ||
+        now != id) {
+        context_release_done(ctx, "Device.reset()"); /* stale: not the context it was */
+    }
+    ctx->handle = handle;
+    return 0;
+}
+
+/* Whether the top of this thread's context stack is a handle of `ctx`'s (held, or given up
+   before): 1, 0, or -1 with the driver's error. */
+static int
+on_top(gh_context *ctx)
+{
+    CUcontext cur = NULL;
     if (gh_check(gh_cu.CtxGetCurrent(&cur), GH_CU_CtxGetCurrent) < 0) {
         return -1;
     }
-    /* A handle gpuhost gave up may still be current here (a reset or close that failed
-       half-way, another thread's reset): the device's new context takes its place too. */
-    was_current = cur != NULL && (cur == ctx->handle || cur == ctx->stale);
-    res_obj = plugin_call(ctx, GH_HELPER_PLUGIN_CONTEXT_RESET); /* an EMM plugin's reset() */
-    if (res_obj == NULL) {
+    return cur != NULL && (cur == ctx->handle || context_was(ctx, cur));
+}
+
+int
+gh_device_reset(gh_state *st, gh_device *dev, int force)
+{
+    gh_context *ctx = gh_context_of(st, dev);
+    unsigned long long id;
+    int others, was_current;
+    CUresult res;
+
+    /* A handle gpuhost gave up may be current too (a reset or close that failed half-way,
+       another thread's reset): the device's new context takes its place as well. */
+    if (ctx == NULL || (was_current = on_top(ctx)) < 0 ||
+        reset_made(ctx, 1, "Device.reset()") < 0) {
         return -1;
     }
-    Py_DECREF(res_obj);
-    st->pool_hooks.context_ending(st, ctx); /* the pools' blocks, before its memory goes */
-    context_release(ctx, "a reset() of the device");
+    st->pool_hooks.context_ending(st, ctx);
+    if (ctx->order_event != NULL && gh_context_handle_live(ctx, ctx->order_generation)) {
+        gh_release(ctx, ctx->order_generation, GH_CU_EventDestroy, ctx->order_event);
+    }
+    ctx->order_event = NULL;
+    /* With gpuhost's retain gone, the context stays active only for another library
+       (PyTorch, CuPy, JAX, numba's driver).  Destroying it under them ends their state and
+       can crash the process when they free it at exit (CuPy's cuBLAS handles do), so then
+       it is destroyed only if forced. */
+    others = release_and_ask(ctx, &id);
+    if (others < 0) {
+        return -1;
+    }
+    if (others && (warn_others_hold(st, dev, force) < 0 || !force)) {
+        int raised = PyErr_Occurred() != NULL; /* a warnings filter made it an error */
+        return retake(ctx, id) < 0 || raised ? -1 : 0;
+    }
+    context_release_done(ctx, "Device.reset()");
     Py_BEGIN_ALLOW_THREADS
-    res = gh_cu.DevicePrimaryCtxReset(ctx->device->handle);
+    res = gh_cu.DevicePrimaryCtxReset(dev->handle);
     Py_END_ALLOW_THREADS
     ctx->generation++;
-    ctx->ended_by = "a reset() of the device";
+    ctx->live_since = ctx->generation;
     if (gh_check(res, GH_CU_DevicePrimaryCtxReset) < 0) {
         return -1;
     }
+    /* numba leaves the destroyed handle current, on which the next call fails; here the
+       device's new context takes its place (one deeper in the stack, or another thread's,
+       is replaced when it comes up: context_for_current) */
     return was_current ? gh_context_make_current(ctx) : 0;
 }
 
@@ -382,9 +594,14 @@ gh_context_close_all(gh_state *st, int release_all)
     if (release_all && st->devices != NULL) {
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(st->devices); i++) {
             PyObject *dev = PyList_GET_ITEM(st->devices, i); /* borrowed */
-            if (dev != Py_None && ((gh_device *)dev)->context != NULL) {
-                st->pool_hooks.context_ending(st, (gh_context *)((gh_device *)dev)->context);
-                context_release((gh_context *)((gh_device *)dev)->context, "gpuhost.close()");
+            gh_context *ctx = dev != Py_None ? (gh_context *)((gh_device *)dev)->context : NULL;
+            if (ctx != NULL && ctx->handle != NULL) {
+                /* what gpuhost made goes first: the context may live on for other libraries */
+                if (reset_made(ctx, 0, "gpuhost.close()") < 0) {
+                    return -1;
+                }
+                st->pool_hooks.context_ending(st, ctx);
+                context_release(ctx, "gpuhost.close()");
             }
         }
     }
@@ -736,19 +953,46 @@ gh_context_init_type(PyObject *module, gh_state *st)
     return PyModule_AddType(module, st->MemoryInfoType);
 }
 
-int
-gh_context_check_alive(gh_context *ctx, uint64_t generation, gh_cu_id id)
+/* The error of an object of `generation` used after what ended it: the driver context it
+   was made in went (close(), a reset of the device), or a Context.reset() freed its memory
+   or code while the context lives on. */
+static int
+raise_ended(gh_context *ctx, uint64_t generation, gh_cu_id id)
 {
-    char detail[256];
-    if (ctx->handle != NULL && ctx->generation == generation) {
-        return 0;
+    char detail[400];
+    if (gh_context_handle_live(ctx, generation)) {
+        PyOS_snprintf(detail, sizeof(detail),
+                      "This object was made in device %d's context before Context.reset() "
+                      "freed the memory and code gpuhost had made there: arrays, modules, "
+                      "kernels and graphs made before cannot be used again (streams and events "
+                      "can); make it anew.",
+                      ctx->device->id);
+        return gh_raise_cuda_detail(CUDA_ERROR_INVALID_HANDLE, id, detail);
     }
-    if (ctx->ended_by == NULL) {
+    if (ctx->context_ended_by == NULL) {
         return gh_raise_cuda(CUDA_ERROR_CONTEXT_IS_DESTROYED, id);
     }
     PyOS_snprintf(detail, sizeof(detail),
                   "This object was made in device %d's context before %s ended it: nothing "
                   "made before can be used again; make it anew (the device itself works).",
-                  ctx->device->id, ctx->ended_by);
+                  ctx->device->id, ctx->context_ended_by);
     return gh_raise_cuda_detail(CUDA_ERROR_CONTEXT_IS_DESTROYED, id, detail);
+}
+
+int
+gh_context_check_alive(gh_context *ctx, uint64_t generation, gh_cu_id id)
+{
+    if (ctx->handle != NULL && ctx->generation == generation) {
+        return 0;
+    }
+    return raise_ended(ctx, generation, id);
+}
+
+int
+gh_context_check_live(gh_context *ctx, uint64_t generation, gh_cu_id id)
+{
+    if (gh_context_handle_live(ctx, generation)) {
+        return 0;
+    }
+    return raise_ended(ctx, generation, id);
 }

@@ -43,22 +43,36 @@ int gh_device_can_access_peer(gh_device *dev, gh_device *peer, int *out);
  * thread's context stack.
  */
 /* A device's primary context, as gpuhost holds it.  `handle` is NULL while gpuhost holds
-   no retain on it (before first use, after close() or reset()); `generation` counts those
-   ends, so an object made under an older generation knows its resources are gone. */
+   no retain on it (before first use, after close() or a reset of the device).
+   `generation` counts the ends of what gpuhost made in it: close(), Device.reset() and
+   Context.reset() (numba's: gpuhost's memory and modules freed, the context alive), so an
+   object made under an older generation knows its memory is gone.  `live_since` is the
+   generation since which gpuhost holds the driver context it holds now: an object of a
+   generation at or past it lives in that context (its handle is valid: a stream, an event,
+   a graph made before a Context.reset() is still released), an older one's handle died
+   with its context. */
 struct gh_context {
     PyObject_HEAD
     gh_device *device; /* strong */
     CUcontext handle;
     uint64_t generation;
-    CUcontext stale; /* the handle gpuhost held last (a thread may still have it current) */
+    uint64_t live_since;
+    /* The handles gpuhost held before, newest at stale[0] (a thread may still have one
+       current, or deeper on its stack: it stands for the device's context then). */
+#define GH_CONTEXT_STALE 4
+    CUcontext stale[GH_CONTEXT_STALE];
     PyObject *weakreflist;
-    /* What ended the last generation, for the errors of objects made before it (a static
-       string: "gpuhost.close()" or "a reset() of the device"), or NULL. */
-    const char *ended_by;
+    /* What ended the last generation (a static string: "gpuhost.close()", "Device.reset()",
+       "Context.reset()"), and the last driver context gpuhost held (one of the first two),
+       for the errors of objects made before; or NULL. */
+    const char *ended_by, *context_ended_by;
     /* The event that orders one stream after another (gh_stream_order_after), made on first
        use in generation `order_generation`, destroyed when gpuhost's retain ends. */
     CUevent order_event;
     uint64_t order_generation;
+    /* gpuhost streams capturing a graph in it now (capture.c counts them): a reset refuses
+       to free memory and modules that the capture may be using. */
+    int capturing;
 };
 
 int gh_context_init_type(PyObject *module, gh_state *st);
@@ -88,8 +102,24 @@ int gh_context_peer_access(gh_context *ctx, gh_device *peer, int enable);
 
 /* Raise CudaAPIError(CUDA_ERROR_CONTEXT_IS_DESTROYED) for call `id` and return -1 if
    `generation` is not `ctx`'s live generation (the context was reset or closed since the
-   object was made); else 0. */
+   object was made: memory, modules, arrays and graphs made before are gone); else 0. */
 int gh_context_check_alive(gh_context *ctx, uint64_t generation, gh_cu_id id);
+/* The same for streams and events, which a Context.reset() leaves alive: -1 (raised) only if
+   the driver context they were made in is gone (close(), a reset of the device). */
+int gh_context_check_live(gh_context *ctx, uint64_t generation, gh_cu_id id);
+/* Whether a handle made in `generation` of `ctx` is still valid in the context gpuhost
+   holds (no raise). */
+static inline int
+gh_context_handle_live(const gh_context *ctx, uint64_t generation)
+{
+    return ctx->handle != NULL && generation >= ctx->live_since;
+}
+/* numba's Device.reset(): Context.reset() (what gpuhost made in the context freed), gpuhost's
+   retain released, then cuDevicePrimaryCtxReset; where the context was current in this
+   thread, the device's new one is.  If other libraries still hold the primary context, a
+   DeviceResetWarning names them and the context is left to them, unless `force`.  0 or
+   -1. */
+int gh_device_reset(gh_state *st, gh_device *dev, int force);
 
 /* ---- current.c ---- */
 /* current.c: the module functions of this thread's current device and context
@@ -127,8 +157,9 @@ extern _Thread_local int gh_on_driver_thread;
 /* Free a driver resource of `ctx` made in its `generation`: `id` is the destroy call
    (StreamDestroy, EventDestroy, MemFree, MemFreeHost, MemHostUnregister).  Done now; at
    the end of the outermost defer_cleanup() block; or, on a driver callback thread, soon
-   after on the main thread.  Nothing is done if the context was reset or closed since.
-   Never raises; a failure becomes a warning. */
+   after on the main thread.  Nothing is done if the driver context it was made in is gone
+   (close(), a reset of the device); after a Context.reset() it is still done.  Never raises;
+   a failure becomes a warning. */
 void gh_release(gh_context *ctx, uint64_t generation, gh_cu_id id, void *handle);
 
 /* Hold every gh_release until the matching gh_cleanup_resume (as a defer_cleanup() block
@@ -137,6 +168,9 @@ void gh_release(gh_context *ctx, uint64_t generation, gh_cu_id id, void *handle)
 void gh_cleanup_defer(gh_state *st);
 void gh_cleanup_resume(gh_state *st);
 
+/* Run now the releases defer_cleanup() blocks hold for `ctx` (a reset frees them, as numba's
+   frees its pending deallocations); the others stay held.  Never raises. */
+void gh_release_held_of(gh_state *st, gh_context *ctx);
 /* Run what defer_cleanup() blocks still hold and free the list (module teardown). */
 void gh_release_free(gh_state *st);
 /* _defer_cleanup_enter, _defer_cleanup_depth, _defer_cleanup_exit: module functions. */

@@ -13,8 +13,11 @@ int gh_context_make_current(gh_context *ctx);
 /* Push `ctx` on this thread's stack (retaining it first if needed); 0 or -1. */
 int gh_context_push(gh_context *ctx);
 
-/* cuDevicePrimaryCtxReset for the context's device: everything in it is destroyed, its
-   generation moves on; if it was current in this thread, a fresh one is.  0 or -1. */
+/* numba's Context.reset(): what gpuhost made in `ctx` is freed (its EMM plugin's memory, every
+   Allocation and pool block, every Module, the releases held), and the CUDA context stays
+   alive for every other library; objects made before that hold memory or code raise when
+   used, streams and events go on.  Refused (StreamCaptureError) while a gpuhost stream
+   captures in it.  0 or -1. */
 int gh_context_reset(gh_context *ctx);
 
 /* Pop primary contexts off this thread's stack; with `release_all` also release every

@@ -358,10 +358,12 @@ device_get_primary_context(gh_device *self, PyObject *Py_UNUSED(ignored))
 }
 
 static PyObject *
-device_reset(gh_device *self, PyObject *Py_UNUSED(ignored))
+device_reset(gh_device *self, PyObject *args, PyObject *kwargs)
 {
-    gh_context *ctx = gh_context_of(gh_state_of_type(Py_TYPE(self)), self);
-    if (ctx == NULL || gh_context_reset(ctx) < 0) {
+    static char *kwlist[] = {"force", NULL};
+    int force = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$p:reset", kwlist, &force) ||
+        gh_device_reset(gh_state_of_type(Py_TYPE(self)), self, force) < 0) {
         return NULL;
     }
     Py_RETURN_NONE;
@@ -482,7 +484,8 @@ static PyMethodDef device_methods[] = {
     {"can_access_peer", (PyCFunction)device_can_access_peer, METH_O, device_can_access_peer_doc},
     {"get_primary_context", (PyCFunction)device_get_primary_context, METH_NOARGS,
      device_get_primary_context_doc},
-    {"reset", (PyCFunction)device_reset, METH_NOARGS, device_reset_doc},
+    {"reset", (PyCFunction)(void (*)(void))device_reset, METH_VARARGS | METH_KEYWORDS,
+     device_reset_doc},
     {"__enter__", (PyCFunction)device_enter, METH_NOARGS, device___enter___doc},
     {"__exit__", (PyCFunction)(void (*)(void))device_exit, METH_FASTCALL, device___exit___doc},
     {"__dir__", (PyCFunction)device_dir, METH_NOARGS, device___dir___doc},

@@ -22,8 +22,7 @@ cache_take(gh_state *st, gh_context *ctx, unsigned int flags)
 {
     for (int i = st->n_events - 1; i >= 0; i--) {
         gh_cached_event *e = &st->events[i];
-        if (e->ctx == ctx && e->generation == ctx->generation && e->flags == flags &&
-            ctx->handle != NULL) {
+        if (e->ctx == ctx && gh_context_handle_live(ctx, e->generation) && e->flags == flags) {
             CUevent handle = (CUevent)e->handle;
             Py_DECREF(e->ctx);
             st->events[i] = st->events[--st->n_events];
@@ -39,7 +38,7 @@ cache_put(gh_state *st, gh_event *ev)
 {
     gh_context *ctx = ev->context;
     if (st == NULL || st->n_events == GH_EVENT_CACHE || (ev->flags & CU_EVENT_INTERPROCESS) ||
-        ctx->handle == NULL || ctx->generation != ev->generation) {
+        !gh_context_handle_live(ctx, ev->generation)) {
         return -1;
     }
     st->events[st->n_events++] =
@@ -147,7 +146,7 @@ event_on_stream(gh_event *self, PyObject *stream, int record)
     CUresult res;
     int pushed;
 
-    if (gh_context_check_alive(self->context, self->generation, id) < 0 ||
+    if (gh_context_check_live(self->context, self->generation, id) < 0 ||
         gh_stream_resolve(st, stream, &ref) < 0) {
         return NULL;
     }
@@ -238,7 +237,7 @@ static PyObject *
 event_query(gh_event *self, PyObject *Py_UNUSED(ignored))
 {
     CUresult res;
-    if (gh_context_check_alive(self->context, self->generation, GH_CU_EventQuery) < 0) {
+    if (gh_context_check_live(self->context, self->generation, GH_CU_EventQuery) < 0) {
         return NULL;
     }
     if (!self->recorded) {
@@ -259,7 +258,7 @@ event_synchronize(gh_event *self, PyObject *Py_UNUSED(ignored))
 {
     CUresult res;
     gh_cu_id id = GH_CU_EventQuery;
-    if (gh_context_check_alive(self->context, self->generation, GH_CU_EventSynchronize) < 0) {
+    if (gh_context_check_live(self->context, self->generation, GH_CU_EventSynchronize) < 0) {
         return NULL;
     }
     if (!self->recorded) {
@@ -282,7 +281,7 @@ event_synchronize(gh_event *self, PyObject *Py_UNUSED(ignored))
 static int
 check_timeable(gh_event *ev, const char *which)
 {
-    if (gh_context_check_alive(ev->context, ev->generation, GH_CU_EventElapsedTime) < 0) {
+    if (gh_context_check_live(ev->context, ev->generation, GH_CU_EventElapsedTime) < 0) {
         return -1;
     }
     if (ev->flags & CU_EVENT_DISABLE_TIMING) {
@@ -336,7 +335,7 @@ event_ipc_handle(gh_event *self, PyObject *Py_UNUSED(ignored))
                                           "timing=False) has an IPC handle");
         return NULL;
     }
-    if (gh_context_check_alive(self->context, self->generation, GH_CU_IpcGetEventHandle) < 0 ||
+    if (gh_context_check_live(self->context, self->generation, GH_CU_IpcGetEventHandle) < 0 ||
         gh_check(gh_cu.IpcGetEventHandle(&handle, self->handle), GH_CU_IpcGetEventHandle) < 0) {
         return NULL;
     }

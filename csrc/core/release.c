@@ -39,7 +39,7 @@ static void
 release_if_alive(const gh_pending_release *r)
 {
     CUresult res;
-    if (r->ctx->handle == NULL || r->ctx->generation != r->generation) {
+    if (!gh_context_handle_live(r->ctx, r->generation)) {
         return; /* it died with its context; its address may belong to someone else now */
     }
     if (r->id == GH_CU_StreamDestroy || r->id == GH_CU_EventDestroy ||
@@ -125,6 +125,22 @@ release_held(gh_state *st)
         release_if_alive(&r);
         Py_DECREF(r.ctx);
     }
+}
+
+void
+gh_release_held_of(gh_state *st, gh_context *ctx)
+{
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < st->n_held; i++) {
+        gh_pending_release r = st->held[i];
+        if (r.ctx != ctx) {
+            st->held[kept++] = r;
+            continue;
+        }
+        release_if_alive(&r);
+        Py_DECREF(r.ctx); /* not the last reference: the caller holds ctx */
+    }
+    st->n_held = kept;
 }
 
 void

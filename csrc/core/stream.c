@@ -106,7 +106,7 @@ gh_stream_resolve(gh_state *st, PyObject *obj, gh_stream_ref *out)
         out->handle = s->handle;
         out->context = s->context;
         out->is_default = s->kind != GH_STREAM_OWNED && s->kind != GH_STREAM_EXTERNAL;
-        return gh_context_check_alive(s->context, s->generation, GH_CU_StreamQuery);
+        return gh_context_check_live(s->context, s->generation, GH_CU_StreamQuery);
     }
     if (PyLong_CheckExact(obj) || PyBool_Check(obj)) {
         if (PyLong_CheckExact(obj) && PyLong_AsLong(obj) == 0 && !PyErr_Occurred()) {
@@ -153,7 +153,7 @@ static CUresult
 order_event(gh_context *ctx, CUevent *out)
 {
     CUresult res = CUDA_SUCCESS;
-    if (ctx->order_event == NULL || ctx->order_generation != ctx->generation) {
+    if (ctx->order_event == NULL || !gh_context_handle_live(ctx, ctx->order_generation)) {
         ctx->order_event = NULL;
         res = gh_cu.EventCreate(&ctx->order_event, CU_EVENT_DISABLE_TIMING);
         ctx->order_generation = ctx->generation;
@@ -385,7 +385,7 @@ int
 gh_stream_enter(gh_stream *self, gh_cu_id id, int *pushed)
 {
     *pushed = 0;
-    if (gh_context_check_alive(self->context, self->generation, id) < 0) {
+    if (gh_context_check_live(self->context, self->generation, id) < 0) {
         return -1;
     }
     if (self->kind == GH_STREAM_OWNED || self->kind == GH_STREAM_EXTERNAL) {
@@ -798,6 +798,7 @@ stream_dealloc(gh_stream *self)
     }
     if (self->capture != NULL) { /* never ended: its deferral ends here */
         gh_cleanup_resume(gh_state_of_type(tp));
+        ctx->capturing--;
     }
     Py_XDECREF(self->capture);
     Py_XDECREF(self->capture_kernels);

@@ -101,6 +101,7 @@ capture_begin(gh_stream *self, PyObject *args, PyObject *kwargs)
     }
     self->capture = keep;
     self->capture_kernels = kernels;
+    self->context->capturing++; /* a reset of the context waits for the end */
     gh_cleanup_defer(gh_state_of_type(Py_TYPE(self))); /* frees wait for the capture's end */
     Py_RETURN_NONE;
 }
@@ -119,6 +120,7 @@ capture_end(gh_stream *self, PyObject *Py_UNUSED(ignored))
     res = gh_cu.StreamEndCapture(self->handle, &handle);
     if (keep != NULL) {
         gh_cleanup_resume(gh_state_of_type(Py_TYPE(self)));
+        self->context->capturing--;
     }
     self->capture = self->capture_kernels = NULL;
     if (gh_context_leave(self->context, pushed) < 0) {

@@ -592,7 +592,7 @@ add_event_node(gh_graph *self, PyObject *args, PyObject *kwargs, int record)
                      Py_TYPE(event)->tp_name);
         return NULL;
     }
-    if (gh_context_check_alive(((gh_event *)event)->context, ((gh_event *)event)->generation, id) <
+    if (gh_context_check_live(((gh_event *)event)->context, ((gh_event *)event)->generation, id) <
         0) {
         return NULL;
     }

@@ -123,6 +123,7 @@ module_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs)
         goto done;
     }
     gh_live_add(st, GH_LIVE_MODULE, (PyObject *)self);
+    gh_live_link_add(st, GH_LIVE_MODULE, &self->link, (PyObject *)self);
     self->context = (gh_context *)Py_NewRef(ctx);
     self->generation = ctx->generation;
     self->handle = handle;
@@ -286,11 +287,30 @@ module_unload(gh_module *self, PyObject *Py_UNUSED(ignored))
         Py_RETURN_NONE;
     }
     self->unloaded = 1;
-    if (!self->globals_out) {
+    if (!self->globals_out && self->handle != NULL) {
         gh_release(self->context, self->generation, GH_CU_ModuleUnload, self->handle);
         self->handle = NULL;
     }
     Py_RETURN_NONE;
+}
+
+/* Context.reset(): every Module loaded in `ctx` before its present generation is unloaded
+   now, as numba's reset drops its modules; the arrays over their globals are of that
+   generation too, so none is used again.  Never raises. */
+static void
+module_reset(PyObject *obj, void *ctx)
+{
+    gh_module *m = (gh_module *)obj;
+    if (m->context == ctx && m->generation < m->context->generation && m->handle != NULL) {
+        gh_release(m->context, m->generation, GH_CU_ModuleUnload, m->handle);
+        m->handle = NULL;
+    }
+}
+
+static void
+modules_reset(gh_state *st, gh_context *ctx)
+{
+    gh_live_each(st, GH_LIVE_MODULE, module_reset, ctx);
 }
 
 static PyObject *
@@ -334,6 +354,8 @@ static void
 module_dealloc(gh_module *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
+    /* out of the list first: a weakref callback below may run a reset's walk */
+    gh_live_link_remove(gh_state_of_type(tp), GH_LIVE_MODULE, &self->link);
     if (self->weakreflist != NULL) {
         PyObject_ClearWeakRefs((PyObject *)self);
     }
@@ -554,5 +576,6 @@ gh_code_image_init_type(PyObject *module, gh_state *st)
     if (st->ModuleType == NULL || PyModule_AddType(module, st->ModuleType) < 0) {
         return -1;
     }
+    st->reset_hooks[st->n_reset_hooks++] = modules_reset;
     return PyModule_AddFunctions(module, code_image_functions);
 }

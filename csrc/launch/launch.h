@@ -14,6 +14,7 @@
 /* A loaded CUmodule. */
 typedef struct {
     PyObject_HEAD
+    gh_live_link link;   /* in the list of live Modules a Context.reset() unloads */
     gh_context *context; /* strong */
     uint64_t generation;
     CUmodule handle;       /* NULL once freed */

@@ -34,6 +34,7 @@ gh_allocation_new(gh_state *st, gh_context *ctx, gh_alloc_kind kind, size_t size
     self->block = NULL;
     self->weakreflist = NULL;
     gh_live_add(st, GH_LIVE_ALLOCATION, (PyObject *)self);
+    gh_live_link_add(st, GH_LIVE_ALLOCATION, &self->link, (PyObject *)self);
     return self;
 }
 
@@ -354,10 +355,31 @@ allocation_close(gh_allocation *self, PyObject *Py_UNUSED(ignored))
     Py_RETURN_NONE;
 }
 
+/* One Allocation at a reset of `ctx`: its memory goes if it is device memory made before.
+   Host and managed memory stays: NumPy arrays view it by address, with no count of their
+   views to ask, so it stays valid until its object goes. */
+static void
+allocation_reset(PyObject *obj, void *ctx)
+{
+    gh_allocation *a = (gh_allocation *)obj;
+    if (a->context == ctx && a->generation < a->context->generation &&
+        (a->kind == GH_ALLOC_DEVICE || a->kind == GH_ALLOC_IPC)) {
+        allocation_release(a);
+    }
+}
+
+void
+gh_allocations_reset(gh_state *st, gh_context *ctx)
+{
+    gh_live_each(st, GH_LIVE_ALLOCATION, allocation_reset, ctx);
+}
+
 static void
 allocation_dealloc(gh_allocation *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
+    /* out of the list first: a weakref callback below may run a reset's walk */
+    gh_live_link_remove(gh_state_of_type(tp), GH_LIVE_ALLOCATION, &self->link);
     if (self->weakreflist != NULL) {
         PyObject_ClearWeakRefs((PyObject *)self);
     }

@@ -45,6 +45,7 @@ typedef enum {
 /* One allocation (or host registration); arrays viewing it hold a reference. */
 struct gh_allocation {
     PyObject_HEAD
+    gh_live_link link;   /* in the list of live Allocations a Context.reset() frees */
     gh_context *context; /* strong */
     uint64_t generation;
     gh_alloc_kind kind;

@@ -199,4 +199,11 @@ void gh_pool_release(gh_allocation *a);
 /* Free the blocks every Pool of `ctx` holds, before the context is reset or released. */
 void gh_pool_context_ending(gh_state *st, gh_context *ctx);
 
+/* ---- memory.c ---- */
+/* Context.reset(): the device memory of every Allocation made in `ctx` before its present
+   generation goes now (pooled memory back to its pool, IPC mappings closed); host and
+   managed memory, which NumPy arrays may view, stays valid until its object goes.  Never
+   raises. */
+void gh_allocations_reset(gh_state *st, gh_context *ctx);
+
 #endif /* GPUHOST_MEMORY_INTERNAL_H */

@@ -843,6 +843,15 @@ static PyMethodDef pool_module_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
+/* Context.reset(): every Allocation's memory back (pooled blocks to their pools), then
+   what every pool of `ctx` holds freed. */
+static void
+memory_context_reset(gh_state *st, gh_context *ctx)
+{
+    gh_allocations_reset(st, ctx);
+    gh_pool_context_ending(st, ctx);
+}
+
 int
 gh_pool_init_type(PyObject *module, gh_state *st)
 {
@@ -851,6 +860,7 @@ gh_pool_init_type(PyObject *module, gh_state *st)
         return -1;
     }
     st->pool_hooks.context_ending = gh_pool_context_ending;
+    st->reset_hooks[st->n_reset_hooks++] = memory_context_reset;
     st->pool_hooks.device_alloc = gh_pool_device_alloc;
     st->pool_hooks.give_back = gh_pool_release;
     return PyModule_AddFunctions(module, pool_module_methods);

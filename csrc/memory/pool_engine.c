@@ -135,23 +135,28 @@ drain_lane(gh_pool *p, gh_pool_lane *l, gh_pool_block **list)
     Py_XDECREF(obj);
 }
 
-/* The context was reset or released: its memory is gone.  Drop every record, and count
-   from zero in the new generation. */
+/* The context's generation moved on: after a Context.reset() the blocks held are freed (the
+   context lives on), after close() or a reset of the device their memory is gone with it
+   and the records are dropped.  Counts start from zero in the new generation. */
 void
 gh_pool_forget(gh_pool *p)
 {
     gh_pool_block *list = NULL;
+    uint64_t old = p->generation;
     p->generation = p->context->generation;
     for (Py_ssize_t i = 0; i < p->n_lanes; i++) {
         drain_lane(p, p->lanes[i], &list);
     }
     p->used_bytes = p->held_bytes = 0;
     p->used_blocks = p->held_blocks = 0;
-    p->order_event = NULL; /* destroyed with its context */
+    if (p->order_event != NULL && gh_context_handle_live(p->context, old)) {
+        gh_release(p->context, old, GH_CU_EventDestroy, p->order_event);
+    }
+    p->order_event = NULL; /* else destroyed with its context */
     while (list != NULL) {
         gh_pool_block *b = list;
         list = b->next;
-        drop_block(b);
+        free_block(p, b); /* its memory, where the context it was made in lives */
     }
 }
 
@@ -431,7 +436,7 @@ give_back(gh_pool *p, gh_pool_block *b)
     }
     gh_pool_sync(p);
     if (b->generation != p->generation) {
-        drop_block(b); /* the memory went with its context */
+        free_block(p, b); /* made before a reset: freed where its context lives, else dropped */
         return;
     }
     gh_pool_stat_sub(&p->used_bytes, b->size);

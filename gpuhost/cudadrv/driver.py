@@ -148,7 +148,8 @@ class Driver:
 
     def reset(self):
         """Reset every device's primary context (numba's ``driver.reset()``:
-        `gpuhost.Device.reset` for each).
+        `gpuhost.Device.reset` for each, which leaves a context that other libraries of the
+        process still hold to them, with a DeviceResetWarning).
 
         Examples
         --------

@@ -95,6 +95,7 @@ primary_retain(fk_target *target, void *pctx)
         }
         ctx->device = dev;
         ctx->alive = 1;
+        ctx->id = fk_contexts_made != NULL ? fk_contexts_made->id + 1 : 1;
         ctx->next_made = fk_contexts_made;
         fk_contexts_made = ctx;
         fk_primary[dev].ctx = ctx;
@@ -263,6 +264,21 @@ CUresult
 fk_CtxGetDevice(CUdevice *device)
 {
     return fk_call(GH_CU_CtxGetDevice, device != NULL, fk_on_current, NULL, get_device, device);
+}
+
+static CUresult
+get_id(fk_target *target, void *id)
+{
+    *(unsigned long long *)id = target->ctx->id;
+    return CUDA_SUCCESS;
+}
+
+/* The id of `ctx`, or of the current context for NULL; a destroyed one's is refused. */
+CUresult
+fk_CtxGetId(CUcontext ctx, unsigned long long *id)
+{
+    return fk_call(GH_CU_CtxGetId, id != NULL, ctx != NULL ? fk_on_context : fk_on_current, ctx,
+                   get_id, id);
 }
 
 static CUresult

@@ -117,6 +117,7 @@ typedef struct fk_lane {
    marked dead, so stale handles are recognised. */
 struct CUctx_st {
     struct CUctx_st *next_made; /* every context ever made, newest first */
+    unsigned long long id;      /* cuCtxGetId's: unique for the process's life */
     CUdevice device;
     int alive;
     fk_lane ops;           /* every op of the context, for cuCtxSynchronize */
@@ -125,7 +126,16 @@ struct CUctx_st {
     fk_lane per_thread;    /* CU_STREAM_PER_THREAD: one per context, shared by its threads */
     int captures;          /* how many of its streams capture */
     int blocking_captures; /* how many of those are blocking: the legacy stream waits for them */
-    int strict_captures;   /* how many of those are not relaxed: no unsafe calls meanwhile */
+    /* Its captures that are not relaxed, by the thread that began each: the potentially
+       unsafe calls they refuse (cuThreadExchangeStreamCaptureMode's rules: a thread's own
+       capture refuses its calls, a global one every thread's that is in global mode). */
+#define FK_STRICT_CAPTURES 64
+    struct {
+        pthread_t thread;
+        CUstreamCaptureMode mode;
+        const struct fk_lane *lane;
+    } strict[FK_STRICT_CAPTURES];
+    int strict_captures;
     struct CUctx_st *peers[FK_MAX_DEVICES]; /* by device: the context whose memory this one
                                                was given access to (cuCtxEnablePeerAccess) */
 };
