@@ -47,7 +47,7 @@ class _Capture:
 
 
 @contextlib.contextmanager
-def graph_capture(stream=None, mode="global"):
+def graph_capture(stream=None, mode="thread_local"):
     """Capture the work queued on `stream` inside a ``with`` block into a `Graph`.
 
     Nothing queued in the block runs then: it is recorded. Instantiate the graph once
@@ -59,9 +59,11 @@ def graph_capture(stream=None, mode="global"):
     stream : Stream, optional
         The stream to capture; by default a new one (the legacy default stream cannot
         capture).
-    mode : {"global", "thread_local", "relaxed"}, optional
-        The driver's capture mode: which unsafe calls in other threads (or this one) make
-        the capture fail.
+    mode : {"thread_local", "global", "relaxed"}, optional
+        The driver's capture mode: which potentially unsafe calls make the capture fail.
+        "thread_local" (the default): this thread's only, so that other threads (PyTorch's,
+        CuPy's) are never refused; "global": every thread's, as PyTorch's own capture;
+        "relaxed": none, as CuPy's.
 
     Yields
     ------

@@ -537,6 +537,72 @@ def test_the_pool_grows_during_a_global_capture():
     assert big_ptr != 0
 
 
+def _other_librarys_alloc(fake):
+    """cuMemAlloc and cuMemFree as another library (PyTorch's allocator) calls them, straight
+    to the driver: (alloc(nbytes) -> CUresult, free(ptr))."""
+    import ctypes
+
+    def entry(name, *argtypes):
+        fn, found = ctypes.c_void_p(), ctypes.c_int()
+        fake._lib.cuGetProcAddress_v2(name.encode(), ctypes.byref(fn), 13000, ctypes.c_uint64(0),
+                                      ctypes.byref(found))
+        return ctypes.CFUNCTYPE(ctypes.c_int, *argtypes)(fn.value)
+
+    mem_alloc = entry("cuMemAlloc", ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t)
+    mem_free = entry("cuMemFree", ctypes.c_uint64)
+    exchange = entry("cuThreadExchangeStreamCaptureMode", ctypes.POINTER(ctypes.c_int))
+
+    def alloc(nbytes):
+        # in the thread's default (global) mode, whatever an earlier test left it in
+        mode = ctypes.c_int(0)
+        exchange(ctypes.byref(mode))
+        ptr = ctypes.c_uint64()
+        res = mem_alloc(ctypes.byref(ptr), nbytes)
+        if res == 0:
+            mem_free(ptr.value)
+        exchange(ctypes.byref(mode))
+        return res
+
+    return alloc
+
+
+CAPTURE_UNSUPPORTED = 900  # CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+
+
+@pytest.mark.parametrize("mode, other_thread, own_thread", [
+    (None, 0, CAPTURE_UNSUPPORTED),          # gpuhost's default: thread-local
+    ("thread_local", 0, CAPTURE_UNSUPPORTED),
+    ("global", CAPTURE_UNSUPPORTED, CAPTURE_UNSUPPORTED),  # as PyTorch's own capture
+    ("relaxed", 0, 0),                       # as CuPy's
+])
+def test_a_capture_refuses_other_threads_allocations_only_in_global_mode(fake, mode,
+                                                                         other_thread, own_thread):
+    # Another library's cudaMalloc in another thread (a DataLoader's, a second model's) goes
+    # on while gpuhost captures in its default mode; in this thread it would break the capture.
+    import threading
+
+    alloc = _other_librarys_alloc(fake)
+    gpuhost.current_context()
+    s = gpuhost.stream()
+    got = {}
+    s.begin_capture() if mode is None else s.begin_capture(mode)
+    try:
+        def other():
+            with s.context.device:  # the other library's thread, the same primary context
+                got["other"] = alloc(4096)
+
+        t = threading.Thread(target=other)
+        t.start()
+        t.join(30)
+        got["own"] = alloc(4096)
+    finally:
+        try:
+            s.end_capture()
+        except StreamCaptureError:
+            pass  # the own thread's refused call invalidated it, as the driver's does
+    assert (got["other"], got["own"]) == (other_thread, own_thread)
+
+
 # ---- conditional nodes ----
 
 def _fill_node(graph, dst, value):

@@ -33,7 +33,9 @@ parse_capture_mode(PyObject *obj, CUstreamCaptureMode *mode)
 {
     static const char *names[] = {"global", "thread_local", "relaxed"};
     if (obj == NULL || obj == Py_None) {
-        *mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+        /* thread-local: the potentially unsafe calls of this thread are refused (they would
+           break the capture), other threads' (PyTorch's, CuPy's) never are */
+        *mode = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
         return 0;
     }
     if (PyUnicode_Check(obj)) {

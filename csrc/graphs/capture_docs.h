@@ -28,14 +28,17 @@ PyDoc_STRVAR(stream_is_capturing_doc,
 
 PyDoc_STRVAR(
     stream_begin_capture_doc,
-    "begin_capture($self, /, mode='global')\n--\n\n"
+    "begin_capture($self, /, mode='thread_local')\n--\n\n"
     "Start capturing the work queued on the stream into a graph (cuStreamBeginCapture).\n\n"
     "Work queued meanwhile does not run: end_capture() returns it as a Graph.\n"
     "gpuhost.graph_capture() is the context manager around the two calls.\n\n"
     "Parameters\n"
     "----------\n"
-    "mode : {'global', 'thread_local', 'relaxed'}, optional\n"
-    "    Which unsafe CUDA calls of other threads the capture forbids.\n\n"
+    "mode : {'thread_local', 'global', 'relaxed'}, optional\n"
+    "    Which potentially unsafe CUDA calls (a cudaMalloc, a synchronization) the capture\n"
+    "    refuses: 'thread_local' (the default) this thread's only, so that other threads'\n"
+    "    work (PyTorch's, CuPy's) goes on; 'global' every thread's too, as PyTorch's own\n"
+    "    capture does; 'relaxed' none, as CuPy's does.\n\n"
     "Examples\n"
     "--------\n"
     ">>> s = gpuhost.stream()\n"

@@ -4,6 +4,7 @@
  */
 #include "fk_graph.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,13 +17,49 @@ mode_known(CUstreamCaptureMode mode)
 
 static _Thread_local CUstreamCaptureMode fk_thread_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 
+/* A potentially unsafe call of this thread (cuMemAlloc, a synchronization...), as the driver
+   judges it: refused while this thread captures in global or thread-local mode, or, in this
+   thread's global mode (the default), while another thread captures in global mode. */
 CUresult
 fk_unsafe_call_check(const fk_context *ctx)
 {
-    if (ctx->strict_captures > 0 && fk_thread_mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    pthread_t self = pthread_self();
+
+    if (fk_thread_mode == CU_STREAM_CAPTURE_MODE_RELAXED) {
+        return CUDA_SUCCESS;
+    }
+    for (int i = 0; i < ctx->strict_captures; i++) {
+        int own = pthread_equal(ctx->strict[i].thread, self);
+        if (own || (fk_thread_mode == CU_STREAM_CAPTURE_MODE_GLOBAL &&
+                    ctx->strict[i].mode == CU_STREAM_CAPTURE_MODE_GLOBAL)) {
+            return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        }
     }
     return CUDA_SUCCESS;
+}
+
+/* Note or forget the capture on `lane` among the context's strict ones. */
+static void
+strict_add(fk_context *ctx, const fk_lane *lane)
+{
+    if (lane->capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED &&
+        ctx->strict_captures < FK_STRICT_CAPTURES) {
+        ctx->strict[ctx->strict_captures].thread = pthread_self();
+        ctx->strict[ctx->strict_captures].mode = lane->capture_mode;
+        ctx->strict[ctx->strict_captures].lane = lane;
+        ctx->strict_captures++;
+    }
+}
+
+static void
+strict_remove(fk_context *ctx, const fk_lane *lane)
+{
+    for (int i = 0; i < ctx->strict_captures; i++) {
+        if (ctx->strict[i].lane == lane) {
+            ctx->strict[i] = ctx->strict[--ctx->strict_captures];
+            return;
+        }
+    }
 }
 
 static CUresult
@@ -70,7 +107,7 @@ capture_end(fk_context *ctx, fk_lane *lane)
     lane->capture = NULL;
     ctx->captures--;
     ctx->blocking_captures -= !lane->non_blocking;
-    ctx->strict_captures -= lane->capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED;
+    strict_remove(ctx, lane);
     g->capture_last = NULL;
     return g;
 }
@@ -107,7 +144,7 @@ begin_capture(fk_target *target, void *mode)
     lane->capture_mode = *(CUstreamCaptureMode *)mode;
     ctx->captures++;
     ctx->blocking_captures += !lane->non_blocking;
-    ctx->strict_captures += lane->capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED;
+    strict_add(ctx, lane);
     return CUDA_SUCCESS;
 }
 
