@@ -11,7 +11,8 @@ from conftest import DRIVER
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples")
 # Examples that launch kernels need a real GPU; the others also run on the fake driver.
-KERNELS = {"saxpy.py", "two_streams.py", "event_timing.py", "interop_cupy_torch.py"}
+KERNELS = {"saxpy.py", "two_streams.py", "event_timing.py", "interop_cupy_torch.py",
+           "beside_torch_cupy.py"}
 HOST_ONLY = {"pinned_memory.py", "allreduce.py"}  # allreduce: NCCL (fakenccl on the fake)
 
 
