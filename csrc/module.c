@@ -33,7 +33,7 @@ static int (*const type_inits[])(PyObject *module, gh_state *st) = {
     gh_event_init_type,      gh_memory_init_type,    gh_devicearray_init_type, gh_dlpack_init,
     gh_code_image_init_type, gh_kernel_init_type,    gh_jit_init_type,         gh_pool_init_type,
     gh_graph_init_type,      gh_nccl_comm_init_type, gh_nccl_register_init,    gh_nccl_init,
-    gh_array_index_init,
+    gh_array_index_init,     gh_interop_init,
 };
 
 static int
@@ -66,6 +66,8 @@ module_traverse(PyObject *module, visitproc visit, void *arg)
     Py_VISIT(st->default_pools);
     Py_VISIT(st->devices);
     Py_VISIT(st->array_allocator);
+    Py_VISIT(st->pool_names[0]);
+    Py_VISIT(st->pool_names[1]);
     int r = gh_interop_traverse(st, visit, arg);
     if (r == 0) {
         r = gh_services_traverse(st, visit, arg);
@@ -81,6 +83,8 @@ module_clear(PyObject *module)
     Py_CLEAR(st->default_pools); /* before the types: the pools free what they hold */
     Py_CLEAR(st->devices);
     Py_CLEAR(st->array_allocator);
+    Py_CLEAR(st->pool_names[0]);
+    Py_CLEAR(st->pool_names[1]);
     gh_thread_array_allocator_clear(st);
     gh_interop_clear(st);
 #define GH_TYPE_CLEAR(name) Py_CLEAR(st->name##Type);

@@ -6,6 +6,7 @@ The C DeviceArray copies contiguous data itself; layouts with gaps or negative s
 come here and become 2D copies (cuMemcpy2D), each moving only the array's own elements.
 """
 import contextlib
+import ctypes
 import math
 import operator
 
@@ -794,4 +795,4 @@ def split(self, section, stream=0):
 # The C core calls these (array_copy.c, devicearray.c): registered once.
 _core._set_helpers(copy_device_layouts=copy_device_layouts, array_getitem=getitem,
                    array_setitem=setitem, array_transpose=transpose, array_gpu_data=gpu_data,
-                   array_host=host_array)
+                   array_host=host_array, ctypes_pointer=ctypes.c_void_p)

@@ -1045,3 +1045,70 @@ def test_a_failing_first_call_is_reported_and_never_crashes(name):
                           timeout=60, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split()[:1] == ["site"] and proc.stdout.split()[1] != "0", proc.stdout
+
+
+# ---- Python's own allocations failing: every path that reads other libraries' arrays ----
+
+NOMEMORY = r"""
+import ctypes, os, sys, types
+import _testcapi
+import numpy as np
+import gpuhost
+
+ctypes.CDLL(os.environ["GPUHOST_CUDA_DRIVER"]).fakecuda_kernels(1)
+
+
+def CAI(a):  # a foreign array through the CUDA array interface
+    return types.SimpleNamespace(__cuda_array_interface__=a.__cuda_array_interface__)
+
+
+def DL(a):  # through DLPack alone
+    return types.SimpleNamespace(__dlpack__=a.__dlpack__, __dlpack_device__=a.__dlpack_device__)
+
+
+PTX = (".version 8.0\n.target sm_75\n.address_size 64\n"
+       ".visible .entry k(.param .u64 k_param_0)\n{\nret;\n}\n")
+base = gpuhost.to_device(np.arange(64, dtype=np.float32))
+ops = {
+    "as_cuda_array": lambda: gpuhost.as_cuda_array(CAI(base)).copy_to_host(),
+    "from_dlpack": lambda: gpuhost.from_dlpack(DL(base)).copy_to_host(),
+    "copy_from_foreign": lambda: gpuhost.device_array(64, np.float32).copy_to_device(CAI(base)),
+    "launch_with_foreign": lambda: gpuhost.Module(PTX).get_function("k")[1, 1](CAI(base)),
+}
+op = ops[sys.argv[1]]
+other = []
+for k in range(int(sys.argv[2])):
+    _testcapi.set_nomemory(k, k + 1)  # the k-th allocation from here fails, and only it
+    try:
+        op()
+    except MemoryError:
+        pass
+    except Exception as e:  # a clean error, still: which it was is reported
+        other.append("%d %s: %s" % (k, type(e).__name__, e))
+    finally:
+        _testcapi.remove_mem_hooks()
+print("swept", k + 1)
+print("\n".join(other))
+"""
+
+
+@pytest.mark.skipif(DRIVER != "fake", reason="needs the fake driver")
+@pytest.mark.parametrize("op", ["as_cuda_array", "from_dlpack", "copy_from_foreign",
+                                "launch_with_foreign"])
+def test_a_failing_python_allocation_while_reading_a_foreign_array_is_an_error_never_a_crash(op):
+    """Each of the first 400 Python allocations of the operation, from a cold start (the
+    interned names, the types learnt, the first use of each path), made to fail in turn:
+    the operation raises MemoryError or a clean error, never crashes, never answers with an
+    exception left set (SystemError)."""
+    try:
+        import _testcapi
+    except ImportError:
+        pytest.skip("this Python has no _testcapi (its test support module)")
+    if not hasattr(_testcapi, "set_nomemory"):
+        pytest.skip("this Python's _testcapi has no set_nomemory")
+    proc = subprocess.run([sys.executable, "-c", NOMEMORY, op, "400"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "swept 400"
+    assert not [line for line in lines[1:] if "SystemError" in line], lines

@@ -237,6 +237,8 @@ PyObject *gh_foreign_device_array(gh_state *st, PyObject *obj, PyObject *stream,
 
 /* from_cuda_array_interface, as_cuda_array, from_dlpack, _foreign_view, _foreign_info. */
 extern PyMethodDef gh_interop_methods[];
+/* Intern the names interop.c reads at every use (module init); 0 or -1 (MemoryError). */
+int gh_interop_init(PyObject *module, gh_state *st);
 /* Forget what was learnt of exporters' types (module teardown); visit it. */
 void gh_interop_clear(gh_state *st);
 int gh_interop_traverse(gh_state *st, visitproc visit, void *arg);

@@ -34,7 +34,8 @@ extern const char *const gh_interop_name_text[N__COUNT];
 /* the module state's room for them (base/state.h: interop_names) */
 _Static_assert(N__COUNT <= 24, "the module state's interop_names is too short");
 
-/* The interned name `n` (borrowed; made on first use, kept in the module state). */
+/* The interned name `n` (borrowed; interned at the module's init, kept in its state: never
+   NULL). */
 PyObject *gh_interop_name(gh_state *st, int n);
 /* Raise `exc` with "<who>(): <what> <index>: <text>" (as much as the use names); -1. */
 int gh_foreign_raise(const gh_foreign_use *u, PyObject *exc, const char *fmt, ...);

@@ -413,15 +413,18 @@ da_gpu_data(PyObject *self, void *Py_UNUSED(c))
     return call_helper(GH_HELPER_ARRAY_GPU_DATA, self, NULL, NULL);
 }
 
-/* numba's device_ctypes_pointer: the address as a ctypes.c_void_p (None inside when 0). */
+/* numba's device_ctypes_pointer: the address as a ctypes.c_void_p (None inside when 0), the
+   class gpuhost/_arrays.py registered once. */
 static PyObject *
 da_ctypes_pointer(gh_devicearray *self, void *Py_UNUSED(c))
 {
-    PyObject *res = NULL, *ctypes = PyImport_ImportModule("ctypes");
-    if (ctypes != NULL) {
-        res = PyObject_CallMethod(ctypes, "c_void_p", "K", (unsigned long long)self->ptr);
-        Py_DECREF(ctypes);
-    }
+    PyObject *ptr = PyLong_FromUnsignedLongLong((unsigned long long)self->ptr);
+    PyObject *args = ptr != NULL ? PyTuple_Pack(1, ptr) : NULL;
+    PyObject *res = args != NULL ? gh_helper_call(gh_state_of_type(Py_TYPE(self)),
+                                                  GH_HELPER_CTYPES_POINTER, args)
+                                 : NULL;
+    Py_XDECREF(args);
+    Py_XDECREF(ptr);
     return res;
 }
 
@@ -488,6 +491,23 @@ da_is_f_contiguous(gh_devicearray *self, PyObject *Py_UNUSED(ignored))
     return PyBool_FromLong(gh_devicearray_is_contiguous(self, 1));
 }
 
+/* The interface's stream: None with no stream bound (nothing to synchronize, as numba
+   says), else the bound stream's handle (1 for the legacy default stream's 0).  New
+   reference or NULL. */
+static PyObject *
+cai_stream(gh_devicearray *self)
+{
+    PyObject *stream;
+    if (self->stream == NULL) {
+        return Py_NewRef(Py_None);
+    }
+    stream = PyObject_GetAttrString(self->stream, "handle");
+    if (stream != NULL && PyLong_Check(stream) && PyLong_AsLong(stream) == 0) {
+        Py_SETREF(stream, PyLong_FromLong(1));
+    }
+    return stream;
+}
+
 /* __cuda_array_interface__, version 3. */
 static PyObject *
 da_cai(gh_devicearray *self, void *Py_UNUSED(c))
@@ -496,32 +516,23 @@ da_cai(gh_devicearray *self, void *Py_UNUSED(c))
     PyObject *descr = NULL;
     npy_intp n = gh_devicearray_size(self);
 
-    if (gh_context_check_alive(self->context, self->generation, GH_CU_PointerGetAttribute) < 0) {
-        return NULL;
+    /* each step only once the one before it worked: no call with an exception pending */
+    if (gh_context_check_alive(self->context, self->generation, GH_CU_PointerGetAttribute) < 0 ||
+        (typestr = PyObject_GetAttrString((PyObject *)self->dtype, "str")) == NULL ||
+        (descr = PyObject_GetAttrString((PyObject *)self->dtype, "descr")) == NULL ||
+        (shape = intp_tuple(self->shape, self->ndim)) == NULL ||
+        (strides = gh_devicearray_is_contiguous(self, 0)
+                       ? Py_NewRef(Py_None)
+                       : intp_tuple(self->strides, self->ndim)) == NULL ||
+        (stream = cai_stream(self)) == NULL) {
+        goto done;
     }
-    typestr = PyObject_GetAttrString((PyObject *)self->dtype, "str");
-    descr = PyObject_GetAttrString((PyObject *)self->dtype, "descr");
-    shape = intp_tuple(self->shape, self->ndim);
-    if (gh_devicearray_is_contiguous(self, 0)) {
-        strides = Py_NewRef(Py_None);
-    }
-    else {
-        strides = intp_tuple(self->strides, self->ndim);
-    }
-    if (self->stream == NULL) {
-        stream = Py_NewRef(Py_None); /* no stream bound: nothing to synchronize, as numba says */
-    }
-    else {
-        stream = PyObject_GetAttrString(self->stream, "handle");
-        if (stream != NULL && PyLong_AsLong(stream) == 0) {
-            Py_SETREF(stream, PyLong_FromLong(1));
-        }
-    }
-    if (typestr && descr && shape && strides && stream) {
-        res =
-            Py_BuildValue("{sOsOsOsOs(KO)sisO}", "shape", shape, "typestr", typestr, "descr", descr,
-                          "strides", strides, "data", (unsigned long long)(n ? self->ptr : 0),
-                          Py_False, "version", 3, "stream", stream);
+    res = Py_BuildValue("{sOsOsOsOs(KO)sisO}", "shape", shape, "typestr", typestr, "descr", descr,
+                        "strides", strides, "data", (unsigned long long)(n ? self->ptr : 0),
+                        Py_False, "version", 3, "stream", stream);
+done:
+    if (res != NULL && PyErr_Occurred()) {
+        Py_CLEAR(res); /* a getter that answered and also raised (out of memory): its error */
     }
     Py_XDECREF(typestr);
     Py_XDECREF(descr);

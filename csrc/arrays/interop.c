@@ -36,13 +36,21 @@ const char *const gh_interop_name_text[N__COUNT] = {
     "size",
 };
 
+int
+gh_interop_init(PyObject *Py_UNUSED(module), gh_state *st)
+{
+    for (int i = 0; i < N__COUNT; i++) {
+        if ((st->interop_names[i] = PyUnicode_InternFromString(gh_interop_name_text[i])) == NULL) {
+            return -1; /* out of memory at import: the import fails, never a later NULL name */
+        }
+    }
+    return 0;
+}
+
 PyObject *
 gh_interop_name(gh_state *st, int n)
 {
-    if (st->interop_names[n] == NULL) {
-        st->interop_names[n] = PyUnicode_InternFromString(gh_interop_name_text[n]);
-    }
-    return st->interop_names[n];
+    return st->interop_names[n]; /* interned at init: never NULL */
 }
 
 /* ---- errors: "<kernel>(): parameter 3: <what was wrong>" ---- */
@@ -976,5 +984,8 @@ gh_interop_traverse(gh_state *st, visitproc visit, void *arg)
         Py_VISIT(st->foreign_types[i].stream_fn);
     }
     Py_VISIT(st->typestrs);
+    for (int i = 0; i < N__COUNT; i++) {
+        Py_VISIT(st->interop_names[i]);
+    }
     return 0;
 }

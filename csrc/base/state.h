@@ -31,6 +31,7 @@
     X(ARRAY_TRANSPOSE, "array_transpose")                                                          \
     X(ARRAY_GPU_DATA, "array_gpu_data")                                                            \
     X(ARRAY_HOST, "array_host")                                                                    \
+    X(CTYPES_POINTER, "ctypes_pointer")                                                            \
     X(PLUGIN_CONTEXT_RESET, "plugin_context_reset")                                                \
     X(PLUGIN_MEMORY_INFO, "plugin_memory_info")                                                    \
     X(DEVICE_RESET_WARNING, "device_reset_warning")                                                \
@@ -226,6 +227,7 @@ struct gh_state {
     int n_foreign_types;
     PyObject *typestrs;          /* dict: CUDA array interface typestr -> NumPy dtype (interop.c) */
     PyObject *interop_names[24]; /* interned attribute and key names (interop.c) */
+    PyObject *pool_names[2];     /* "mem", "ptr", interned at init (pool.c's MemoryPointers) */
     gh_live_records live;        /* live.c's records of the objects owning resources */
     /* Last: read only when raising, so that the fields above, which every allocation and
        launch reads, keep their places and cache lines. */

@@ -133,8 +133,7 @@ extern PyMethodDef gh_current_methods[];
 int gh_event_init_type(PyObject *module, gh_state *st);
 /* Destroy the cached event handles (module teardown). */
 void gh_event_cache_clear(gh_state *st);
-/* A new Event in `ctx` made with cuEventCreate `flags` (`ctx_is_current`: the caller
-   knows ctx is current, so it is not made so); new reference or NULL. */
+/* An Event: a CUevent of a context (gh_event_new, in core_internal.h, makes one). */
 typedef struct {
     PyObject_HEAD
     gh_context *context; /* strong */
@@ -235,7 +234,7 @@ PyObject *gh_stream_of_handle(gh_state *st, gh_context *ctx, CUstream handle);
    context's default stream).  0 or -1 with CudaAPIError. */
 int gh_stream_order_after(gh_context *pctx, CUstream producer, gh_context *cctx, CUstream consumer);
 /* The host function of graph host nodes and captured host functions: `data` is a
-   (fn,) or (fn, arg) tuple the graph keeps; fn() or fn(arg) runs with the GIL. */
+   (fn, *args) tuple the graph keeps; fn(*args) runs with the GIL. */
 void CUDA_CB gh_host_fn_trampoline(void *data);
 
 #endif /* GPUHOST_CORE_H */

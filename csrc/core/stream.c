@@ -516,12 +516,9 @@ gh_host_fn_trampoline(void *data)
     }
     gil = PyGILState_Ensure();
     gh_on_driver_thread = 1; /* objects dying here defer their CUDA calls */
-    if (PyTuple_GET_SIZE(item) == 2) {
-        res = PyObject_CallOneArg(PyTuple_GET_ITEM(item, 0), PyTuple_GET_ITEM(item, 1));
-    }
-    else {
-        res = PyObject_CallNoArgs(PyTuple_GET_ITEM(item, 0));
-    }
+    /* (fn, *args): fn(*args); the tuple's items after fn are the arguments */
+    res = PyObject_Vectorcall(PyTuple_GET_ITEM(item, 0), &PyTuple_GET_ITEM(item, 1),
+                              (size_t)(PyTuple_GET_SIZE(item) - 1), NULL);
     if (res == NULL) {
         PyErr_WriteUnraisable(PyTuple_GET_ITEM(item, 0));
     }
@@ -530,7 +527,7 @@ gh_host_fn_trampoline(void *data)
     PyGILState_Release(gil);
 }
 
-/* Queue host function `item` ((fn,) or (fn, arg), a new reference given to this call) on
+/* Queue host function `item` ((fn, *args), a new reference given to this call) on
    the stream: kept by the capture while capturing, else run once.  0 or -1. */
 static int
 launch_host_item(gh_stream *self, PyObject *item)
@@ -582,17 +579,10 @@ stream_launch_host_func(gh_stream *self, PyObject *args, PyObject *kwargs)
 static PyObject *
 captured_callback(gh_stream *self, PyObject *callback, PyObject *arg)
 {
-    PyObject *partial = NULL, *item = NULL;
     PyObject *status = PyLong_FromLong(0);
-    PyObject *functools = status ? PyImport_ImportModule("functools") : NULL;
-    if (functools != NULL) {
-        partial = PyObject_CallMethod(functools, "partial", "OOOO", callback, (PyObject *)self,
-                                      status, arg);
-        Py_DECREF(functools);
-    }
+    PyObject *item =
+        status != NULL ? PyTuple_Pack(4, callback, (PyObject *)self, status, arg) : NULL;
     Py_XDECREF(status);
-    item = partial != NULL ? PyTuple_Pack(1, partial) : NULL;
-    Py_XDECREF(partial);
     if (item == NULL || launch_host_item(self, item) < 0) {
         return NULL;
     }

@@ -198,7 +198,7 @@ pool_allocate_meth(gh_pool *self, PyObject *const *args, Py_ssize_t nargs, PyObj
 static PyObject *
 pool_allocate_pointer(gh_pool *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    static PyObject *mem_name, *ptr_name;
+    gh_state *st = gh_pool_state_of(self);
     PyTypeObject *cls;
     PyObject *a, *ptr, *obj;
     size_t size;
@@ -208,9 +208,7 @@ pool_allocate_pointer(gh_pool *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "allocate_pointer() takes a size, a stream and a class");
         return NULL;
     }
-    if ((mem_name == NULL && (mem_name = PyUnicode_InternFromString("mem")) == NULL) ||
-        (ptr_name == NULL && (ptr_name = PyUnicode_InternFromString("ptr")) == NULL) ||
-        parse_size_stream(args, 2, NULL, "allocate_pointer", &size, &stream) < 0) {
+    if (parse_size_stream(args, 2, NULL, "allocate_pointer", &size, &stream) < 0) {
         return NULL;
     }
     cls = (PyTypeObject *)args[2];
@@ -219,8 +217,8 @@ pool_allocate_pointer(gh_pool *self, PyObject *const *args, Py_ssize_t nargs)
     }
     ptr = PyLong_FromUnsignedLongLong(((gh_allocation *)a)->dptr);
     obj = ptr != NULL ? cls->tp_alloc(cls, 0) : NULL;
-    if (obj != NULL &&
-        (PyObject_SetAttr(obj, mem_name, a) < 0 || PyObject_SetAttr(obj, ptr_name, ptr) < 0)) {
+    if (obj != NULL && (PyObject_SetAttr(obj, st->pool_names[0], a) < 0 ||
+                        PyObject_SetAttr(obj, st->pool_names[1], ptr) < 0)) {
         Py_CLEAR(obj);
     }
     Py_XDECREF(ptr);
@@ -856,7 +854,9 @@ int
 gh_pool_init_type(PyObject *module, gh_state *st)
 {
     st->PoolType = (PyTypeObject *)PyType_FromModuleAndSpec(module, &pool_spec, NULL);
-    if (st->PoolType == NULL || PyModule_AddType(module, st->PoolType) < 0) {
+    if (st->PoolType == NULL || PyModule_AddType(module, st->PoolType) < 0 ||
+        (st->pool_names[0] = PyUnicode_InternFromString("mem")) == NULL ||
+        (st->pool_names[1] = PyUnicode_InternFromString("ptr")) == NULL) {
         return -1;
     }
     st->pool_hooks.context_ending = gh_pool_context_ending;
