@@ -138,7 +138,9 @@ def prepare(self, arg_types, texrefs=None):
 
     `arg_types` is pycuda's: a struct format string (``"PPi"``: two pointers and an int;
     counts repeat, ``"16s"`` is a 16-byte struct) or a sequence of NumPy scalar types,
-    dtypes and format codes (``[np.intp, np.float32, "i"]``). One code per parameter.
+    dtypes and format codes (``[np.intp, np.float32, "i"]``). One code per parameter. The
+    sequence may also hold C types spelt out (``["const float *", "unsigned int"]``),
+    which pycuda's codes cannot say: a pointer's element type is then checked too.
 
     Every launch then checks its arguments against the types, whichever way it is made
     (``prepared_call``, ``kernel[grid, block](...)``, ``launch``): a Python int must be in
@@ -172,6 +174,12 @@ def prepare(self, arg_types, texrefs=None):
     Traceback (most recent call last):
         ...
     OverflowError: scale(): parameter 2 (int) cannot hold 1099511627776
+    >>> scale.prepare(["float *", "float", "int"]).param_types
+    ('float *', 'float', 'int')
+    >>> scale[4, 256](gpuhost.to_device(np.ones(1000)), 2.0, 1000)  # float64
+    Traceback (most recent call last):
+        ...
+    TypeError: scale(): parameter 0 (float *) takes an array of float32, not a gpuhost.DeviceArray of float64
     """
     from .kernels import _prepare
 

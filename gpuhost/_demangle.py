@@ -13,7 +13,7 @@ the whole name "not known", and such a kernel is checked as an ``extern "C"`` on
 name read wrongly must never refuse good arguments.
 """
 
-__all__ = ["kernel_param_types", "parameter_types"]
+__all__ = ["declared_type", "kernel_param_types", "parameter_types"]
 
 # builtin type codes: (C name, ctype, size); ctype as kernel_types.c takes it: 'i' signed,
 # 'u' unsigned, 'n' char (either signedness), 'b' bool, 'f' floating point, '' no check
@@ -350,6 +350,57 @@ class _Reader:
         if len(params) == 1 and params[0] == ("builtin", "v"):
             params = []
         return text, params
+
+
+# C type names as a program spells them, to the builtin codes above
+_C_NAMES = {
+    "void": "v", "bool": "b", "char": "c", "signed char": "a", "unsigned char": "h",
+    "short": "s", "unsigned short": "t", "int": "i", "unsigned int": "j", "long": "l",
+    "unsigned long": "m", "long long": "x", "unsigned long long": "y", "float": "f",
+    "double": "d", "wchar_t": "w", "char16_t": "Ds", "char32_t": "Di",
+    "int8_t": "a", "uint8_t": "h", "int16_t": "s", "uint16_t": "t", "int32_t": "i",
+    "uint32_t": "j", "int64_t": "l", "uint64_t": "m", "size_t": "m", "ssize_t": "l",
+    "ptrdiff_t": "l", "intptr_t": "l", "uintptr_t": "m",
+}
+_C_SPELLINGS = {"signed": "int", "unsigned": "unsigned int", "short int": "short",
+                "signed short": "short", "unsigned short int": "unsigned short",
+                "signed int": "int", "long int": "long", "signed long": "long",
+                "unsigned long int": "unsigned long", "long long int": "long long",
+                "signed long long": "long long", "unsigned long long int": "unsigned long long",
+                "half": "__half"}
+
+
+def declared_type(text):
+    """What kernel_types.c takes for a C type spelt out ("const float *", "unsigned int",
+    "__half *"), as kernel_param_types gives it; None where `text` is no such type.
+
+    Examples
+    --------
+    >>> declared_type("const float *")
+    ('const float *', 'p', 'f', 4, 8)
+    >>> declared_type("i") is None
+    True
+    """
+    words = text.replace("*", " * ").split()
+    depth = words.count("*")
+    if depth and any(w not in ("*", "const", "volatile", "__restrict__", "restrict")
+                     for w in words[words.index("*"):]):
+        return None
+    words = words[:words.index("*")] if depth else words  # the rest qualifies pointers
+    quals = [w for w in words if w in ("const", "volatile")]
+    base = " ".join(w for w in words if w not in ("const", "volatile"))
+    base = _C_SPELLINGS.get(base, base)
+    if base in _C_NAMES:
+        t = ("builtin", _C_NAMES[base])
+    elif base in _SPECIAL:
+        t = ("name", base, _SPECIAL[base])
+    else:
+        return None
+    if quals:
+        t = ("qualified", t, sorted(set(quals), key=("const", "volatile").index))
+    for _ in range(depth):
+        t = ("pointer", t)
+    return _param(t)
 
 
 def parameter_types(symbol):

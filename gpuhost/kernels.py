@@ -36,24 +36,33 @@ _FORMAT_CODES = {
 }
 
 
-def _format_of(arg_types):
-    """The struct format pycuda's Function.prepare makes of `arg_types`: a format string
-    as it is; else, item by item, a NumPy scalar type's or dtype's char (a record dtype is
-    its bytes, "Ns"), a str as it is, anything else a pointer-sized unsigned int."""
+def _declarations(arg_types):
+    """[(code, size, declared)] of pycuda's `arg_types`, one per parameter: a format string
+    as pycuda's prepare takes it; else, item by item, a NumPy scalar type's or dtype's char
+    (a record dtype is its bytes, "Ns"), a str as it is, anything else a pointer-sized
+    unsigned int.  gpuhost takes a C type spelt out too ("float *", "unsigned int"): its
+    `declared` is kernel_types.c's tuple for it (else None)."""
     if isinstance(arg_types, str):
-        return arg_types
+        return [(code, size, None) for code, size in _format_items(arg_types)]
     import numpy as np
+
+    from ._demangle import declared_type
 
     out = []
     for t in arg_types:
+        declared = declared_type(t) if isinstance(t, str) else None
+        if declared is not None:
+            out.append((t, declared[4], declared))
+            continue
         if isinstance(t, str):
-            out.append(t)
+            fmt = t
         elif isinstance(t, np.dtype) or (isinstance(t, type) and issubclass(t, np.generic)):
             dt = np.dtype(t)
-            out.append("%ds" % dt.itemsize if dt.char == "V" else dt.char)
+            fmt = "%ds" % dt.itemsize if dt.char == "V" else dt.char
         else:
-            out.append(np.dtype(np.uintp).char)
-    return "".join(out)
+            fmt = np.dtype(np.uintp).char
+        out.extend((code, size, None) for code, size in _format_items(fmt))
+    return out
 
 
 def _format_items(fmt):
@@ -87,10 +96,13 @@ def _format_items(fmt):
     return items
 
 
-def _prepared_type(kernel, index, code, size, param):
-    """The type kernel_types.c takes for parameter `index` declared as `code`, checked
-    against what the driver and the PTX say of it (param = (offset, size, kind))."""
-    if code.endswith("s"):
+def _prepared_type(kernel, index, code, size, declared, param):
+    """The type kernel_types.c takes for parameter `index` declared as `code` (or as the C
+    type `declared`), checked against what the driver and the PTX say of it (param =
+    (offset, size, kind))."""
+    if declared is not None:
+        name, ctype = declared[0], declared[1]
+    elif code.endswith("s"):
         name, ctype = "%d bytes" % size, ""
     else:
         name, ctype, _ = _FORMAT_CODES[code]
@@ -102,8 +114,8 @@ def _prepared_type(kernel, index, code, size, param):
             code == "e" and kind == "s"):
         kinds = {"f": "floating point", "i": "an integer or pointer", "s": "a struct"}
         raise TypeError("prepare(): %s of %s; %r is %s" % (what, kinds[kind], code, name))
-    if not ctype:
-        return None  # checked by size alone
+    if declared is not None or not ctype:
+        return declared  # a C type's own; None: checked by size alone
     # an 8-byte integer takes device arrays too, as pycuda packs an allocation's address
     elem = "A" if ctype in "iu" and size == 8 else ""
     return (name, ctype, elem, 0, size)
@@ -113,15 +125,14 @@ def _prepare(kernel, arg_types, texrefs=None):
     if texrefs:
         raise NotImplementedError("texture references were removed in CUDA 12; gpuhost has "
                                   "none (use texture objects, passed as an unsigned long long)")
-    fmt = _format_of(arg_types)
-    items = _format_items(fmt)
+    items = _declarations(arg_types)
     params = kernel.param_info
     if len(items) != len(params):
-        raise TypeError("prepare(): %s() takes %d arguments; the format %r gives %d (one type "
-                        "code per parameter: a struct is 'Ns', its bytes)"
-                        % (kernel.name, len(params), fmt, len(items)))
-    types = [_prepared_type(kernel, i, code, size, param)
-             for i, ((code, size), param) in enumerate(zip(items, params))]
+        raise TypeError("prepare(): %s() takes %d arguments; %r gives %d (one type per "
+                        "parameter: a struct is 'Ns', its bytes)"
+                        % (kernel.name, len(params), arg_types, len(items)))
+    types = [_prepared_type(kernel, i, code, size, declared, param)
+             for i, ((code, size, declared), param) in enumerate(zip(items, params))]
     # a C++ kernel's name says its types already: they stay where prepare() agrees on the
     # size (a "P" for a float * keeps the float *)
     if kernel.symbol.startswith("_Z"):

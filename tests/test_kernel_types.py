@@ -6,6 +6,7 @@ Python int's C range.
 The mangled names are checked without a driver; the launches on the fake driver's kernels
 mode, which records the exact parameter bytes.
 """
+import re
 import struct
 
 import numpy as np
@@ -412,7 +413,10 @@ def test_prepare_takes_what_pycudas_does(module, arg_types, names):
 
 
 @pytest.mark.parametrize("arg_types, exc, text", [
-    ("PII", TypeError, "prepare(): plain() takes 2 arguments; the format 'PII' gives 3"),
+    ("PII", TypeError, "prepare(): plain() takes 2 arguments; 'PII' gives 3"),
+    (["float *"], TypeError, "prepare(): plain() takes 2 arguments; ['float *'] gives 1"),
+    (["double *", "double"], TypeError, "prepare(): plain(): parameter 1 is 4 bytes, not 8 "
+                                        "('double', double)"),
     ("Pq", TypeError, "prepare(): plain(): parameter 1 is 4 bytes, not 8 ('q', long long)"),
     ("Pf", TypeError, "prepare(): plain(): parameter 1 is 4 bytes of an integer or pointer; "
                       "'f' is float"),
@@ -427,6 +431,24 @@ def test_prepare_refuses_formats_that_do_not_fit(module, arg_types, exc, text):
     assert plain.param_types is None
     with pytest.raises(NotImplementedError, match="texture references"):
         plain.prepare("Pi", texrefs=[object()])
+
+
+@pytest.mark.parametrize("arg_types, names", [
+    (["float *", "unsigned"], ("float *", "unsigned int")),
+    (["const float*", np.uint32], ("const float *", "unsigned int")),
+    (["float const *", "uint32_t"], ("const float *", "unsigned int")),
+])
+def test_prepare_takes_c_types_spelt_out_for_an_extern_c_kernel(module, arg_types, names):
+    plain = module.get_function("plain")
+    plain.prepare(arg_types)
+    assert plain.param_types == names
+    with pytest.raises(TypeError, match=r"^plain\(\): parameter 0 \(%s\) takes an array of "
+                                        r"float32, not a gpuhost.DeviceArray of float64$"
+                                        % re.escape(names[0])):
+        plain[1, 1](gpuhost.to_device(np.random.rand(8)), 8)
+    d = gpuhost.to_device(np.random.rand(8).astype(np.float32))
+    plain[1, 1](d, 8)
+    assert fake_last_launch()[0] == struct.pack("<QI", d.ptr, 8)
 
 
 def test_prepare_keeps_what_a_cplusplus_name_says_more_precisely(module):
