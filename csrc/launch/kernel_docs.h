@@ -247,7 +247,7 @@ PyDoc_STRVAR(kernel_param_types_doc,
              "Examples\n"
              "--------\n"
              ">>> src = '__global__ void twice(double *a, unsigned n) {}'\n"
-             ">>> code = gpuhost.compile(src, name_expressions=['twice'])  # C++: not extern \"C\"\n"
+             ">>> code = gpuhost.compile(src, name_expressions=['twice'])  # C++\n"
              ">>> code.lowered_names['twice']\n"
              "'_Z5twicePdj'\n"
              ">>> gpuhost.Module(code).get_function('twice').param_types  # doctest: +SKIP\n"
@@ -260,8 +260,8 @@ PyDoc_STRVAR(kernel_param_types_doc,
              ">>> twice[1, 32](gpuhost.device_array(32, np.float32), 32)\n"
              "Traceback (most recent call last):\n"
              "    ...\n"
-             "TypeError: _Z5twicePdj(): parameter 0 (double *) takes an array of float64, not a "
-             "gpuhost.DeviceArray of float32");
+             "TypeError: _Z5twicePdj(): parameter 0 (double *) takes an array of float64, "
+             "not a gpuhost.DeviceArray of float32");
 
 PyDoc_STRVAR(kernel_set_param_types_doc,
              "_set_param_types(types, /)\n--\n\n"
