@@ -48,6 +48,20 @@ def run_area(name, out_dir):
         return json.load(f)
 
 
+GPU_PROBE = "import gpuhost; print(gpuhost.cuda_error() or '')"
+
+
+def no_gpu_reason():
+    """Why the area scripts cannot measure here (gpuhost does not import, or finds no
+    usable GPU), asked as they would ask it; None where they can."""
+    proc = subprocess.run([sys.executable, "-c", GPU_PROBE], capture_output=True, text=True,
+                          cwd=HERE)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return "gpuhost does not import with %s (%s)" % (sys.executable, last)
+    return proc.stdout.strip() or None
+
+
 def import_row(out_dir):
     """import_time.py's result as a row: ms beyond numpy, goal <= 25 ms."""
     path = os.path.join(out_dir, "import_time.json")
@@ -209,6 +223,12 @@ def main():
     unknown = sorted(set(areas) - set(AREAS))
     if unknown:
         parser.error("unknown areas: %s" % ", ".join(unknown))
+    reason = no_gpu_reason()
+    if reason is not None:
+        sys.exit("benchmarks/all.py measures on a GPU, and there is none it can use here: %s.\n"
+                 "Run it on a machine with an NVIDIA GPU and gpuhost installed "
+                 "(python3 -m pip install .); python3 -m gpuhost says what gpuhost finds."
+                 % reason.rstrip("."))
     runs = []
     for i in range(args.repeat):
         if args.repeat > 1:

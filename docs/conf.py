@@ -193,5 +193,49 @@ def _process_docstring(app, what, name, obj, options, lines):
         lines[:] = _plain_to_rest(lines)
 
 
+# -- viewcode: the source pages' [docs] links lead to where each object is indexed ----------
+# viewcode (Sphinx 9) links every object of a module's source page under one module name,
+# the one the first page that showed any of them used, :no-index: showings included:
+# gpuhost.compat.cupy shows gpuhost.memory's names again (indexed on the pools page), so
+# the source of gpuhost/memory.py linked to pools.html#gpuhost.compat.cupy.MemoryPool, an
+# anchor no page has (199 such links).  Each link of a source page is pointed at the page
+# and anchor that index the object under its module's name or a package's above it
+# (gpuhost.set_memory_manager), and an object indexed under none gets no link.  The
+# modules whose source viewcode could not read leave its index, which listed them with a
+# link to no page.
+
+_BACKLINK = re.compile(r'(<div class="viewcode-block" id="([^"]+)">\n)'
+                       r'<a class="viewcode-back" href="[^"]*">([^<]*)</a>\n')
+
+
+def _viewcode_backlinks(app, pagename, templatename, context, doctree):
+    if not pagename.startswith("_modules/") or "body" not in context:
+        return
+    module = pagename[len("_modules/"):].replace("/", ".")
+    prefixes = [module.rsplit(".", n)[0] for n in range(module.count(".") + 1)]
+    objects = app.env.get_domain("py").objects
+
+    def relink(match):
+        name = match.group(2)
+        for prefix in prefixes:
+            entry = objects.get("%s.%s" % (prefix, name))
+            if entry is not None:
+                href = app.builder.get_relative_uri(pagename, entry.docname) + "#" + entry.node_id
+                return '%s<a class="viewcode-back" href="%s">%s</a>\n' % (
+                    match.group(1), href, match.group(3))
+        return match.group(1)
+
+    context["body"] = _BACKLINK.sub(relink, context["body"])
+
+
+def _drop_sourceless_modules(app):
+    modules = getattr(app.env, "_viewcode_modules", None) or {}
+    for name in [name for name, entry in modules.items() if not entry]:
+        del modules[name]
+    return []
+
+
 def setup(app):
     app.connect("autodoc-process-docstring", _process_docstring)
+    app.connect("html-page-context", _viewcode_backlinks)
+    app.connect("html-collect-pages", _drop_sourceless_modules, priority=400)  # viewcode's: 500

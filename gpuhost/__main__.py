@@ -100,6 +100,9 @@ def main(argv=None):
     except gpuhost.NvrtcSupportError as e:
         print("NVRTC not found: %s" % e, file=out)
     if not gpuhost.detect(file=out):
+        print("That is expected on a machine without an NVIDIA GPU: gpuhost imports and "
+              "compiles kernels there, and gpuhost.is_available() is False. On a machine "
+              "with one, the line above says what failed.", file=out)
         return 0  # no GPU here: nothing more to check, and that is not an error
     print("Driver: CUDA %d.%d, %s" % (gpuhost.driver_version() + (gpuhost._core.driver_library(),)),
           file=out)

@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 
-from . import _core
+from . import _core, _methods
 
 ELF_MAGIC = b"\x7fELF"
 FATBIN_MAGIC = b"\x50\xed\x55\xba"  # 0xBA55ED50, little-endian
@@ -121,5 +121,131 @@ def global_array(module, name, raw, dtype, shape):
     return _core.make_array(module, ptr, shape, strides, dtype, context=module.context)
 
 
-# Module(image) and Module.get_global() call these (csrc/launch/code_image.c): registered once.
-_core._set_helpers(describe_image=describe, global_array=global_array)
+def kernel_param_types(symbol):
+    """A C++ kernel's parameter types from its mangled name (gpuhost/_demangle.py, imported
+    on the first such kernel): what csrc/launch/kernel_types.c checks arguments against."""
+    from ._demangle import kernel_param_types as read
+
+    return read(symbol)
+
+
+# ---- pycuda's prepared launches, attached to Kernel (the format is read by gpuhost.kernels) ----
+
+
+@_methods.method(_core.Kernel)
+def prepare(self, arg_types, texrefs=None):
+    """Declare the parameters' types, as pycuda's ``Function.prepare``; returns the kernel.
+
+    `arg_types` is pycuda's: a struct format string (``"PPi"``: two pointers and an int;
+    counts repeat, ``"16s"`` is a 16-byte struct) or a sequence of NumPy scalar types,
+    dtypes and format codes (``[np.intp, np.float32, "i"]``). One code per parameter. The
+    sequence may also hold C types spelt out (``["const float *", "unsigned int"]``),
+    which pycuda's codes cannot say: a pointer's element type is then checked too.
+
+    Every launch then checks its arguments against the types, whichever way it is made
+    (``prepared_call``, ``kernel[grid, block](...)``, ``launch``): a Python int must be in
+    its C type's range (OverflowError), a float cannot go to an integer, an array must go
+    to a pointer (``"P"``; or to an 8-byte integer, as pycuda packs an allocation's
+    address). A C++ kernel's mangled name says its types already; where it says more
+    (``float *`` for a ``"P"``) that stays.
+
+    Raises
+    ------
+    TypeError
+        The format has another number of codes than the kernel has parameters, or a code
+        of another size or kind than its parameter.
+    ValueError
+        A character pycuda's prepare does not take.
+    NotImplementedError
+        `texrefs`: texture references were removed in CUDA 12.
+
+    Examples
+    --------
+    >>> ptx = (".version 7.0\\n.target sm_70\\n.address_size 64\\n.visible .entry scale("
+    ...        ".param .u64 x, .param .f32 a, .param .u32 n) { ret; }")  # scale(float *, float, int)
+    >>> scale = gpuhost.Module(ptx).get_function("scale")  # as SourceModule's extern "C" one
+    >>> scale.param_types is None                          # its name says nothing
+    True
+    >>> scale.prepare("Pfi").param_types
+    ('void *', 'float', 'int')
+    >>> x = gpuhost.to_device(np.ones(1000, np.float32))
+    >>> scale.prepared_call((4, 1), (256, 1, 1), x, 2.0, 1000)
+    >>> scale.prepared_call((4, 1), (256, 1, 1), x, 2.0, 2**40)
+    Traceback (most recent call last):
+        ...
+    OverflowError: scale(): parameter 2 (int) cannot hold 1099511627776
+    >>> scale.prepare(["float *", "float", "int"]).param_types
+    ('float *', 'float', 'int')
+    >>> scale[4, 256](gpuhost.to_device(np.ones(1000)), 2.0, 1000)  # float64
+    Traceback (most recent call last):
+        ...
+    TypeError: scale(): parameter 0 (float *) takes an array of float32, not a gpuhost.DeviceArray of float64
+    """
+    from .kernels import _prepare
+
+    return _prepare(self, arg_types, texrefs)
+
+
+@_methods.method(_core.Kernel)
+def prepared_call(self, grid, block, *args, shared_size=0):
+    """Launch on the default stream, as pycuda's: ``prepared_call(grid, block, *args,
+    shared_size=0)``; the same as ``kernel[grid, block, None, shared_size](*args)``.
+
+    Examples
+    --------
+    >>> ptx = (".version 7.0\\n.target sm_70\\n.address_size 64\\n.visible .entry scale("
+    ...        ".param .u64 x, .param .f32 a, .param .u32 n) { ret; }")  # scale(float *, float, int)
+    >>> scale = gpuhost.Module(ptx).get_function("scale").prepare("Pfi")
+    >>> x = gpuhost.to_device(np.ones(1000, np.float32))
+    >>> scale.prepared_call((4, 1), (256, 1, 1), x, 2.0, 1000)
+    """
+    self[grid, block, None, shared_size](*args)
+
+
+@_methods.method(_core.Kernel)
+def prepared_async_call(self, grid, block, stream, *args, shared_size=0):
+    """Launch on `stream` (None: the default stream), as pycuda's:
+    ``prepared_async_call(grid, block, stream, *args, shared_size=0)``.
+
+    Examples
+    --------
+    >>> ptx = (".version 7.0\\n.target sm_70\\n.address_size 64\\n"
+    ...        ".visible .entry fill(.param .u64 x, .param .u32 n) { ret; }")
+    >>> fill = gpuhost.Module(ptx).get_function("fill").prepare([np.intp, np.uint32])
+    >>> s = gpuhost.stream()
+    >>> x = gpuhost.device_array(1000, np.float32, stream=s)
+    >>> fill.prepared_async_call(4, 256, s, x, 1000)
+    >>> s.synchronize()
+    """
+    self[grid, block, stream, shared_size](*args)
+
+
+@_methods.method(_core.Kernel)
+def prepared_timed_call(self, grid, block, *args, shared_size=0):
+    """Launch on the default stream between two events, as pycuda's; returns a function
+    that waits for the kernel and gives its time in seconds.
+
+    Examples
+    --------
+    >>> ptx = ".version 7.0\\n.target sm_70\\n.visible .entry idle() { ret; }"
+    >>> idle = gpuhost.Module(ptx).get_function("idle").prepare("")
+    >>> seconds = idle.prepared_timed_call(1, 32)()
+    >>> seconds >= 0
+    True
+    """
+    start, end = _core.event(), _core.event()
+    start.record()
+    self[grid, block, None, shared_size](*args)
+    end.record()
+
+    def get_call_time():
+        end.synchronize()
+        return start.elapsed_time(end) * 1e-3
+
+    return get_call_time
+
+
+# Module(image), Module.get_global() and Module.get_function() call these
+# (csrc/launch/code_image.c, kernel_types.c): registered once.
+_core._set_helpers(describe_image=describe, global_array=global_array,
+                   kernel_param_types=kernel_param_types)

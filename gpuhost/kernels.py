@@ -19,6 +19,132 @@ from ._code_images import ptx_param_types
 
 __all__ = ["Kernel", "LaunchConfig", "Linker", "Module", "RawKernel", "SourceModule", "launch"]
 
+# ---- Kernel.prepare: pycuda's declaration of the parameters' types ----
+
+# struct's codes as pycuda's prepare() takes them (its _pvt_struct, native sizes), and
+# NumPy's dtype chars beside them: (C name, ctype, size); ctype as kernel_types.c takes it,
+# '' for a value checked by size alone (complex numbers, bytes)
+_FORMAT_CODES = {
+    "b": ("signed char", "i", 1), "B": ("unsigned char", "u", 1), "c": ("char", "n", 1),
+    "?": ("bool", "b", 1), "h": ("short", "i", 2), "H": ("unsigned short", "u", 2),
+    "i": ("int", "i", 4), "I": ("unsigned int", "u", 4), "l": ("long", "i", 8),
+    "L": ("unsigned long", "u", 8), "q": ("long long", "i", 8),
+    "Q": ("unsigned long long", "u", 8), "n": ("ssize_t", "i", 8), "N": ("size_t", "u", 8),
+    "p": ("intptr_t", "i", 8), "e": ("__half", "f", 2), "f": ("float", "f", 4),
+    "d": ("double", "f", 8), "F": ("float2 (complex64)", "", 8),
+    "D": ("double2 (complex128)", "", 16), "P": ("void *", "p", 8),
+}
+
+
+def _declarations(arg_types):
+    """[(code, size, declared)] of pycuda's `arg_types`, one per parameter: a format string
+    as pycuda's prepare takes it; else, item by item, a NumPy scalar type's or dtype's char
+    (a record dtype is its bytes, "Ns"), a str as it is, anything else a pointer-sized
+    unsigned int.  gpuhost takes a C type spelt out too ("float *", "unsigned int"): its
+    `declared` is kernel_types.c's tuple for it (else None)."""
+    if isinstance(arg_types, str):
+        return [(code, size, None) for code, size in _format_items(arg_types)]
+    import numpy as np
+
+    from ._demangle import declared_type
+
+    out = []
+    for t in arg_types:
+        declared = declared_type(t) if isinstance(t, str) else None
+        if declared is not None:
+            out.append((t, declared[4], declared))
+            continue
+        if isinstance(t, str):
+            fmt = t
+        elif isinstance(t, np.dtype) or (isinstance(t, type) and issubclass(t, np.generic)):
+            dt = np.dtype(t)
+            fmt = "%ds" % dt.itemsize if dt.char == "V" else dt.char
+        else:
+            fmt = np.dtype(np.uintp).char
+        out.extend((code, size, None) for code, size in _format_items(fmt))
+    return out
+
+
+def _format_items(fmt):
+    """[(code, size)] of a struct format: counts repeat a code ("3i"), or give the bytes
+    of an "s" item ("16s"); pad bytes ("x") are dropped, since the kernel's real offsets
+    place each argument; ValueError for anything pycuda's packer would refuse."""
+    items, i = [], 0
+    body = fmt[1:] if fmt.startswith("@") else fmt
+    while i < len(body):
+        c = body[i]
+        if c.isspace():
+            i += 1
+            continue
+        j = i
+        while j < len(body) and body[j].isdigit():
+            j += 1
+        count = int(body[i:j]) if j > i else 1
+        if j == len(body):
+            raise ValueError("prepare(): the format %r ends in a count" % fmt)
+        code = body[j]
+        if code == "s":
+            items.append(("%ds" % count, count))
+        elif code == "x":
+            pass
+        elif code in _FORMAT_CODES and code != "p":
+            items.extend([(code, _FORMAT_CODES[code][2])] * count)
+        else:
+            raise ValueError("prepare(): %r in the format %r is no type code pycuda's prepare "
+                             "takes (b B c ? h H i I l L q Q n N e f d F D P, Ns)" % (code, fmt))
+        i = j + 1
+    return items
+
+
+def _prepared_type(kernel, index, code, size, declared, param):
+    """The type kernel_types.c takes for parameter `index` declared as `code` (or as the C
+    type `declared`), checked against what the driver and the PTX say of it (param =
+    (offset, size, kind))."""
+    if declared is not None:
+        name, ctype = declared[0], declared[1]
+    elif code.endswith("s"):
+        name, ctype = "%d bytes" % size, ""
+    else:
+        name, ctype, _ = _FORMAT_CODES[code]
+    kind = param[2]
+    what = "%s(): parameter %d is %d bytes" % (kernel.name, index, param[1])
+    if size != param[1]:
+        raise TypeError("prepare(): %s, not %d (%r, %s)" % (what, size, code, name))
+    if kind != "?" and ctype and (kind == "f") != (ctype == "f") and not (
+            code == "e" and kind == "s"):
+        kinds = {"f": "floating point", "i": "an integer or pointer", "s": "a struct"}
+        raise TypeError("prepare(): %s of %s; %r is %s" % (what, kinds[kind], code, name))
+    if declared is not None or not ctype:
+        return declared  # a C type's own; None: checked by size alone
+    # an 8-byte integer takes device arrays too, as pycuda packs an allocation's address
+    elem = "A" if ctype in "iu" and size == 8 else ""
+    return (name, ctype, elem, 0, size)
+
+
+def _prepare(kernel, arg_types, texrefs=None):
+    if texrefs:
+        raise NotImplementedError("texture references were removed in CUDA 12; gpuhost has "
+                                  "none (use texture objects, passed as an unsigned long long)")
+    items = _declarations(arg_types)
+    params = kernel.param_info
+    if len(items) != len(params):
+        raise TypeError("prepare(): %s() takes %d arguments; %r gives %d (one type per "
+                        "parameter: a struct is 'Ns', its bytes)"
+                        % (kernel.name, len(params), arg_types, len(items)))
+    types = [_prepared_type(kernel, i, code, size, declared, param)
+             for i, ((code, size, declared), param) in enumerate(zip(items, params))]
+    # a C++ kernel's name says its types already: they stay where prepare() agrees on the
+    # size (a "P" for a float * keeps the float *)
+    if kernel.symbol.startswith("_Z"):
+        from ._demangle import kernel_param_types
+
+        known = kernel_param_types(kernel.symbol) or ()
+        types = [k if k is not None and (t is None or t[4] == k[4]) else t
+                 for t, k in zip(types, list(known) + [None] * len(types))]
+    kernel._set_param_types(tuple(types))
+    return kernel
+
+
 
 def launch(kernel, grid, block, *args, stream=None, shared=0, cooperative=False, cluster=None):
     """Launch `kernel` over `grid` blocks of `block` threads with `args`.

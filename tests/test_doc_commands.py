@@ -145,7 +145,17 @@ def test_readme_installs_the_jit_extra_its_first_program_needs():
     blocks = dict(dc.pages(ROOT))["README.md"]
     program = next(b for b in blocks if b.kind == "python" and "@cuda.jit" in b.text)
     before = "".join(b.text for b in blocks[:program.number - 1])
-    assert "'.[jit]'" in before
+    extras = re.findall(r"pip install '\.\[([\w,]+)\]'", before)
+    assert extras and "jit" in extras[0].split(",")
+
+
+def test_readme_builds_gpuhost_once_for_its_program_and_its_tests():
+    blocks = dict(dc.pages(ROOT))["README.md"]
+    installs = [b for b in blocks if b.kind != "python" and "pip install '." in b.text
+                and "[docs]" not in b.text]
+    assert len(installs) == 1, [b.name for b in installs]
+    assert set(re.findall(r"pip install '\.\[([\w,]+)\]'", installs[0].text)[0].split(",")) \
+        >= {"jit", "test"}
 
 
 # ---- a page run end to end, on a repository made for it ---------------------------------------

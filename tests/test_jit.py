@@ -326,6 +326,31 @@ def test_eager_signatures_convert_as_numba_does():
 
 
 @gpu
+def test_a_float64_array_for_an_eager_float32_signature_is_numbas_type_error():
+    """numba-cuda refuses it (compilation is off once eager signatures are given); so
+    does gpuhost.jit, with numba's exception and message."""
+    import numba.cuda
+
+    def scale(a, f):
+        i = cuda.grid(1)
+        if i < a.size:
+            a[i] *= f
+
+    x = rng.random(64)
+    ours = cuda.jit("void(float32[::1], float32)")(scale)
+    theirs = numba.cuda.jit("void(float32[::1], float32)")(scale)
+    with pytest.raises(TypeError) as got:
+        ours[1, 64](gpuhost.to_device(x), 2.0)
+    with pytest.raises(TypeError) as expected:
+        theirs[1, 64](numba.cuda.to_device(x), 2.0)
+    assert str(got.value) == str(expected.value) == (
+        "No matching definition for argument type(s) array(float64, 1d, C), float64")
+    d = gpuhost.to_device(x.astype(np.float32))
+    ours[1, 64](d, 2.0)
+    np.testing.assert_array_equal(d.copy_to_host(), x.astype(np.float32) * np.float32(2))
+
+
+@gpu
 def test_device_functions_forall_and_specialize():
     @cuda.jit(device=True)
     def sq(v):

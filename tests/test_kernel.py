@@ -709,3 +709,60 @@ def test_link_reads_its_inputs_from_any_iterable_and_refuses_others():
     for inputs in ([3], (3,), (x for x in [3])):
         with pytest.raises(TypeError, match=r"link inputs are \(bytes, int, str\) tuples"):
             _core.link(inputs)
+
+
+# ---- the parameters' C types, on a GPU (tests/test_kernel_types.py checks them everywhere) ----
+
+TWICE = r"""
+__global__ void twice(float *a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) a[i] *= 2;
+}"""
+
+
+@pytest.mark.gpu
+def test_a_cplusplus_kernel_refuses_float64_for_float_and_runs_with_float32():
+    k = gpuhost.SourceModule(TWICE, no_extern_c=True,
+                             name_expressions=["twice"]).get_function("twice")
+    assert k.param_types == ("float *", "int")
+    n = int(rng.integers(1000, 5000))
+    x64 = gpuhost.to_device(rng.random(n))
+    with pytest.raises(TypeError, match=r"^twice\(\): parameter 0 \(float \*\) takes an array "
+                                        r"of float32, not a gpuhost.DeviceArray of float64$"):
+        k[(n + 255) // 256, 256](x64, n)
+    with pytest.raises(OverflowError, match=r"parameter 1 \(int\) cannot hold 4294967296"):
+        k[1, 32](gpuhost.device_array(4, np.float32), 2 ** 32)
+    x = rng.random(n).astype(np.float32)
+    d = gpuhost.to_device(x)
+    k[(n + 255) // 256, 256](d, n)
+    np.testing.assert_array_equal(d.copy_to_host(), 2 * x)
+
+
+@pytest.mark.gpu
+def test_templates_and_prepare_check_on_a_gpu():
+    src = r"""
+    template <typename T>
+    __global__ void axpy(T *y, const T *x, T a, unsigned int n) {
+        unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] = a * x[i] + y[i];
+    }"""
+    mod = gpuhost.SourceModule(src, no_extern_c=True, options=("-fmad=false",),
+                               name_expressions=["axpy<double>", "axpy<float>"])
+    axpy_d, axpy_f = mod.get_function("axpy<double>"), mod.get_function("axpy<float>")
+    n = int(rng.integers(1000, 5000))
+    x, y = rng.random(n), rng.random(n)
+    dx, dy = gpuhost.to_device(x), gpuhost.to_device(y)
+    axpy_d[(n + 255) // 256, 256](dy, dx, 3.0, n)
+    np.testing.assert_array_equal(dy.copy_to_host(), 3.0 * x + y)
+    with pytest.raises(TypeError, match=r"axpy<float>\(\): parameter 0 \(float \*\)"):
+        axpy_f[(n + 255) // 256, 256](dy, dx, 3.0, n)
+    with pytest.raises(OverflowError, match=r"parameter 3 \(unsigned int\) cannot hold -1"):
+        axpy_d[1, 32](dy, dx, 3.0, -1)
+    plain = gpuhost.SourceModule(TWICE).get_function("twice")  # extern "C": prepare says it
+    plain.prepare(["float *", "int"])
+    with pytest.raises(TypeError, match=r"parameter 0 \(float \*\) takes an array of float32"):
+        plain.prepared_call((1, 1), (32, 1, 1), dx, n)
+    f = rng.random(n).astype(np.float32)
+    df = gpuhost.to_device(f)
+    plain.prepared_call(((n + 255) // 256, 1), (256, 1, 1), df, n)
+    np.testing.assert_array_equal(df.copy_to_host(), 2 * f)

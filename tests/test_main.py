@@ -58,6 +58,16 @@ def test_main_is_callable_with_argv_and_returns_the_exit_code(capsys):
     assert exc.value.code == 0
 
 
+def test_without_a_driver_it_says_that_is_expected_without_a_gpu_and_exits_0():
+    proc = run_main(env={"GPUHOST_CUDA_DRIVER": "/nonexistent/libcuda.so.1"})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[-2].startswith("CUDA driver not usable: no CUDA driver library was found")
+    assert lines[-1] == ("That is expected on a machine without an NVIDIA GPU: gpuhost imports "
+                         "and compiles kernels there, and gpuhost.is_available() is False. On a "
+                         "machine with one, the line above says what failed.")
+
+
 def test_bench_without_a_driver_says_it_needs_a_gpu_and_exits_1():
     proc = run_main("--bench", env={"GPUHOST_CUDA_DRIVER": "/nonexistent/libcuda.so.1"})
     assert proc.returncode == 1, proc.stderr

@@ -65,11 +65,34 @@ def test_the_performance_page_shows_every_row_once_in_its_group():
         assert cells[0] == (row.get("label") or row["operation"].strip())
         assert sp.fmt(row["figures"]["gpuhost"]) in cells[1:]
         if row.get("vs_raw_c"):
-            assert "%.2f× (%.2f-%.2f)" % tuple(row["vs_raw_c"]) in cells
+            vs = row["vs_raw_c"]
+            assert ("%.2f×" % vs[0] if DATA["runs"] == 1 else "%.2f× (%.2f-%.2f)" % tuple(vs)) \
+                in cells
         if row.get("met_runs"):
             met, runs = row["met_runs"]
             assert cells[-1] == ("met" if met == runs else "**not met**") + " (%d/%d)" % (
                 met, runs)
+
+
+def test_the_reproduce_command_is_the_one_the_measurement_ran():
+    text = open(os.path.join(ROOT, "docs", "performance.md"), encoding="utf-8").read()
+    reproduce = text.split("## Reproducing it")[1]
+    commands = re.findall(r"^python3 benchmarks/all\.py[^\n]*", reproduce, re.M)
+    assert commands == [DATA["command"] + " --json bench.json"]
+
+
+def test_one_run_shows_each_ratio_without_a_spread_and_several_runs_with_one():
+    one = copy.deepcopy(DATA)
+    one["runs"] = 1
+    row = next(r for r in one["rows"] if r.get("vs_raw_c"))
+    row["vs_raw_c"] = [1.5, 1.25, 1.75]
+    cells = [c for c in _table_rows(sp.tables_block(one)) if c[0] == (row.get("label")
+                                                                      or row["operation"])][0]
+    assert "1.50×" in cells and not any(c.startswith("1.50× (") for c in cells)
+    one["runs"] = 3
+    cells = [c for c in _table_rows(sp.tables_block(one)) if c[0] == (row.get("label")
+                                                                      or row["operation"])][0]
+    assert "1.50× (1.25-1.75)" in cells
 
 
 @pytest.mark.parametrize("chart, label", [

@@ -12,7 +12,9 @@ the viewport on either side, if a code block hides part of its lines behind a si
 scroll or a table cell's text, or a sidebar's entry, runs past its edge (cut off), if a
 table column is squeezed
 to a few characters, or if its text column is narrower than TEXT_MIN of the viewport's width
-(squeezed by sidebars). The search page must find
+(squeezed by sidebars). Every link of every page, the source pages under _modules/
+included, must lead to a file of the site, and to an anchor its page has. The search page
+must find
 `to_device`. With --screenshots, full-page PNGs of the index, the quick start, the numba
 and jit guides, the performance page and an API page (and any --shot PAGE) are written to
 DIR at each width, as PAGE-WIDTH.png.
@@ -23,6 +25,7 @@ failure, listing each.
 import argparse
 import base64
 import functools
+import html.parser
 import http.server
 import json
 import os
@@ -32,6 +35,8 @@ import sys
 import tempfile
 import threading
 import time
+import posixpath
+import urllib.parse
 import urllib.request
 
 WIDTH, HEIGHT = 1280, 900
@@ -218,6 +223,58 @@ def pages_of(site):
                 yield os.path.relpath(os.path.join(folder, name), site)
 
 
+class _Anchors(html.parser.HTMLParser):
+    """A page's anchors (ids, and <a name>) and the links of its <a href>s."""
+
+    def __init__(self):
+        super().__init__()
+        self.ids, self.links = set(), []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if attrs.get("id"):
+            self.ids.add(attrs["id"])
+        if tag == "a" and attrs.get("name"):
+            self.ids.add(attrs["name"])
+        if tag == "a" and attrs.get("href"):
+            self.links.append(attrs["href"])
+
+
+def broken_links(site):
+    """Every link of every page of the site (the source pages under _modules/ included)
+    that leads to no file of the site, or to a page without its #anchor: "PAGE: HREF"."""
+    pages = {}
+    for folder, dirs, files in os.walk(site):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith(".html"):
+                path = os.path.join(folder, name)
+                parser = _Anchors()
+                with open(path, encoding="utf-8") as f:
+                    parser.feed(f.read())
+                pages[os.path.relpath(path, site).replace(os.sep, "/")] = parser
+    broken = []
+    for rel, page in sorted(pages.items()):
+        for href in page.links:
+            url = urllib.parse.urlsplit(href)
+            if url.scheme or url.netloc or href.startswith("//"):
+                continue  # another site's: not this check's
+            target = rel
+            if url.path:
+                target = posixpath.normpath(posixpath.join(posixpath.dirname(rel),
+                                                           urllib.parse.unquote(url.path)))
+                if target.endswith("/") or os.path.isdir(os.path.join(site, target)):
+                    target = posixpath.join(target, "index.html")
+            if target not in pages:
+                if not os.path.isfile(os.path.join(site, target)):
+                    broken.append("%s: %s (no such file)" % (rel, href))
+                continue
+            fragment = urllib.parse.unquote(url.fragment)
+            if fragment and fragment not in pages[target].ids:
+                broken.append("%s: %s (no such anchor)" % (rel, href))
+    return broken
+
+
 def check_search(page, base, word="to_device"):
     page.open(base + "search.html?q=" + word)
     deadline = time.time() + 20
@@ -272,10 +329,11 @@ def main(argv=None):
         parser.error("--widths takes numbers separated by commas, not %r" % args.widths)
     if any(w < 200 for w in widths):
         parser.error("--widths: each width must be at least 200 px")
+    failures = ["link %s" % b for b in broken_links(args.site)]
+    print("links of every page checked (the source pages' too): %d broken" % len(failures))
     server, base = serve(args.site)
     profile = tempfile.mkdtemp(prefix="docs_check.")
     proc, ws_url = start_chromium(args.chromium, profile)
-    failures = []
     try:
         page = Page(ws_url)
         pages = list(pages_of(args.site))

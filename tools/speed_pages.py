@@ -219,6 +219,12 @@ def _met(row):
     return ("met" if met == runs else "**not met**") + " (%d/%d)" % (met, runs)
 
 
+def _vs_text(vs, runs):
+    """A row's "vs raw C": the median, and its lowest-highest spread where there were
+    several runs (one run has none to show)."""
+    return "%.2f×" % vs[0] if runs == 1 else "%.2f× (%.2f-%.2f)" % tuple(vs)
+
+
 def tables_block(data):
     if data["runs"] == 1:
         reduced = "each figure is that run's; \"vs raw C\" is the ratio of the two"
@@ -244,7 +250,7 @@ def tables_block(data):
             lines.append([r.get("label") or r["operation"].strip()]
                          + [fmt(r["figures"][lib]) if lib in r["figures"] else "-"
                             for lib in libs]
-                         + ["%.2f× (%.2f-%.2f)" % tuple(vs) if vs else "-",
+                         + [_vs_text(vs, data["runs"]) if vs else "-",
                             "%.2f×" % peer if peer else "-", r.get("goal") or "-", _met(r)])
         out += ["", "### %s" % group, "",
                 "In %s." % " or ".join({"µs": "µs per call", "ms": "ms", "GB/s": "GB/s"}[u]

@@ -214,6 +214,13 @@ void gh_foreign_release(gh_foreign *f);
    (once per producer stream and use; a reused event, no Event object).  0 or -1. */
 int gh_foreign_order(gh_foreign_use *u, const gh_foreign *f);
 
+/* The element of `f` (read from `obj` by a use that needed its address alone): NumPy's kind
+   letter ('i', 'u', 'f', 'c', 'b', 'V', ...; 'B' for DLPack's bfloat16) and item size, read
+   from the exporter where the read had not (a CuPy array's dtype).  *kind is 0 where the
+   exporter says no NumPy dtype.  0, or -1 with the error set. */
+int gh_foreign_elem(gh_foreign_use *u, PyObject *obj, gh_foreign *f, char *kind,
+                    Py_ssize_t *itemsize);
+
 /* TypeError: `f` (read from `obj`) holds a DLPack dtype numba has no type for (float8,
    float4...).  Returns -1. */
 int gh_foreign_raise_type(const gh_foreign_use *u, PyObject *obj, const gh_foreign *f);

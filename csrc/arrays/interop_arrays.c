@@ -37,6 +37,34 @@ memory_context(gh_state *st, const gh_foreign *f)
     return (gh_context *)Py_NewRef((PyObject *)ctx);
 }
 
+int
+gh_foreign_elem(gh_foreign_use *u, PyObject *obj, gh_foreign *f, char *kind, Py_ssize_t *itemsize)
+{
+    static const char dl_kinds[] = {'i', 'u', 'f', 0, 'B', 'c', 'b'}; /* by DLPack type code */
+    *kind = 0;
+    *itemsize = 0;
+    if (f->descr == NULL && f->dl.bits == 0 && f->source == GH_FROM_CUPY) {
+        PyObject *v = PyObject_GetAttr(obj, gh_interop_name(u->st, N_DTYPE));
+        if (v == NULL) {
+            return -1;
+        }
+        if (!PyArray_DescrCheck(v)) {
+            Py_DECREF(v);
+            return 0;
+        }
+        f->descr = v; /* released with f */
+    }
+    if (f->descr != NULL) {
+        *kind = ((PyArray_Descr *)f->descr)->kind;
+        *itemsize = PyDataType_ELSIZE((PyArray_Descr *)f->descr);
+    }
+    else if (f->dl.bits != 0) {
+        *kind = f->dl.code < sizeof(dl_kinds) ? dl_kinds[f->dl.code] : 0;
+        *itemsize = f->dl.bits / 8;
+    }
+    return 0;
+}
+
 /* Raw bytes of f's item size, for a dtype NumPy lacks (new reference). */
 static PyObject *
 void_descr(const gh_foreign *f)

@@ -21,6 +21,7 @@
    them.  X(enum, name) */
 #define GH_HELPER_LIST(X)                                                                          \
     X(DESCRIBE_IMAGE, "describe_image")                                                            \
+    X(KERNEL_PARAM_TYPES, "kernel_param_types")                                                    \
     X(GLOBAL_ARRAY, "global_array")                                                                \
     X(COPY_DEVICE_LAYOUTS, "copy_device_layouts")                                                  \
     X(EXPORT_EVENT, "export_event")                                                                \

@@ -683,6 +683,7 @@ kernel_dealloc(gh_kernel *self)
     PyObject_GC_UnTrack(self);
     kernel_clear(self);
     PyMem_Free(self->params);
+    Py_XDECREF(self->ctypes);
     Py_XDECREF(self->name);
     Py_XDECREF(self->symbol);
     Py_XDECREF(self->module);
@@ -758,6 +759,7 @@ read_params(gh_kernel *k, PyObject *types)
     k->nparams = (int)n;
     k->argsize = 0;
     for (size_t i = 0; i < n; i++) {
+        params[i].ctype = 0, params[i].elem = GH_ELEM_ANY, params[i].elem_size = 0;
         if (ntypes == (Py_ssize_t)n) {
             PyObject *kind = PyTuple_GET_ITEM(PyTuple_GET_ITEM(types, i), 0);
             const char *s = PyUnicode_Check(kind) ? PyUnicode_AsUTF8(kind) : NULL;
@@ -821,6 +823,7 @@ gh_kernel_new(gh_state *st, gh_module *m, CUfunction f, PyObject *name, PyObject
     self->symbol = Py_NewRef(symbol);
     self->nparams = -1;
     self->params = NULL;
+    self->ctypes = NULL;
     self->argsize = 0;
     self->last_key = self->last_config = NULL;
     self->vectorcall = (vectorcallfunc)kernel_vectorcall;
@@ -833,7 +836,7 @@ gh_kernel_new(gh_state *st, gh_module *m, CUfunction f, PyObject *name, PyObject
         Py_DECREF(self);
         return NULL;
     }
-    if (gh_context_leave(m->context, pushed) < 0) {
+    if (gh_context_leave(m->context, pushed) < 0 || gh_kernel_read_types(st, self) < 0) {
         Py_DECREF(self);
         return NULL;
     }
@@ -869,6 +872,7 @@ static PyGetSetDef kernel_getset[] = {
                 kernel_preferred_shared_memory_carveout_doc),
     {"num_params", (getter)kernel_get_num_params, NULL, kernel_num_params_doc, NULL},
     {"param_info", (getter)kernel_get_param_info, NULL, kernel_param_info_doc, NULL},
+    {"param_types", (getter)gh_kernel_get_param_types, NULL, kernel_param_types_doc, NULL},
     {"handle", (getter)kernel_get_handle, NULL, kernel_handle_doc, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
@@ -884,6 +888,8 @@ static PyMemberDef kernel_members[] = {
 static PyMethodDef kernel_methods[] = {
     {"configure", (PyCFunction)(void (*)(void))kernel_configure, METH_VARARGS | METH_KEYWORDS,
      kernel_configure_doc},
+    {"_set_param_types", (PyCFunction)gh_kernel_set_param_types, METH_O,
+     kernel_set_param_types_doc},
     {"max_active_blocks_per_multiprocessor", (PyCFunction)(void (*)(void))kernel_max_active_blocks,
      METH_VARARGS | METH_KEYWORDS, kernel_max_active_blocks_per_multiprocessor_doc},
     {"max_potential_block_size", (PyCFunction)(void (*)(void))kernel_max_potential_block_size,

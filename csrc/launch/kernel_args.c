@@ -16,6 +16,10 @@
 #include <math.h>
 #include <string.h>
 
+/* A DeviceArray's element: NumPy's kind letter and item size. */
+#define GH_ARRAY_KIND(a)     (((PyArray_Descr *)(a)->dtype)->kind)
+#define GH_ARRAY_ITEMSIZE(a) PyDataType_ELSIZE((PyArray_Descr *)(a)->dtype)
+
 /* ---- launch configuration ---- */
 
 /* Read a grid/block/cluster argument: an int, or a tuple or list of 1 to 3 ints. */
@@ -171,28 +175,16 @@ gh_kernel_make_dims(gh_kernel *k, launch_dims *d, PyObject *grid, PyObject *bloc
 
 /* ---- arguments ---- */
 
-static const char *
-kind_name(char kind)
-{
-    switch (kind) {
-        case 'i':
-            return "integer or pointer";
-        case 'f':
-            return "floating-point";
-        case 's':
-            return "struct";
-        default:
-            return "value";
-    }
-}
-
-/* TypeError (or `exc`) "<kernel>(): parameter i (an N-byte kind) <what>"; returns -1. */
+/* TypeError (or `exc`) "<kernel>(): parameter i (<its type>) <what> <arg's type>"; -1. */
 static int
 arg_error(gh_kernel *k, Py_ssize_t i, PyObject *exc, const char *what, PyObject *arg)
 {
-    const gh_param *p = &k->params[i];
-    PyErr_Format(exc, "%U(): parameter %zd (a %u-byte %s) %s %.100s", k->name, i, p->size,
-                 kind_name(p->kind), what, Py_TYPE(arg)->tp_name);
+    PyObject *desc = gh_param_describe(k, i, NULL);
+    if (desc != NULL) {
+        PyErr_Format(exc, "%U(): parameter %zd (%U) %s %.100s", k->name, i, desc, what,
+                     Py_TYPE(arg)->tp_name);
+        Py_DECREF(desc);
+    }
     return -1;
 }
 
@@ -200,46 +192,67 @@ static int
 pack_pointer(gh_kernel *k, Py_ssize_t i, PyObject *arg, CUdeviceptr ptr, char *dst)
 {
     const gh_param *p = &k->params[i];
-    if (p->size != sizeof(CUdeviceptr) || p->kind == 'f' || p->kind == 's') {
+    if (p->size != sizeof(CUdeviceptr) || p->kind == 'f' || p->kind == 's' ||
+        (p->ctype != 0 && p->ctype != 'p' && p->elem != GH_ELEM_ADDRESS)) {
         return arg_error(k, i, PyExc_TypeError, "cannot take a device pointer from", arg);
     }
     memcpy(dst, &ptr, sizeof(ptr));
     return 0;
 }
 
-/* A Python int into an integer parameter of its width (both signed and unsigned ranges
-   are accepted); out of range is an OverflowError. */
+/* An array whose element (NumPy kind and item size) a typed pointer parameter may refuse. */
+static int
+check_elem(gh_kernel *k, Py_ssize_t i, PyObject *arg, PyArray_Descr *descr)
+{
+    const gh_param *p = &k->params[i];
+    if (p->ctype != 'p' || gh_param_takes_elem(p, descr->kind, PyDataType_ELSIZE(descr))) {
+        return 0;
+    }
+    return gh_param_raise_elem(k, i, arg, descr->kind, PyDataType_ELSIZE(descr), (PyObject *)descr);
+}
+
+/* A Python int into an integer parameter of its width: in its C type's range where that is
+   known, else in either the signed or the unsigned one; out of range is an OverflowError. */
 static int
 pack_int(gh_kernel *k, Py_ssize_t i, PyObject *arg, char *dst)
 {
     const gh_param *p = &k->params[i];
-    int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(arg, &overflow);
-    unsigned long long u = (unsigned long long)v;
+    int overflow = 0, bits = (int)p->size * 8;
+    long long v;
+    unsigned long long u;
+    PyObject *desc;
 
-    if (v == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    if (p->size == 8 && overflow > 0) {
-        u = PyLong_AsUnsignedLongLong(arg);
-        if (u == (unsigned long long)-1 && PyErr_Occurred()) {
-            PyErr_Clear();
-            overflow = 2;
-        }
-        else {
-            overflow = 0;
-        }
-    }
-    else if (p->size < 8 && !overflow) {
-        long long lo = -(1LL << (p->size * 8 - 1)), hi = (1LL << (p->size * 8)) - 1;
-        overflow = v < lo || v > hi;
-    }
     if (p->size != 1 && p->size != 2 && p->size != 4 && p->size != 8) {
         return arg_error(k, i, PyExc_TypeError, "cannot take", arg);
     }
+    v = PyLong_AsLongLongAndOverflow(arg, &overflow);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    u = (unsigned long long)v;
+    if (p->ctype == 'b') {
+        u = (v != 0 || overflow); /* C++'s bool of an integer */
+        overflow = 0;
+    }
+    else if (overflow > 0 && p->size == 8 && p->ctype != 'i') {
+        u = PyLong_AsUnsignedLongLong(arg);
+        overflow = u == (unsigned long long)-1 && PyErr_Occurred();
+        PyErr_Clear();
+    }
+    else if (!overflow) {
+        int is_unsigned = p->ctype == 'u' || p->ctype == 'p';
+        long long lo = is_unsigned ? 0 : bits == 64 ? LLONG_MIN : -(1LL << (bits - 1));
+        long long hi = bits == 64        ? LLONG_MAX
+                       : p->ctype == 'i' ? (1LL << (bits - 1)) - 1
+                                         : (1LL << bits) - 1;
+        overflow = v < lo || v > hi;
+    }
     if (overflow) {
-        PyErr_Format(PyExc_OverflowError, "%U(): parameter %zd (a %u-byte integer) cannot hold %R",
-                     k->name, i, p->size, arg);
+        if ((desc = gh_param_describe(k, i, "integer")) != NULL) {
+            PyErr_Format(PyExc_OverflowError, "%U(): parameter %zd (%U) cannot hold %R", k->name, i,
+                         desc, arg);
+            Py_DECREF(desc);
+        }
         return -1;
     }
     for (uint32_t b = 0; b < p->size; b++) {
@@ -253,7 +266,11 @@ static int
 pack_double(gh_kernel *k, Py_ssize_t i, PyObject *arg, double x, char *dst)
 {
     const gh_param *p = &k->params[i];
+    PyObject *desc;
     float f;
+    if (p->kind == 'i' || p->kind == 's') {
+        return arg_error(k, i, PyExc_TypeError, "cannot take", arg);
+    }
     switch (p->size) {
         case 8:
             memcpy(dst, &x, 8);
@@ -261,9 +278,11 @@ pack_double(gh_kernel *k, Py_ssize_t i, PyObject *arg, double x, char *dst)
         case 4:
             f = (float)x;
             if (isinf(f) && !isinf(x)) {
-                PyErr_Format(PyExc_OverflowError,
-                             "%U(): parameter %zd (a 4-byte float) cannot hold %R", k->name, i,
-                             arg);
+                if ((desc = gh_param_describe(k, i, "float")) != NULL) {
+                    PyErr_Format(PyExc_OverflowError, "%U(): parameter %zd (%U) cannot hold %R",
+                                 k->name, i, desc, arg);
+                    Py_DECREF(desc);
+                }
                 return -1;
             }
             memcpy(dst, &f, 4);
@@ -297,8 +316,40 @@ pack_complex(gh_kernel *k, Py_ssize_t i, PyObject *arg, char *dst)
     return 0;
 }
 
+/* A NumPy scalar for a parameter whose C type is known: converted by value as a Python
+   number of its kind would be (an integer to an integer or pointer parameter, range
+   checked; a float to a float; a bool to either), never reinterpreted. */
+static int
+pack_numpy_value(gh_kernel *k, Py_ssize_t i, PyObject *arg, char dk, char *dst)
+{
+    const gh_param *p = &k->params[i];
+    PyObject *v = NULL;
+    int r;
+    if (p->ctype == 'f' && dk == 'f') {
+        double x = PyFloat_AsDouble(arg);
+        return (x == -1.0 && PyErr_Occurred()) ? -1 : pack_double(k, i, arg, x, dst);
+    }
+    if (p->ctype != 'f' && dk == 'b' && p->ctype != 'p') {
+        r = PyObject_IsTrue(arg);
+        v = r < 0 ? NULL : Py_NewRef(r ? Py_True : Py_False);
+    }
+    else if (p->ctype != 'f' && (dk == 'i' || dk == 'u')) {
+        v = PyNumber_Index(arg);
+    }
+    else {
+        return arg_error(k, i, PyExc_TypeError, "cannot take a", arg);
+    }
+    if (v == NULL) {
+        return -1;
+    }
+    r = pack_int(k, i, v, dst);
+    Py_DECREF(v);
+    return r;
+}
+
 /* A NumPy scalar or a bytes-like object: its bytes, which must be exactly the parameter's
-   size; a NumPy float cannot go to an integer parameter nor the other way round. */
+   size; a NumPy float cannot go to an integer parameter nor the other way round.  Where
+   the parameter's C type is known a NumPy scalar goes by value (pack_numpy_value). */
 static int
 pack_bytes(gh_kernel *k, Py_ssize_t i, PyObject *arg, char *dst)
 {
@@ -308,6 +359,9 @@ pack_bytes(gh_kernel *k, Py_ssize_t i, PyObject *arg, char *dst)
         PyArray_Descr *descr = PyArray_DescrFromScalar(arg);
         char dk = descr ? descr->kind : 0;
         Py_XDECREF(descr);
+        if (p->ctype != 0) {
+            return pack_numpy_value(k, i, arg, dk, dst);
+        }
         if ((p->kind == 'i' && dk != 'i' && dk != 'u' && dk != 'b') ||
             (p->kind == 'f' && dk != 'f')) {
             return arg_error(k, i, PyExc_TypeError, "cannot take a", arg);
@@ -388,12 +442,21 @@ pack_foreign(gh_state *st, gh_kernel *k, Py_ssize_t i, PyObject *arg, gh_foreign
 {
     gh_foreign f;
     int r, ordered = u->consumer != GH_NO_STREAM;
+    char kind = 0;
+    Py_ssize_t itemsize = 0;
     u->index = i;
     r = gh_foreign_read(u, arg, &f);
     if (r <= 0) {
         return r < 0 ? -1 : arg_error(k, i, PyExc_TypeError, "cannot take", arg);
     }
-    r = (pack_pointer(k, i, arg, f.ptr, dst) < 0 || reach_arg(st, k, i, f.ptr, f.device) < 0 ||
+    r = pack_pointer(k, i, arg, f.ptr, dst);
+    if (r == 0 && k->params[i].ctype == 'p' && k->params[i].elem != GH_ELEM_ANY) {
+        r = gh_foreign_elem(u, arg, &f, &kind, &itemsize);
+        if (r == 0 && !gh_param_takes_elem(&k->params[i], kind, itemsize)) {
+            r = gh_param_raise_elem(k, i, arg, kind, itemsize, f.descr);
+        }
+    }
+    r = (r < 0 || reach_arg(st, k, i, f.ptr, f.device) < 0 ||
          (ordered && gh_foreign_order(u, &f) < 0))
             ? -1
             : 0;
@@ -413,11 +476,15 @@ pack_arg(gh_state *st, gh_kernel *k, Py_ssize_t i, PyObject *arg, gh_foreign_use
             gh_context_check_alive(a->context, a->generation, GH_CU_LaunchKernel) < 0) {
             return -1;
         }
+        if (pack_pointer(k, i, arg, a->ptr, dst) < 0 ||
+            check_elem(k, i, arg, (PyArray_Descr *)a->dtype) < 0) {
+            return -1;
+        }
         if (a->context != k->module->context &&
             reach_arg(st, k, i, a->ptr, a->context->device->id) < 0) {
             return -1;
         }
-        return pack_pointer(k, i, arg, a->ptr, dst);
+        return 0;
     }
     if (PyLong_CheckExact(arg) || (PyLong_Check(arg) && !PyBool_Check(arg))) {
         if (p->kind == 'f') {
@@ -436,7 +503,7 @@ pack_arg(gh_state *st, gh_kernel *k, Py_ssize_t i, PyObject *arg, gh_foreign_use
         return pack_double(k, i, arg, PyFloat_AS_DOUBLE(arg), dst);
     }
     if (PyBool_Check(arg)) {
-        if (p->kind == 's') {
+        if (p->kind == 's' || p->ctype == 'p') {
             return arg_error(k, i, PyExc_TypeError, "cannot take", arg);
         }
         return p->kind == 'f' ? pack_double(k, i, arg, arg == Py_True, dst)
@@ -482,6 +549,11 @@ pack_fast(gh_state *st, gh_kernel *k, const gh_param *p, PyObject *arg, char *ds
             a->generation != a->context->generation || a->context->handle == NULL) {
             return 0;
         }
+        if (p->ctype == 'p' ? p->elem != GH_ELEM_ANY &&
+                                  !gh_param_takes_elem(p, GH_ARRAY_KIND(a), GH_ARRAY_ITEMSIZE(a))
+                            : p->ctype != 0 && p->elem != GH_ELEM_ADDRESS) {
+            return 0; /* not an array of its element, or not a pointer: pack_arg says so */
+        }
         memcpy(dst, &a->ptr, sizeof(CUdeviceptr));
         return 1;
     }
@@ -490,6 +562,10 @@ pack_fast(gh_state *st, gh_kernel *k, const gh_param *p, PyObject *arg, char *ds
         long long v = PyLong_AsLongLongAndOverflow(arg, &overflow);
         if (overflow || (p->size == 4 && (v < INT32_MIN || v > (long long)UINT32_MAX))) {
             return 0;
+        }
+        if (p->ctype != 0 &&
+            ((v < 0 && p->ctype != 'i') || (p->ctype == 'i' && p->size == 4 && v > INT32_MAX))) {
+            return 0; /* out of a known C type's range: pack_int says so */
         }
         if (p->size == 8) {
             memcpy(dst, &v, 8);

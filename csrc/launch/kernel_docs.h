@@ -236,6 +236,39 @@ PyDoc_STRVAR(kernel_param_info_doc,
              ">>> k.param_info  # scale(float *x, float a, unsigned n)\n"
              "((0, 8, 'i'), (8, 4, 'f'), (12, 4, 'i'))");
 
+PyDoc_STRVAR(kernel_param_types_doc,
+             "Each parameter's C type where it is known, else None; None for the whole tuple\n"
+             "where none is.\n\n"
+             "Known for a C++ kernel (its mangled name says them, read once when the kernel is\n"
+             "got) and after prepare(); an ``extern \"C\"`` kernel's name says nothing, so its\n"
+             "arguments are checked by count and size alone. Where a pointer's type is known,\n"
+             "an array passed must have its element type (``double *`` takes float64); where\n"
+             "an integer's is, a Python int must be in its range.\n\n"
+             "Examples\n"
+             "--------\n"
+             ">>> src = '__global__ void twice(double *a, unsigned n) {}'\n"
+             ">>> code = gpuhost.compile(src, name_expressions=['twice'])  # C++\n"
+             ">>> code.lowered_names['twice']\n"
+             "'_Z5twicePdj'\n"
+             ">>> gpuhost.Module(code).get_function('twice').param_types  # doctest: +SKIP\n"
+             "('double *', 'unsigned int')\n"
+             ">>> ptx = ('.version 7.0\\n.target sm_70\\n.address_size 64\\n.visible .entry '\n"
+             "...        '_Z5twicePdj(.param .u64 a, .param .u32 n) { ret; }')\n"
+             ">>> twice = gpuhost.Module(ptx).get_function('_Z5twicePdj')\n"
+             ">>> twice.param_types\n"
+             "('double *', 'unsigned int')\n"
+             ">>> twice[1, 32](gpuhost.device_array(32, np.float32), 32)\n"
+             "Traceback (most recent call last):\n"
+             "    ...\n"
+             "TypeError: _Z5twicePdj(): parameter 0 (double *) takes an array of float64, "
+             "not a gpuhost.DeviceArray of float32");
+
+PyDoc_STRVAR(kernel_set_param_types_doc,
+             "_set_param_types(types, /)\n--\n\n"
+             "Set the parameters' C types: None (none known) or one item per parameter, None\n"
+             "or (name, ctype, elem, elem_size, size); an item whose size or kind is not the\n"
+             "parameter's is not taken. prepare() calls it.");
+
 PyDoc_STRVAR(kernel_handle_doc,
              "The CUfunction as an int.\n\n"
              "Examples\n"

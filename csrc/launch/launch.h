@@ -45,7 +45,24 @@ int gh_module_check_usable(gh_module *m, gh_cu_id id);
 typedef struct {
     uint32_t offset, size;
     char kind; /* 'i' integer or pointer, 'f' floating point, 's' struct (bytes), '?' unknown */
+    /* Its C type, where the kernel's mangled name or prepare() says it (kernel_types.c): 0
+       not known; 'p' pointer, 'i' signed and 'u' unsigned integer, 'n' char (either
+       signedness), 'b' bool, 'f' floating point (half, float, double). */
+    char ctype;
+    /* For a pointer: the element an array passed must have (GH_ELEM_*), of elem_size bytes;
+       GH_ELEM_ANY for void *, a struct's pointer, and where ctype is not known.  For an
+       8-byte integer prepare() declared ('l', np.intp...): GH_ELEM_ADDRESS, it takes a
+       device array's address too, as pycuda packs an allocation's. */
+    char elem;
+    uint8_t elem_size;
 } gh_param;
+
+/* The elements a typed pointer parameter takes: NumPy's kinds 'i', 'u', 'f', and these. */
+#define GH_ELEM_ANY      0
+#define GH_ELEM_BYTE     '1' /* char, signed/unsigned char, bool: int8, uint8 or bool */
+#define GH_ELEM_BFLOAT16 'B' /* __nv_bfloat16: DLPack's bfloat16, or a 2-byte NumPy 'V' */
+#define GH_ELEM_POINTER  'P' /* T **: 8-byte integers (device addresses) */
+#define GH_ELEM_ADDRESS  'A' /* not a pointer: an integer that takes an array's address */
 
 typedef struct {
     PyObject_HEAD
@@ -55,7 +72,8 @@ typedef struct {
     PyObject *symbol; /* str: the symbol in the module */
     int nparams;      /* -1 when they cannot be known (old driver, no PTX) */
     gh_param *params;
-    size_t argsize; /* bytes of the whole argument buffer */
+    PyObject *ctypes; /* tuple: each parameter's C type (str) or None; NULL: none known */
+    size_t argsize;   /* bytes of the whole argument buffer */
     int max_threads, max_dyn_shared, optin_shared, static_shared, cc_major;
     unsigned int max_block[3], max_grid[3];
     PyObject *last_key, *last_config; /* the last kernel[...], reused when asked again */
