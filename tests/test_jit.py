@@ -520,7 +520,7 @@ def _fake_jit_launch(fake_kernels, pyfunc, args, launch=(3, 64)):
     name = [ln.split()[-1].rstrip("(") for ln in ptx.splitlines() if ".entry" in ln][0]
     kernel = gpuhost.Module(ptx).get_function(name)
     disp = gpuhost.jit(pyfunc)
-    key, keep = disp._jit_key(tuple(args))
+    key, keep, _ = disp._jit_key(tuple(args))
     assert disp._jit_add(key, keep, _numba.plan(argtypes), len(args), "overload", kernel,
                          False, None)
     launches = fake_kernels.launches()

@@ -25,6 +25,7 @@ gh_jit_keybuf_init(jit_keybuf *kb)
     kb->n = 0;
     kb->cap = JIT_KEY_SMALL;
     kb->keep = NULL;
+    kb->local = 0;
 }
 
 void
@@ -85,6 +86,7 @@ key_dtype(jit_keybuf *kb, PyArray_Descr *d, int keep)
             return -1;
         }
     }
+    kb->local = 1;
     return key_byte(kb, 'd') && key_put(kb, &d, sizeof(d));
 }
 
@@ -339,6 +341,7 @@ key_arg(gh_state *st, jit_keybuf *kb, PyObject *arg, int depth, int keep, jit_vi
         return key_put(kb, key, 2);
     }
     if (plain_numpy_scalar(arg)) {
+        kb->local = 1;
         return key_byte(kb, 's') && key_put(kb, &tp, sizeof(tp));
     }
     if (vs == NULL || PyArray_Check(arg) || arg == Py_None) {

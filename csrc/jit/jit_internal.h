@@ -22,6 +22,7 @@ typedef struct {
     unsigned char *bytes; /* small, or a PyMem block for a longer key */
     Py_ssize_t n, cap;
     PyObject *keep; /* list of objects named by address, or NULL while none */
+    int local;      /* an address is part of the key: it means nothing in another process */
 } jit_keybuf;
 
 /* Other libraries' arrays among a launch's arguments (PyTorch's, CuPy's...), read once each

@@ -486,8 +486,9 @@ jitdispatcher_key(gh_jitdispatcher *self, PyObject *args)
         gh_jit_keybuf_free(&kb);
         return r < 0 ? NULL : Py_NewRef(Py_None);
     }
-    res = Py_BuildValue("(y#N)", (const char *)kb.bytes, kb.n,
-                        kb.keep ? PyList_AsTuple(kb.keep) : PyTuple_New(0));
+    res = Py_BuildValue("(y#NO)", (const char *)kb.bytes, kb.n,
+                        kb.keep ? PyList_AsTuple(kb.keep) : PyTuple_New(0),
+                        kb.local ? Py_False : Py_True);
     gh_jit_keybuf_free(&kb);
     return res;
 }

@@ -103,7 +103,8 @@ PyDoc_STRVAR(
 
 PyDoc_STRVAR(jitdispatcher__jit_key_doc,
              "_jit_key($self, args, /)\n--\n\n"
-             "(key, keep) for a launch with `args` (a tuple).\n\n"
+             "(key, keep, portable) for a launch with `args` (a tuple).\n\n"
+             "portable: the key names no address, so it means the same in another process.\n"
              "None when launches with such arguments are not keyed in C.");
 
 PyDoc_STRVAR(jitdispatcher__jit_add_doc,
