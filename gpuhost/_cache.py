@@ -1,4 +1,6 @@
-"""The on-disk kernel cache of gpuhost.compiler: one file per compilation.
+"""The on-disk kernel cache of gpuhost.compiler: one file per compilation.  The file format
+and its atomic writes serve gpuhost.jit's records too (gpuhost/_jitcache.py), under their own
+suffix and folder.
 
 Where: GPUHOST_CACHE_DIR, else $XDG_CACHE_HOME/gpuhost, else ~/.cache/gpuhost.
 GPUHOST_DISABLE_CACHE=1 turns caching off (compiler.py checks it).
@@ -17,7 +19,6 @@ import json
 import os
 import re
 import struct
-import tempfile
 import warnings
 
 MAGIC = b"GHNVRTC\0"
@@ -147,9 +148,9 @@ def _decode(data, key):
     return meta
 
 
-def load(directory, key):
+def load(directory, key, suffix=SUFFIX):
     """The fields stored under `key`, or None.  A file that is not whole is removed."""
-    path = os.path.join(directory, key + SUFFIX)
+    path = os.path.join(directory, key + suffix)
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -164,9 +165,12 @@ def load(directory, key):
     return fields
 
 
-def store(directory, key, fields):
+def store(directory, key, fields, suffix=SUFFIX, quiet=False):
     """Write `fields` under `key` atomically; never raises for an unwritable directory
-    (it warns once per directory and the kernel just is not cached)."""
+    (it warns once per directory, or with `quiet` not at all, and the kernel just is not
+    cached).  Returns None when written, else the OSError."""
+    import tempfile  # here: the module and what it imports cost a cache that only reads
+
     data = _encode(key, fields)
     tmp = None
     try:
@@ -174,24 +178,28 @@ def store(directory, key, fields):
         fd, tmp = tempfile.mkstemp(prefix="." + key[:16] + "-", suffix=".tmp", dir=directory)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.replace(tmp, os.path.join(directory, key + SUFFIX))
+        os.replace(tmp, os.path.join(directory, key + suffix))
         tmp = None
     except OSError as e:
+        if quiet:
+            return e
         if directory not in _warned_dirs:
             _warned_dirs.add(directory)
             warnings.warn("gpuhost: cannot write the kernel cache in %s (%s); compiled kernels "
                           "are not cached on disk. Set GPUHOST_CACHE_DIR to a writable "
                           "directory, or GPUHOST_DISABLE_CACHE=1." % (directory, e),
                           RuntimeWarning, stacklevel=5)
+        return e
     finally:
         if tmp is not None:
             try:
                 os.unlink(tmp)
             except OSError:
                 pass
+    return None
 
 
-def clear(directory=None):
+def clear(directory=None, suffix=SUFFIX):
     """Remove every cache file (and leftover temporary file) from `directory` (default:
     cache_dir()); returns how many were removed."""
     directory = directory or cache_dir()
@@ -201,7 +209,7 @@ def clear(directory=None):
     except OSError:
         return 0
     for name in names:
-        if name.endswith(SUFFIX) or (name.startswith(".") and name.endswith(".tmp")):
+        if name.endswith(suffix) or (name.startswith(".") and name.endswith(".tmp")):
             try:
                 os.unlink(os.path.join(directory, name))
                 removed += 1
