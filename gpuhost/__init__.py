@@ -116,6 +116,10 @@ _sys.modules[__name__ + ".runtime"] = runtime
 _LAZY = {"CompiledCode": "compiler", "compile": "compiler", "compile_ptx": "compiler",
          "compile_ptx_for_current_device": "compiler"}
 _LAZY.update(dict.fromkeys(("Linker", "RawKernel", "SourceModule", "launch"), "kernels"))
+# numba.cuda's In, Out and InOut, gpuhost's own (a launch with them needs no numba-cuda);
+# gpuhost.jit's disk records: what they hold, and emptying them.
+_LAZY.update(dict.fromkeys(("In", "InOut", "Out"), "_arghints"))
+_LAZY.update({"jit_cache_info": "_jitcache", "clear_jit_cache": "_jitcache"})
 # Pinned, mapped and managed host arrays; the device list and what is said of the devices
 # (gpuhost.devices): a device array, a stream or a context needs none of them.
 _LAZY.update(dict.fromkeys(
@@ -219,6 +223,11 @@ __all__ = [
     "RawKernel",
     "SourceModule",
     "launch",
+    "In",
+    "InOut",
+    "Out",
+    "jit_cache_info",
+    "clear_jit_cache",
     "Allocation",
     "DeviceArray",
     "as_cuda_array",

@@ -7,9 +7,16 @@ numba-cuda on first use too, checks that its version is one whose internals it w
 written against, and holds every use of those internals: the
 dispatcher subclass that tells gpuhost when its overloads change, the resolution of an
 overload for a launch (numba's own typing, conversions and launch-configuration rules),
-numba's parameter layout as a plan for the C launcher, and numba's types for gpuhost's
-arrays. Nothing here launches.
+numba's parameter layout as a plan for the C launcher, numba's types for gpuhost's
+arrays, numba's compilations aimed at gpuhost's device (compiling_for), and what gpuhost.jit's
+disk records keep of a compiled overload (record_of). Nothing here launches.
+
+What a launch asks of numba-cuda's configuration and warnings (occupancy_warning,
+performance_warning, missing_launch_config_msg) is answered without importing it where it is
+not imported yet: a launch from gpuhost.jit's disk records runs with no numba at all.
 """
+import os
+import sys
 import threading
 
 import numpy as np
@@ -45,6 +52,15 @@ def installed_version():
         return None
 
 
+def supported_installed():
+    """Whether a numba-cuda of a supported version is installed, found without importing
+    it (or importlib.metadata)."""
+    from . import _jitcache
+
+    version = _jitcache.versions()["numba-cuda"]
+    return version is not None and SUPPORTED[0] <= _version_tuple(version)[:2] < SUPPORTED[1]
+
+
 def load():
     """numba.cuda, imported and checked once; ImportError saying what to install."""
     global _loaded
@@ -72,7 +88,104 @@ def _import_checked():
     from numba import cuda
 
     _register_typeof(cuda)
+    _aim_compilations()
     return cuda
+
+
+# ---- numba's compilations aimed at gpuhost's device ----
+
+def compiling_for(device):
+    """A context manager: while it lasts, numba-cuda's compilations in this thread are for
+    `device` (a gpuhost Device; None: numba's own current device), as gpuhost launches
+    them.
+
+    numba asks its own driver for the current device's compute capability when it compiles
+    a kernel or device function and when it keys its cache, and loads each kernel it
+    compiles into its own context (its _Kernel.bind). Here the compute capability is
+    `device`'s and bind only generates the code (the cubin, as numba's bind forces it, so
+    that numba's own cache keeps it): gpuhost loads the code itself, so compiling needs
+    neither numba's driver nor numba's context (nor a GPU: numba-cuda compiles for a given
+    compute capability without one)."""
+    return _Aim(device)
+
+
+class _Aim:
+    def __init__(self, device):
+        self.device, self.prev = device, None
+
+    def __enter__(self):
+        self.prev = getattr(_tls, "target", None)
+        if self.device is not None:
+            _tls.target = self.device
+        return self.device
+
+    def __exit__(self, *exc):
+        _tls.target = self.prev
+        return False
+
+
+def _arch(device):
+    """numba's (major, minor, suffix) for a device: the "a" features from 9.0 up."""
+    cc = tuple(device.compute_capability)
+    return (cc[0], cc[1], "a" if cc >= (9, 0) else "")
+
+
+def _aim_compilations():
+    """Installs compiling_for's redirections once, into numba-cuda 0.30's dispatcher and
+    codegen modules: each asks compiling_for's device first and otherwise does what numba
+    did."""
+    from numba.cuda import codegen
+    from numba.cuda import dispatcher as nd
+
+    if getattr(nd, "_gpuhost_aimed", False):
+        return
+    numba_device = nd.get_current_device
+
+    def get_current_device():
+        target = getattr(_tls, "target", None)
+        return target if target is not None else numba_device()
+
+    library = codegen.CUDACodeLibrary
+    numba_ensure_cc = library._ensure_cc
+
+    def _ensure_cc(self, cc):
+        target = getattr(_tls, "target", None)
+        if cc is None and target is not None:
+            return _arch(target)
+        return numba_ensure_cc(self, cc)
+
+    numba_magic = codegen.JITCUDACodegen.magic_tuple
+
+    def magic_tuple(self):
+        target = getattr(_tls, "target", None)
+        if target is None:
+            return numba_magic(self)
+        from numba.cuda.cudadrv import runtime
+
+        return (runtime.runtime.get_version(), tuple(target.compute_capability))
+
+    numba_bind = nd._Kernel.bind
+
+    def bind(self):
+        target = getattr(_tls, "target", None)
+        if target is None:
+            return numba_bind(self)
+        lib = self._codelibrary
+        try:
+            lib.get_cubin(cc=_arch(target))
+        except Exception:
+            # no linker here (neither nvJitLink nor a driver that links): a kernel that
+            # needs nothing linked is loaded from its PTX (code_images), else numba's error
+            if lib._linking_files or lib.needs_cudadevrt:
+                raise
+            lib.get_asm_str(cc=_arch(target))
+        return None
+
+    nd.get_current_device = get_current_device
+    library._ensure_cc = _ensure_cc
+    codegen.JITCUDACodegen.magic_tuple = magic_tuple
+    nd._Kernel.bind = bind
+    nd._gpuhost_aimed = True
 
 
 # ---- gpuhost Streams in numba-cuda's own functions (called by _numba_hook.py) ----
@@ -127,8 +240,8 @@ def _register_typeof(cuda):
 # names numba.cuda exports for kernels and their compilation that gpuhost has none of its
 # own for: gpuhost's __getattr__ resolves them from numba.cuda on first use.
 KERNEL_NAMES = frozenset("""
-    Archive CUSource Cubin Dim3 Fatbin GridGroup In InOut KernelRuntimeError LTOIR
-    LinkableCode Object Out PTXSource Reduce activemask all_sync any_sync atomic
+    Archive CUSource Cubin Dim3 Fatbin GridGroup KernelRuntimeError LTOIR
+    LinkableCode Object PTXSource Reduce activemask all_sync any_sync atomic
     ballot_sync bfloat16 blockDim blockIdx brev cbrt clz compile_all
     compile_for_current_device const declare_device dim3 eq_sync ffs fma grid gridDim
     grid_group gridsize guvectorize laneid lanemask_lt ldca ldcg ldcs ldcv ldlu
@@ -237,15 +350,61 @@ def is_numba_kernel_dispatcher(obj):
 
 def adopt(numba_disp):
     """numba's kernel dispatcher as gpuhost's subclass (same layout, one behaviour more:
-    telling its gpuhost Dispatcher when its overloads change)."""
+    telling its gpuhost Dispatcher when its overloads change), its disk cache made safe."""
     numba_disp.__class__ = dispatcher_class()
+    _adopt_cache(numba_disp)
     return numba_disp
 
 
-def resolve(numba_disp, launch, args):
+def _adopt_cache(numba_disp):
+    """numba-cuda's own disk cache (`cache=True`), as gpuhost's records need it:
+      - keyed by the code of the functions the kernel calls too (numba keys the kernel's
+        own code and its source file's stamp only, so an edited device function in another
+        file would load a stale caller from it); a kernel that calls none keeps numba's own
+        key, which numba-cuda alone reads and writes alike;
+      - without its failures: an index or data file that does not unpickle is a miss (the
+        kernel is compiled and the file written again), and a folder that cannot be written
+        (full, read-only, a file) leaves the kernel uncached instead of failing its launch,
+        as gpuhost's own records do."""
+    from numba.cuda.dispatcher import CUDACache
+
+    cache = getattr(numba_disp, "_cache", None)
+    if not isinstance(cache, CUDACache) or getattr(cache, "_gpuhost_guarded", False):
+        return
+    numba_load, numba_save = cache.load_overload, cache.save_overload
+    numba_index_key = cache._index_key
+    callees = []
+
+    def _index_key(sig, codegen):
+        key = numba_index_key(sig, codegen)
+        if not callees:
+            from . import _jitcache
+
+            callees.append(_jitcache.callee_digest(numba_disp.py_func))
+        return key if callees[0] is None else key + (("gpuhost callees", callees[0]),)
+
+    def load_overload(sig, target_context):
+        try:
+            return numba_load(sig, target_context)
+        except Exception:  # a torn, corrupt or foreign pickle: numba's own cache misses
+            return None
+
+    def save_overload(sig, data):
+        try:
+            numba_save(sig, data)
+        except OSError:
+            pass
+
+    cache.load_overload, cache.save_overload = load_overload, save_overload
+    cache._index_key = _index_key
+    cache._gpuhost_guarded = True
+
+
+def resolve(numba_disp, launch, args, device):
     """(overload, dispatcher) that numba would launch for `args` under `launch`'s
     dimensions: the launch-configuration specialization numba picks, numba's own typing and
-    conversions, compiling when numba would. Runs no pre-launch callback.
+    conversions, compiling when numba would (for `device`, the launch's: compiling_for).
+    Runs no pre-launch callback.
 
     gpuhost's configured launch (`launch`, a JitLaunch) is numba's launch configuration
     here, as numba-cuda 0.30 shows it while a launch compiles: current for the thread
@@ -256,13 +415,14 @@ def resolve(numba_disp, launch, args):
 
     prev = _dispatcher.swap_current_launch_args(args)
     try:
-        disp = numba_disp._select_launch_config_dispatcher(launch)
-        if disp.specialized:
-            overload = next(iter(disp.overloads.values()))
-        else:
-            overload = _dispatcher.Dispatcher._cuda_call(disp, *args,
-                                                         **{_LAUNCH_CONFIG_KW: launch})
-        disp._update_launch_config_sensitivity(overload, launch)
+        with compiling_for(device):
+            disp = numba_disp._select_launch_config_dispatcher(launch)
+            if disp.specialized:
+                overload = next(iter(disp.overloads.values()))
+            else:
+                overload = _dispatcher.Dispatcher._cuda_call(disp, *args,
+                                                             **{_LAUNCH_CONFIG_KW: launch})
+            disp._update_launch_config_sensitivity(overload, launch)
     finally:
         _dispatcher.swap_current_launch_args(prev)
         _marks().pop(id(launch), None)
@@ -404,27 +564,81 @@ def __getattr__(name):
     raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
+def _config(name, variable, default):
+    """numba-cuda's configuration value `name`: its config module's where numba-cuda is
+    imported (a program may have changed it there), else read from the environment
+    `variable` as numba-cuda reads it (an int; `default` when unset or not a number)."""
+    config = sys.modules.get("numba.cuda.core.config")
+    if config is not None:
+        return getattr(config, name)
+    try:
+        return int(os.environ.get(variable) or default)
+    except ValueError:
+        return default
+
+
+class NumbaPerformanceWarning(Warning):
+    """numba's performance warning where numba-cuda is not imported (a launch from
+    gpuhost.jit's disk records): numba-cuda's own NumbaPerformanceWarning wherever it is."""
+
+
+def _performance_warning_class():
+    errors = sys.modules.get("numba.cuda.core.errors")
+    return NumbaPerformanceWarning if errors is None else errors.NumbaPerformanceWarning
+
+
+def _performance_warnings(flag, variable):
+    return _config(flag, variable, 1) and not _config("DISABLE_PERFORMANCE_WARNINGS",
+                                                      "NUMBA_DISABLE_PERFORMANCE_WARNINGS", 0)
+
+
 def occupancy_warning(griddim):
     """numba's NumbaPerformanceWarning for a grid of fewer than 128 blocks."""
     import warnings
 
-    from numba.cuda.core import config
-    from numba.cuda.core.errors import NumbaPerformanceWarning
-
-    if config.CUDA_LOW_OCCUPANCY_WARNINGS and not config.DISABLE_PERFORMANCE_WARNINGS:
-        size = griddim[0] * griddim[1] * griddim[2]
-        if size < 128:
-            warnings.warn(NumbaPerformanceWarning(
-                "Grid size %d will likely result in GPU under-utilization due to low "
-                "occupancy." % size), stacklevel=3)
+    size = griddim[0] * griddim[1] * griddim[2]
+    if size < 128 and _performance_warnings("CUDA_LOW_OCCUPANCY_WARNINGS",
+                                            "NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS"):
+        warnings.warn(_performance_warning_class()(
+            "Grid size %d will likely result in GPU under-utilization due to low "
+            "occupancy." % size), stacklevel=3)
 
 
 def cubin_for(overload, device):
     """The linked cubin of a compiled overload for `device`, as numba links it."""
-    cc = device.compute_capability
-    cc = (cc[0], cc[1], "a" if cc >= (9, 0) else "")
-    cubin = overload._codelibrary.get_cubin(cc=cc)
+    cubin = overload._codelibrary.get_cubin(cc=_arch(device))
     return getattr(cubin, "code", cubin)  # numba-cuda 0.30: a cuda.core ObjectCode
+
+
+def ptx_for(overload, device):
+    """The PTX of a compiled overload for `device` (nothing linked in), as bytes."""
+    return overload._codelibrary.get_asm_str(cc=_arch(device)).encode()
+
+
+def record_of(overload, disp):
+    """What gpuhost.jit's disk records keep of a compiled overload, to launch it in another
+    process without numba (gpuhost/_jitcache.py), as a dict of JSON values; None where
+    nothing is kept and numba's own rules (and its own cache) take every launch: arguments
+    of a type the Python side alone packs (no plan), debug kernels (raising their exceptions
+    needs numba's tables), a dispatcher with extensions (they convert each launch's
+    arguments), and launch-configuration-sensitive kernels (compiled per launch
+    configuration)."""
+    argtypes = tuple(overload.argument_types)
+    layout = plan(argtypes)
+    options = disp.targetoptions
+    if layout is None or overload.debug or options.get("extensions") or \
+            getattr(overload, "launch_config_sensitive", False) or \
+            disp._launch_config_sensitive:
+        return None
+    name, cooperative, _, carveout = overload_facts(overload)
+    lib = overload._codelibrary
+    links = sorted(os.path.basename(str(getattr(f, "name", f))) for f in lib._linking_files)
+    if lib.needs_cudadevrt:
+        links.append("cudadevrt")
+    return {"sig": str(argtypes), "entry": name, "plan": layout.hex(), "nargs": len(argtypes),
+            "cooperative": cooperative, "carveout": carveout, "links": links,
+            "launch_bounds": options.get("launch_bounds"),
+            "lineinfo": bool(options.get("lineinfo"))}
 
 
 def overload_facts(overload):
@@ -543,24 +757,42 @@ def pack(argtypes, args, stream, extensions, device_view, retr):
     return params
 
 
-def arg_hint_classes():
-    """numba.cuda's In, Out, InOut and their base ArgHint."""
-    from numba.cuda.args import ArgHint, In, InOut, Out
-
-    return ArgHint, In, Out, InOut
-
-
 def performance_warning(msg):
+    """numba's warning of a host array copied to the device and back, said at the user's
+    line (the first frame outside gpuhost)."""
     import warnings
 
-    from numba.cuda.core import config
-    from numba.cuda.core.errors import NumbaPerformanceWarning
+    if _performance_warnings("CUDA_WARN_ON_IMPLICIT_COPY", "NUMBA_CUDA_WARN_ON_IMPLICIT_COPY"):
+        here = os.path.dirname(os.path.abspath(__file__)) + os.sep
+        frame, level = sys._getframe(1), 2
+        while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
+            frame, level = frame.f_back, level + 1
+        warnings.warn(_performance_warning_class()(msg), stacklevel=level)
 
-    if config.CUDA_WARN_ON_IMPLICIT_COPY and not config.DISABLE_PERFORMANCE_WARNINGS:
-        warnings.warn(NumbaPerformanceWarning(msg), stacklevel=4)
+
+# numba-cuda 0.30's message (numba.cuda.errors.missing_launch_config_msg), for a kernel
+# called without a launch configuration where numba-cuda is not imported.
+_MISSING_LAUNCH_CONFIG = """
+Kernel launch configuration was not specified. Use the syntax:
+
+kernel_function[blockspergrid, threadsperblock](arg0, arg1, ..., argn)
+
+See https://numba.readthedocs.io/en/stable/cuda/kernels.html#kernel-invocation for help.
+
+"""
 
 
 def missing_launch_config_msg():
-    from numba.cuda.errors import missing_launch_config_msg
+    errors = sys.modules.get("numba.cuda.errors")
+    return _MISSING_LAUNCH_CONFIG if errors is None else errors.missing_launch_config_msg
 
-    return missing_launch_config_msg
+
+def environment_debug():
+    """Whether numba-cuda compiles kernels with debug=None as debug ones
+    (NUMBA_CUDA_DEBUGINFO), read as numba-cuda reads it."""
+    return bool(_config("CUDA_DEBUGINFO_DEFAULT", "NUMBA_CUDA_DEBUGINFO", 0))
+
+
+def simulator_enabled():
+    """Whether numba-cuda runs kernels in its simulator (NUMBA_ENABLE_CUDASIM)."""
+    return bool(_config("ENABLE_CUDASIM", "NUMBA_ENABLE_CUDASIM", 0))

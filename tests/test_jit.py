@@ -62,7 +62,7 @@ def test_gpuhost_types_as_numba_cuda_module():
                                   "gridDim", "laneid", "warpsize", "shared", "local", "const",
                                   "atomic", "syncthreads", "syncthreads_count", "threadfence",
                                   "shfl_down_sync", "ballot_sync", "ldcg", "float32x4", "cg",
-                                  "fp16", "libdevice", "declare_device", "In", "Out", "InOut",
+                                  "fp16", "libdevice", "declare_device",
                                   "reduce", "Reduce", "KernelRuntimeError", "PTXSource",
                                   "CUSource", "literal_unroll", "vectorize", "random"])
 def test_numba_kernel_names_resolve_to_numba_cudas(name):
@@ -80,14 +80,37 @@ def test_unknown_names_still_raise_attribute_error():
         gpuhost.gridz
 
 
-def test_device_function_is_numbas_dispatcher():
+def test_arg_hints_are_gpuhosts_and_typed_as_numba_types_their_values():
+    from numba.cuda.typing.typeof import typeof
+
+    host = rng.random(5).astype(np.float32)
+    for name, copy_in, copy_out in (("In", True, False), ("Out", False, True),
+                                    ("InOut", True, True)):
+        hint = getattr(gpuhost, name)(host)
+        assert type(hint).__module__ == "gpuhost._arghints" and hint.value is host
+        assert (type(hint).copy_input, type(hint).copy_output) == (copy_in, copy_out)
+        assert hint._numba_type_ == typeof(host)
+
+
+def test_device_function_is_made_without_numba_and_becomes_numbas_dispatcher_when_used():
     from numba.cuda.dispatcher import CUDADispatcher
 
     @cuda.jit(device=True)
     def add(a, b):
         return a + b
 
-    assert type(add) is CUDADispatcher
+    assert type(add) is gpuhost.dispatcher.DeviceFunction and "_made" not in vars(add)
+    assert add.__name__ == "add" and add.py_func.__name__ == "add"
+    assert type(add._numba_dispatcher()) is CUDADispatcher
+    assert add._numba_type_ == add._numba_dispatcher()._numba_type_
+    assert add.targetoptions["device"] is True  # numba's attributes, through it
+
+
+def test_device_function_with_signatures_is_numbas_dispatcher_compiled_at_decoration():
+    from numba.cuda.dispatcher import CUDADispatcher
+
+    add = cuda.jit("int64(int64, int64)", device=True)(lambda a, b: a + b)
+    assert type(add) is CUDADispatcher and len(add.overloads) == 1
 
 
 def _plan(*tys):
@@ -611,7 +634,7 @@ def test_python_packing_of_what_c_leaves_to_numbas_rules():
     from numba.cuda import types
     from numba.cuda.typing.typeof import typeof
 
-    from gpuhost import dispatcher
+    from gpuhost import _jitargs
 
     class Color(enum.IntEnum):
         RED = 3
@@ -623,8 +646,8 @@ def test_python_packing_of_what_c_leaves_to_numbas_rules():
     assert isinstance(argtypes[2], types.EnumMember)
     retr = []
     ours = _numba.pack(argtypes, args, 0, [],
-                       lambda v, t, s: dispatcher._device_view(gpuhost.current_context(), retr,
-                                                               v, t, s), retr)
+                       lambda v, t, s: _jitargs.device_view(gpuhost.current_context(), retr,
+                                                            v, t, s), retr)
     theirs = _numba_kernelargs(argtypes, args)
     assert ours == [bytes(v) if not isinstance(v, int) else bytes(ctypes.c_int64(v))
                     for v in theirs]
@@ -634,8 +657,8 @@ def test_python_packing_of_what_c_leaves_to_numbas_rules():
     recs["a"], recs["b"] = rng.random(2), rng.integers(0, 100, 2)
     retr = []
     (ptr,) = _numba.pack((typeof(recs[1]),), (recs[1],), 0, [],
-                         lambda v, t, s: dispatcher._device_view(gpuhost.current_context(),
-                                                                 retr, v, t, s), retr)
+                         lambda v, t, s: _jitargs.device_view(gpuhost.current_context(),
+                                                              retr, v, t, s), retr)
     dev = gpuhost.from_cuda_array_interface(
         {"shape": (1,), "typestr": "|V%d" % rec_t.itemsize, "version": 3, "strides": None,
          "data": (int.from_bytes(ptr, "little"), False)}, sync=False)
