@@ -2,11 +2,12 @@
 and PyTorch, with ratios to raw C and to the best peer, as a table, JSON and a PNG chart.
 
 Each area (launch, jit launch, other libraries' arrays as arguments, graphs, streams and
-events, transfers, allocation, compile, import time) runs in its own process, interleaving the libraries repetition by repetition as
-_harness.interleaved does; this script collects them.  With --repeat N the whole table is
-measured N times: each figure is the median of the N runs, each ratio to raw C is given as
-its median with its spread (lowest-highest), and a row is met only if it met its goal in
-every run.  On the GPU machine:
+events, transfers, allocation, compile, cold start, import time) runs in its own process,
+interleaving the libraries repetition by repetition as _harness.interleaved does (cold
+start: fresh processes, sample by sample); this script collects them.  With --repeat N the
+whole table is measured N times: each figure is the median of the N runs, each ratio to raw
+C is given as its median with its spread (lowest-highest), and a row is met only if it met
+its goal in every run.  On the GPU machine:
     python3 benchmarks/all.py --repeat 5 --json out.json --png out.png
 """
 import statistics
@@ -20,7 +21,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 AREAS = ["launch", "jit_launch", "foreign_launch", "graphs", "streams_events", "transfers",
-         "pools", "compile"]
+         "pools", "compile", "coldstart"]
 LIBS = ["raw C", "gpuhost", "cuda.core", "CuPy", "numba-cuda", "numba-cuda-mlir", "PyTorch"]
 PEERS = ["cuda.core", "CuPy", "numba-cuda", "numba-cuda-mlir", "PyTorch"]
 
