@@ -245,6 +245,10 @@ class DeviceFunction:
     def __call__(self, *args, **kwargs):
         return self._numba_dispatcher()(*args, **kwargs)
 
+    def __getitem__(self, config):
+        # numba's answer to a device function launched as a kernel (its RuntimeError)
+        return self._numba_dispatcher()[config]
+
     def __reduce__(self):
         return (DeviceFunction, (self.py_func, self._options))
 

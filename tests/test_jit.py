@@ -104,6 +104,8 @@ def test_device_function_is_made_without_numba_and_becomes_numbas_dispatcher_whe
     assert type(add._numba_dispatcher()) is CUDADispatcher
     assert add._numba_type_ == add._numba_dispatcher()._numba_type_
     assert add.targetoptions["device"] is True  # numba's attributes, through it
+    with pytest.raises(RuntimeError, match="Cannot compile a device function as a kernel"):
+        add[1, 1](1, 2)
 
 
 def test_device_function_with_signatures_is_numbas_dispatcher_compiled_at_decoration():

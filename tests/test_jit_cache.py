@@ -823,7 +823,7 @@ def run():
     ok.append(bool(np.array_equal(host, x * np.float32(4))))
     out = np.zeros(1, np.float32)
     ints = rng.integers(0, 8, 4096).astype(np.float32)
-    total[16, 256](cuda.In(ints), cuda.Out(out))
+    total[16, 256](cuda.In(ints), cuda.InOut(out))
     ok.append(float(out[0]) == float(ints.sum()))
     host2 = np.zeros(n, np.float32)
     saxpy.forall(n)(host2, np.float32(0.5), x, cuda.In(y))
@@ -839,7 +839,8 @@ def test_cached_kernels_compute_the_same_results_in_a_fresh_process(tmp_path):
     assert first["out"] == [True] * 4
     second = child(tmp_path, "gpu_saxpy_mod")
     no_numba(second)
-    assert second["out"] == [True] * 4 and second["info"]["hits"] >= 4
+    assert second["out"] == [True] * 4
+    assert second["info"]["hits"] == 3  # saxpy's one signature, scale's, total's
 
 
 GPU_BOUNDS = """
