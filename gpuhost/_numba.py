@@ -380,7 +380,10 @@ def _adopt_cache(numba_disp):
         if not callees:
             from . import _jitcache
 
-            callees.append(_jitcache.callee_digest(numba_disp.py_func))
+            try:
+                callees.append(_jitcache.callee_digest(numba_disp.py_func))
+            except Exception:  # code gpuhost cannot read: numba's own key, as without it
+                callees.append(None)
         return key if callees[0] is None else key + (("gpuhost callees", callees[0]),)
 
     def load_overload(sig, target_context):
