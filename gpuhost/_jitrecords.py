@@ -250,6 +250,7 @@ class Records:
             return False
         self.metas[(sig, cc)] = dict(meta, kind="overload")
         self.images[(sig, cc)] = images
+        self.counted.add((sig, cc))  # numba compiled it here: its later launches are no hits
         return True
 
     def remember_eager(self, metas_images, device):
