@@ -292,12 +292,16 @@ def main():
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
     sys.path.insert(0, ROOT)
-    import gpuhost
-
+    try:
+        import gpuhost
+    except Exception as e:  # another Python's build, none at all: said, not a traceback
+        sys.exit("coldstart.py: gpuhost does not import with %s (%s: %s): nothing measured"
+                 % (sys.executable, type(e).__name__, e))
     if not gpuhost.is_available() or "fakecuda" in os.environ.get("GPUHOST_CUDA_DRIVER", ""):
-        sys.exit("coldstart.py: no GPU here (gpuhost.is_available() is %s%s): nothing "
-                 "measured" % (gpuhost.is_available(), ", the fake driver runs no kernels"
-                               if gpuhost.is_available() else ""))
+        sys.exit("coldstart.py measures on a GPU, and there is none it can use here (%s): "
+                 "nothing measured; python3 -m gpuhost says what gpuhost finds"
+                 % ("the fake driver runs no kernels" if gpuhost.is_available()
+                    else "gpuhost.is_available() is False"))
     try:
         hits, misses = measure(args.repeat)
     except RuntimeError as e:

@@ -897,3 +897,14 @@ def test_an_edited_device_function_changes_the_result_in_the_next_process(tmp_pa
     again = child(tmp_path, "gpu_caller_mod")
     no_numba(again)
     assert again["out"] == list(range(-7, 121))
+
+
+def test_the_cold_start_benchmark_says_at_once_that_it_needs_a_gpu(tmp_path):
+    env = dict(os.environ, GPUHOST_CUDA_DRIVER=str(tmp_path / "libcuda.so.1"), PYTHONPATH=ROOT)
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "coldstart.py"),
+                           "--json", str(tmp_path / "out.json")], capture_output=True,
+                          text=True, env=env, timeout=120)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.startswith("coldstart.py measures on a GPU, and there is none it can "
+                                  "use here (gpuhost.is_available() is False)")
+    assert "Traceback" not in proc.stderr and not (tmp_path / "out.json").exists()
