@@ -417,7 +417,7 @@ def test_a_reset_closes_ipc_mappings_and_a_thread_using_old_objects_gets_errors_
         "stale CUDA_ERROR_INVALID_HANDLE", "closed 0", "thread errors True"]
 
 
-def test_context_and_device_reset_are_refused_while_a_gpuhost_stream_captures(fake):
+def test_context_and_device_reset_are_refused_while_a_gpuhost_stream_captures(device0, fake):
     s = gpuhost.stream()
     d = gpuhost.to_device(np.random.default_rng().random(8))
     s.begin_capture()
