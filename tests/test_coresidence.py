@@ -276,7 +276,10 @@ call("pytest_plugin")('''
     folder = tempfile.mkdtemp()
     with open(os.path.join(folder, "test_beside.py"), "w") as f:
         f.write(PLUGIN_TESTS)
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "gpuhost.pytest_plugin", "-q",
+    import importlib.metadata
+    installed = any(ep.name == "gpuhost" for ep in importlib.metadata.entry_points(group="pytest11"))
+    plugin = [] if installed else ["-p", "gpuhost.pytest_plugin"]  # loaded once either way
+    proc = subprocess.run([sys.executable, "-m", "pytest", *plugin, "-q",
                            "-rA", "-p", "no:cacheprovider", "--rootdir", folder, folder],
                           capture_output=True, text=True, timeout=300, cwd=folder)
     lines = proc.stdout.splitlines()
