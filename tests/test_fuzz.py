@@ -10,6 +10,7 @@ Each family runs at least FUZZ_EXAMPLES examples (default 1000; GPUHOST_FUZZ_EXA
 scales it) and prints how many it ran.
 """
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -324,6 +325,48 @@ def test_fuzz_indexing_and_views(args):
 
 # ---- streams, events, callbacks ----
 
+def callback_of(s, fn, arg):
+    """s.add_callback(fn, arg), then a callback that records its arg, then synchronize: a
+    non-callable fn is refused with TypeError; a callable one is called as fn(s, 0, arg) and
+    what it raises goes to sys.unraisablehook (add_callback's documented outcome; junk's len
+    and type cannot take three arguments), and the stream goes on."""
+    reports, got = [], []
+    hook, sys.unraisablehook = sys.unraisablehook, reports.append
+    try:
+        ok, res = attempt(s.add_callback, fn, arg)
+        s.add_callback(lambda stream, status, a: got.append(a), arg)
+        s.synchronize()
+    finally:
+        sys.unraisablehook = hook
+    assert len(got) == 1 and got[0] is arg
+    assert ok == callable(fn)
+    expected = None
+    if not ok:
+        assert type(res) is TypeError
+        # the type as its tp_name spells it: numpy.float32, list
+        assert str(res).startswith("callback must be callable, not ")
+        assert str(res).endswith(type(fn).__name__)
+    else:
+        try:
+            fn(s, 0, arg)
+        except Exception as exc:
+            expected = exc
+    if expected is None:
+        assert reports == []
+    else:
+        assert len(reports) == 1 and reports[0].object is fn
+        assert type(reports[0].exc_value) is type(expected)
+        assert str(reports[0].exc_value) == str(expected)
+    return reports
+
+
+@pytest.mark.parametrize("fn", [v for v in FOREIGN if callable(v)], ids=lambda v: v.__name__)
+def test_a_callable_of_junk_as_a_callback_goes_to_unraisablehook(fn):
+    """The fuzz below draws these rarely: each, every time."""
+    reports = callback_of(gpuhost.stream(), fn, int(rng.integers(1 << 30)))
+    assert len(reports) == 1 and type(reports[0].exc_value) is TypeError
+
+
 @fuzz("streams and events", st.tuples(junk, junk, junk, st.integers(0, 5)))
 def test_fuzz_streams_and_events(args):
     a, b, c, which = args
@@ -334,11 +377,7 @@ def test_fuzz_streams_and_events(args):
     if not ok:
         e = gpuhost.event()
     if which == 0:
-        attempt(s.add_callback, a, b)
-        got = []
-        s.add_callback(lambda stream, status, arg: got.append(arg), b)
-        s.synchronize()
-        assert len(got) == 1 and got[0] is b
+        callback_of(s, a, b)
     elif which == 1:
         attempt(e.record, a)
         attempt(s.wait_event, a)
