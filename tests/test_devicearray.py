@@ -609,14 +609,43 @@ def test_dlpack_export_errors():
         odd.__dlpack__()
 
 
-def test_dlpack_orders_the_consumer_after_the_arrays_stream():
+def test_dlpack_orders_the_consumer_after_the_arrays_stream(fake):
+    host = random_array((8,), np.int32)
     s = gpuhost.stream()
-    dev = gpuhost.to_device(random_array((8,), np.int32)).bind(s)
-    other = gpuhost.stream()
-    gpuhost._core.dlpack_import(dev.__dlpack__(stream=other.handle))
-    gpuhost._core.dlpack_import(dev.__dlpack__(stream=-1))  # no ordering asked
-    gpuhost._core.dlpack_import(dev.__dlpack__(stream=s.handle))  # same stream
-    other.synchronize()
+    dev = gpuhost.to_device(host).bind(s)
+    other, bystander = gpuhost.stream(), gpuhost.stream()
+    gpuhost.synchronize()
+
+    def export(stream):
+        """(records, waits) the export made, and whether s and other are idle after it,
+        with the fake's queue held: a queued op keeps its stream busy."""
+        records, waits = fake.calls("cuEventRecord"), fake.calls("cuStreamWaitEvent")
+        fake.gate_close()
+        try:
+            got = gpuhost._core.dlpack_import(dev.__dlpack__(stream=stream))
+            idle = (s.query(), other.query(), bystander.query())
+        finally:
+            fake.gate_open()
+        assert same(got.copy_to_host(), host)
+        return (fake.calls("cuEventRecord") - records,
+                fake.calls("cuStreamWaitEvent") - waits) + idle
+
+    # an event recorded on the array's stream, and the consumer's stream waits for it
+    assert export(other.handle) == (1, 1, False, False, True)
+    assert export(-1) == (0, 0, True, True, True)  # no ordering asked
+    assert export(s.handle) == (0, 0, True, True, True)  # the array's own stream
+    # the record comes first: where it fails no wait is made; where the wait fails the
+    # record was made
+    fake.fail("cuEventRecord", 1)
+    waits = fake.calls("cuStreamWaitEvent")
+    with pytest.raises(gpuhost.CudaAPIError, match="cuEventRecord failed"):
+        dev.__dlpack__(stream=other.handle)
+    assert fake.calls("cuStreamWaitEvent") == waits
+    fake.fail("cuStreamWaitEvent", 1)
+    records = fake.calls("cuEventRecord")
+    with pytest.raises(gpuhost.CudaAPIError, match="cuStreamWaitEvent failed"):
+        dev.__dlpack__(stream=other.handle)
+    assert fake.calls("cuEventRecord") == records + 1
 
 
 @pytest.mark.gpu
