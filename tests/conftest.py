@@ -9,6 +9,7 @@ import ctypes
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -190,6 +191,25 @@ def run_python(code, env=None, timeout=120):
     return subprocess.run([sys.executable, "-c", code], env=full, capture_output=True,
                           text=True, timeout=timeout)
 
+
+def in_thread(fn):
+    """fn() in a new thread (on which no context is current yet): its result, or its
+    exception raised here; fails the test if the thread runs past 60 s."""
+    box = {}
+
+    def target():
+        try:
+            box["result"] = fn()
+        except BaseException as e:  # handed back to the caller
+            box["error"] = e
+
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(60)
+    assert not t.is_alive(), "thread hung"
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
 
 class DlpackOnly:
     """Exports `array` through DLPack alone (as JAX does): no CUDA array interface."""

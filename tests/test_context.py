@@ -8,26 +8,7 @@ import pytest
 
 import gpuhost
 from gpuhost import CudaDriverError
-from conftest import DRIVER, run_python
-
-
-def in_thread(fn):
-    """Run fn in a new thread; return its result or raise its exception here."""
-    box = {}
-
-    def target():
-        try:
-            box["result"] = fn()
-        except BaseException as e:  # handed back to the caller
-            box["error"] = e
-
-    t = threading.Thread(target=target)
-    t.start()
-    t.join(60)
-    assert not t.is_alive(), "thread hung"
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
+from conftest import DRIVER, in_thread, run_python
 
 
 def test_current_context_defaults_to_device_0_in_a_fresh_thread():

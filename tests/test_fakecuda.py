@@ -25,6 +25,7 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "fakecuda"))
 import build as fakecuda_build  # noqa: E402
+from conftest import in_thread  # noqa: E402
 
 CSRC = os.path.join(os.path.dirname(HERE), "csrc")
 
@@ -491,24 +492,6 @@ def load(built_lib, tmp_path, monkeypatch):
 def fake(load):
     """A fresh, initialized fake with the default configuration (two devices)."""
     return load()
-
-
-def in_thread(fn):
-    box = {}
-
-    def target():
-        try:
-            box["result"] = fn()
-        except BaseException as e:  # handed back to the caller
-            box["error"] = e
-
-    t = threading.Thread(target=target)
-    t.start()
-    t.join(60)
-    assert not t.is_alive(), "thread hung"
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
 
 
 # ---- lookup ----

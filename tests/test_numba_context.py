@@ -4,7 +4,6 @@ interface as numba produces and consumes it, and the array attributes numba scri
 import ctypes
 import operator
 import pickle
-import threading
 import weakref
 
 import numpy as np
@@ -12,6 +11,7 @@ import pytest
 
 import gpuhost
 from gpuhost import memory_manager as emm
+from conftest import in_thread
 
 rng = np.random.default_rng()
 
@@ -290,24 +290,6 @@ def test_memory_info_is_built_as_numbas_named_tuple():
         gpuhost.MemoryInfo(free=free)
     with pytest.raises(TypeError, match="unexpected keyword argument 'used'"):
         gpuhost.MemoryInfo(free=free, total=total, used=total - free)
-
-
-def in_thread(fn):
-    """fn() in a new thread (none of whose contexts is current yet): its result."""
-    box = {}
-
-    def target():
-        try:
-            box["result"] = fn()
-        except BaseException as e:  # handed back to the caller
-            box["error"] = e
-
-    t = threading.Thread(target=target)
-    t.start()
-    t.join(60)
-    if "error" in box:
-        raise box["error"]
-    return box["result"]
 
 
 def test_devices_get_context_is_numbas_function_for_fresh_threads_and_processes():
