@@ -1,6 +1,7 @@
 """Context: numba's primary-context model, per-thread current contexts, push/pop,
 memory info, synchronize, close and reset."""
 import threading
+import time
 import weakref
 
 import numpy as np
@@ -47,10 +48,17 @@ def test_memory_info_works_from_a_thread_with_no_current_context():
     assert current is None  # the context was pushed for the call and popped after
 
 
-def test_synchronize_module_and_context():
-    gpuhost.synchronize()
-    gpuhost.current_context().synchronize()
-    in_thread(gpuhost.current_context().synchronize)
+def test_synchronize_module_and_context_wait_for_the_queued_work():
+    ctx = gpuhost.current_context()
+    waits = {"gpuhost.synchronize": gpuhost.synchronize, "Context.synchronize": ctx.synchronize,
+             "from another thread": lambda: in_thread(ctx.synchronize)}
+    for name, sync in waits.items():
+        done = []
+        # a callback that takes a while: each synchronize returns after it, not before
+        gpuhost.stream().add_callback(lambda st, status, arg: done.append(time.sleep(0.05) or arg),
+                                      name)
+        assert sync() is None
+        assert done == [name]
 
 
 def test_with_device_makes_it_current_and_restores():
@@ -68,7 +76,7 @@ def test_with_device_makes_it_current_and_restores():
 
 def test_with_device_pops_even_when_the_block_raises():
     ctx = gpuhost.current_context()
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError, match="x"):
         with gpuhost.gpus[0]:
             raise KeyError("x")
     assert gpuhost.current_context() is ctx
@@ -124,8 +132,10 @@ def test_select_device_switches_this_thread_only():
 
 
 def test_current_context_devnum_is_validated():
-    with pytest.raises(gpuhost.InvalidDeviceError):
-        gpuhost.current_context(len(gpuhost.gpus))
+    n = len(gpuhost.gpus)
+    with pytest.raises(gpuhost.InvalidDeviceError,
+                       match=r"no CUDA device %d: %d devices? found" % (n, n)):
+        gpuhost.current_context(n)
     with pytest.raises(TypeError, match="devnum must be an int"):
         gpuhost.current_context("0")
     assert gpuhost.current_context(None) is gpuhost.current_context()
@@ -165,7 +175,7 @@ def test_require_context_decorator():
 def test_context_repr_and_no_direct_construction():
     ctx = gpuhost.current_context()
     assert repr(ctx) == "<CUDA context %#x of device %d>" % (ctx.handle, ctx.device.id)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="cannot create 'gpuhost.Context' instances"):
         gpuhost.Context()
 
 

@@ -109,17 +109,21 @@ def test_deallocations_are_held_inside_defer_cleanup(ctx):
     assert len(deallocs) == 0
 
 
-def test_pinned_can_be_entered_again_inside_defer_cleanup():
+def test_pinned_can_be_entered_again_inside_defer_cleanup(ctx):
     arr = random_array(8, np.float64)
+    dev = gpuhost.device_array_like(arr)
     with gpuhost.defer_cleanup():
-        with gpuhost.pinned(arr):
-            pass
-        with gpuhost.pinned(arr):  # unregistered at once, so registering again works
-            pass
-        with gpuhost.mapped(arr):
-            pass
-        with gpuhost.mapped(arr):
-            pass
+        # unregistered at once, not deferred, so registering again works (the driver refuses
+        # memory registered twice)
+        for _ in range(2):
+            with gpuhost.pinned(arr):
+                dev.copy_to_device(arr)
+                assert np.array_equal(dev.copy_to_host(), arr)
+            assert len(ctx.deallocations) == 0
+        for _ in range(2):
+            with gpuhost.mapped(arr) as view:
+                assert np.array_equal(view.copy_to_host(), arr)
+            assert len(ctx.deallocations) == 0
 
 
 

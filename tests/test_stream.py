@@ -1,6 +1,7 @@
 """Stream: creation, kinds, synchronize/query, callbacks (never deadlocking), asyncio,
 interop through __cuda_stream__, and use after the context is gone."""
 import asyncio
+import contextlib
 import gc
 import sys
 import threading
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 import gpuhost
-from conftest import DRIVER, run_python
+from conftest import run_python
 
 
 def test_stream_basics():
@@ -60,15 +61,15 @@ def test_bad_stream_arguments():
                                          r"\(lowest\) to -\d+ \(highest\)"
                                          % gpuhost.get_current_device().id):
         gpuhost.stream(priority=7)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"^stream\(\) takes no positional arguments$"):
         gpuhost.stream(True)  # keyword-only
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="'str' object cannot be interpreted as an integer"):
         gpuhost.stream(priority="high")
     with pytest.raises(TypeError, match="takes the stream's address as an int, not str"):
         gpuhost.external_stream("0x10")
     with pytest.raises(ValueError, match="not a negative number"):
         gpuhost.external_stream(-1)
-    with pytest.raises(OverflowError):
+    with pytest.raises(OverflowError, match="too large to convert"):
         gpuhost.external_stream(2**70)
     for bogus in (3, 0x10, 65535, 65536 + 4, 1 << 56, 2**64 - 8):
         with pytest.raises(ValueError, match="0x%x is not a CUDA stream handle" % bogus):
@@ -86,7 +87,7 @@ def test_bad_stream_arguments():
     cupy_like = type("Stream", (), {"ptr": 7, "__module__": "cupy.cuda.stream"})()
     with pytest.raises(ValueError, match="stream's handle 0x7 is not a CUDA stream handle"):
         gpuhost.to_device(np.arange(3), stream=cupy_like)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="cannot create 'gpuhost.Stream' instances"):
         gpuhost.Stream()
 
 
@@ -244,8 +245,19 @@ def test_async_done_waits_for_pending_work(fake):
 
 
 def test_async_done_needs_a_running_loop():
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="no running event loop"):
         gpuhost.stream().async_done()
+
+
+@contextlib.contextmanager
+def held(stream):
+    """The stream held busy by a callback that returns when the block ends."""
+    release = threading.Event()
+    stream.add_callback(lambda st, status, arg: release.wait(60))
+    try:
+        yield stream
+    finally:
+        release.set()
 
 
 def test_record_and_wait_event():
@@ -253,10 +265,14 @@ def test_record_and_wait_event():
     ev = s.record()
     assert isinstance(ev, gpuhost.Event) and ev.recorded and ev.timing
     mine = gpuhost.event()
-    assert s.record(mine) is mine
     other = gpuhost.stream()
-    other.wait_event(mine)
+    with held(s):
+        assert s.record(mine) is mine
+        other.wait_event(mine)
+        # the record waits behind s's work, and other's later work behind the record
+        assert not mine.query() and not other.query()
     other.synchronize()
+    assert mine.query() and other.query()
     with pytest.raises(TypeError, match="event must be a gpuhost Event or None, not int"):
         s.record(3)
 
@@ -272,12 +288,19 @@ class ForeignStream:
 
 
 def test_stream_arguments_accept_the_cuda_stream_protocol():
-    s = gpuhost.stream()
+    s, other = gpuhost.stream(), gpuhost.stream()
     ev = gpuhost.event()
-    ev.record(ForeignStream(s.handle))
-    ev.wait(ForeignStream(s.handle))
-    ev.record(ForeignStream(0))
+    with held(s):
+        ev.record(ForeignStream(s.handle))  # on s: behind its held work
+        ev.wait(ForeignStream(other.handle))  # other waits for it
+        assert ev.recorded and not ev.query() and not other.query()
+    other.synchronize()
+    assert ev.query() and other.query()
+    with held(gpuhost.default_stream()):
+        ev.record(ForeignStream(0))  # 0: the default stream
+        assert not ev.query()
     ev.synchronize()
+    assert ev.query()
 
 
 def test_bad_stream_arguments_say_what_is_accepted():
