@@ -240,19 +240,17 @@ def test_views_and_copies_take_strides_of_any_byte_count():
 
 # ---- numba's typing of foreign arrays ----
 
-numba_typeof = None
-
-
-def _numba_typeof():
-    global numba_typeof
-    if numba_typeof is None:
-        try:
-            np.row_stack = getattr(np, "row_stack", np.vstack)
-            from numba.cuda.typing.typeof import typeof
-        except Exception as e:  # numba-cuda (the jit extra) is not installed
-            pytest.skip("needs numba-cuda: %s" % e)
-        numba_typeof = typeof
-    return numba_typeof
+@pytest.fixture(scope="module")
+def numba_typeof():
+    """numba-cuda's typeof; the test is skipped where numba-cuda (the jit extra) is not
+    installed.  numba-cuda 0.30 registers an implementation for np.row_stack as it imports,
+    a name NumPy 2.5 removed: where it is missing it is lent for the import alone."""
+    with pytest.MonkeyPatch.context() as mp:
+        if not hasattr(np, "row_stack"):
+            mp.setattr(np, "row_stack", np.vstack, raising=False)
+        typing = pytest.importorskip("numba.cuda.typing.typeof",
+                                     reason="needs numba-cuda (the jit extra)")
+    return typing.typeof
 
 
 def layout_cases():
@@ -270,12 +268,11 @@ def layout_cases():
 
 @pytest.mark.parametrize("shape, strides", layout_cases())
 @pytest.mark.parametrize("readonly", [False, True])
-def test_dlpack_arrays_are_typed_as_numba_types_them(fd, shape, strides, readonly):
-    typeof = _numba_typeof()
+def test_dlpack_arrays_are_typed_as_numba_types_them(numba_typeof, fd, shape, strides, readonly):
     base = gpuhost.device_array(4096, np.float32)
     cls = fd.OwningOnlyTensor if readonly else fd.Tensor
     t = cls(base.ptr + 8192, shape, strides, FLOAT32, CUDA, readonly)
-    ty = typeof(t)  # numba reads it through __dlpack__ (cuda.core)
+    ty = numba_typeof(t)  # numba reads it through __dlpack__ (cuda.core)
     info = gpuhost._core._foreign_info(t)
     assert (info["layout"], info["ndim"], info["readonly"]) == (ty.layout, ty.ndim,
                                                                  not ty.mutable)
@@ -283,12 +280,11 @@ def test_dlpack_arrays_are_typed_as_numba_types_them(fd, shape, strides, readonl
 
 @pytest.mark.parametrize("shape, strides", layout_cases())
 @pytest.mark.parametrize("typestr", ["<f4", "<f8", "|i1", "<c8", "<u2"])
-def test_interface_arrays_are_typed_as_numba_types_them(shape, strides, typestr):
-    typeof = _numba_typeof()
+def test_interface_arrays_are_typed_as_numba_types_them(numba_typeof, shape, strides, typestr):
     item = np.dtype(typestr).itemsize
     desc = dict(shape=shape, typestr=typestr, data=(0x7F0000000000, False), version=3,
                 strides=None if strides is None else tuple(item * s for s in strides))
-    ty = typeof(CAI(desc))  # numba's own rule for the interface (bit widths and all)
+    ty = numba_typeof(CAI(desc))  # numba's own rule for the interface (bit widths and all)
     info = gpuhost._core._foreign_info(CAI(desc))
     assert (info["layout"], info["ndim"], info["dtype"]) == (ty.layout, ty.ndim, np.dtype(typestr))
 

@@ -45,10 +45,12 @@ def kernels():
 
 @pytest.fixture(scope="module")
 def numba_typeof():
-    if not hasattr(np, "row_stack"):
-        np.row_stack = np.vstack
-    from numba.cuda.typing.typeof import typeof
-
+    """numba-cuda's typeof.  numba-cuda 0.30 registers an implementation for np.row_stack as
+    it imports, a name NumPy 2.5 removed: where it is missing it is lent for the import."""
+    with pytest.MonkeyPatch.context() as mp:
+        if not hasattr(np, "row_stack"):
+            mp.setattr(np, "row_stack", np.vstack, raising=False)
+        from numba.cuda.typing.typeof import typeof
     return typeof
 
 
@@ -287,9 +289,9 @@ def test_assignment_and_copies_take_torch_and_cupy(kernels):
     np.testing.assert_array_equal(t.cpu().numpy(), host)
 
 
-def test_numba_cuda_libraries_take_gpuhost_streams():
-    if not hasattr(np, "row_stack"):
-        np.row_stack = np.vstack
+def test_numba_cuda_libraries_take_gpuhost_streams(monkeypatch):
+    if not hasattr(np, "row_stack"):  # numba-cuda 0.30 needs it as it imports and compiles
+        monkeypatch.setattr(np, "row_stack", np.vstack, raising=False)
     from numba.cuda.random import create_xoroshiro128p_states
 
     s = gpuhost.stream()
