@@ -272,8 +272,10 @@ def test_a_function_outlives_the_mode_until_unloaded(fake_kernels):
     k[1, 1]()
     assert fake_kernels.launches() == 1
     m.unload()
-    with pytest.raises(CudaAPIError):
+    with pytest.raises(CudaAPIError) as info:
         k[1, 1]()
+    assert (info.value.name, info.value.call) == ("CUDA_ERROR_INVALID_HANDLE", "cuLaunchKernel")
+    assert "the module was unloaded" in str(info.value)
 
 
 def test_nvrtc_ptx_is_recorded_byte_for_byte(fake_kernels):
