@@ -221,6 +221,7 @@ int gh_foreign_order(gh_foreign_use *u, const gh_foreign *f);
 int gh_foreign_elem(gh_foreign_use *u, PyObject *obj, gh_foreign *f, char *kind,
                     Py_ssize_t *itemsize);
 
+/* interop_cai.c: numba's typing of what was read. */
 /* TypeError: `f` (read from `obj`) holds a DLPack dtype numba has no type for (float8,
    float4...).  Returns -1. */
 int gh_foreign_raise_type(const gh_foreign_use *u, PyObject *obj, const gh_foreign *f);

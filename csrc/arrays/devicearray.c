@@ -542,12 +542,8 @@ da_bind(gh_devicearray *self, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_TypeError, "bind() takes a gpuhost Stream or None");
         return NULL;
     }
-    if (ref.context != NULL && ref.context != self->context) {
-        gh_raise(GH_EXC_CUDA_DRIVER,
-                 "cannot bind device %d's array to a stream of device %d: its copies go on "
-                 "its own device's streams",
-                 self->context->device->id, ref.context->device->id);
-        return NULL;
+    if (gh_stream_check_device(ref.context, self->context, "bind(): the array is") < 0) {
+        return NULL; /* its copies go on its own device's streams */
     }
     res = gh_devicearray_view(self, self->ptr, self->ndim, self->shape, self->strides);
     if (res != NULL) {
