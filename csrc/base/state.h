@@ -237,6 +237,17 @@ gh_state_of_type(PyTypeObject *tp)
 {
     return (gh_state *)PyType_GetModuleState(tp);
 }
+/* The module state of a gpuhost type that Python code may subclass, from `tp` (the type or a
+   subclass: a Python subclass's own type has no module, the C base's has), the base known
+   by its `dealloc`. */
+static inline gh_state *
+gh_state_of_subclass(PyTypeObject *tp, destructor dealloc)
+{
+    while (tp->tp_dealloc != dealloc && tp->tp_base != NULL) {
+        tp = tp->tp_base;
+    }
+    return gh_state_of_type(tp);
+}
 static inline gh_state *
 gh_state_of_module(PyObject *module)
 {
