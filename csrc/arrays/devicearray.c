@@ -2,7 +2,7 @@
  *
  * An array is a view: a device address, shape, strides and dtype, and a reference to
  * whatever keeps the memory alive (an Allocation, or a foreign exporter's object).  Its
- * copies are array_copy.c's.
+ * copies are array_copy.c's, its indexing array_index.c's (the slots the type names).
  */
 #include "arrays_internal.h"
 
