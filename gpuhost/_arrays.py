@@ -7,7 +7,6 @@ come here and become 2D copies (cuMemcpy2D), each moving only the array's own el
 """
 import contextlib
 import ctypes
-import math
 import operator
 
 import numpy as np

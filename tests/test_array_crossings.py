@@ -130,7 +130,8 @@ def test_a_view_keeps_the_stream_and_the_read_only_flag():
     ((0, "a"), TypeError, r"^only basic indexing .* not str$"),
     ((0, 0, 0), IndexError, r"^too many indices for array: array is 2-dimensional, but 3 were "
                             r"indexed$"),
-    ((Ellipsis, 0, Ellipsis), IndexError, r"^an index can only have a single ellipsis \('\.\.\.'\)$"),
+    ((Ellipsis, 0, Ellipsis), IndexError,
+     r"^an index can only have a single ellipsis \('\.\.\.'\)$"),
     ((-5, 0), IndexError, r"^index -5 is out of bounds for axis 0 with size 4$"),
     ((slice(None), 6), IndexError, r"^index 6 is out of bounds for axis 1 with size 6$"),
     (Index(4), IndexError, r"^index 4 is out of bounds for axis 0 with size 4$"),
