@@ -100,6 +100,16 @@ def _memory_manager_from_environment(nbytes, stream):
     return _core.array_memory(nbytes, stream)
 
 
+def _gpu_data(array):
+    """DeviceArray.gpu_data (numba's MemoryPointer) before numba's face is imported: importing
+    it registers its own class in place of this."""
+    from . import memory_manager
+
+    return memory_manager.ArrayMemory(array)
+
+
+_core._set_helpers(array_gpu_data=_gpu_data)
+
 if (_os.environ.get("GPUHOST_CUDA_MEMORY_MANAGER") or
         _os.environ.get("NUMBA_CUDA_MEMORY_MANAGER", "default")) not in ("", "default"):
     _core.set_array_allocator(_memory_manager_from_environment)

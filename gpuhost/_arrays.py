@@ -7,7 +7,6 @@ come here and become 2D copies (cuMemcpy2D), each moving only the array's own el
 """
 import contextlib
 import ctypes
-import math
 import operator
 
 import numpy as np
@@ -95,7 +94,7 @@ def _stream_or_none(stream):
 # The current allocator of device arrays is owned by the C core (csrc/memory/allocator.c):
 # the default pool, or the Python allocator gpuhost.memory (set_allocator, using_allocator)
 # or gpuhost.memory_manager (set_memory_manager) set with _core.set_array_allocator.
-# device_array() takes its memory through _core.array_memory, to_device() in C.
+# device_array() (_core.empty_array) and to_device() take their memory through it in C.
 _manager_defer = None  # fn() -> the memory manager's defer_cleanup() context manager, or None
 
 
@@ -147,9 +146,7 @@ def device_array(shape, dtype=np.float64, strides=None, order="C", stream=0):
     ((1024, 3), dtype('float32'), 12288)
     """
     shape, dtype, strides, nbytes = _layout(shape, dtype, strides, order)
-    stream = _stream_or_none(stream)
-    owner, ptr = _core.array_memory(nbytes, stream)
-    return _core.make_array(owner, ptr, shape, strides, dtype, stream)
+    return _core.empty_array(nbytes, shape, strides, dtype, stream)  # memory and array in C
 
 
 def _numpy_contiguity(shape, strides, itemsize):
@@ -516,6 +513,8 @@ def _field_view(dev, name):
 
 
 def getitem(dev, key):
+    """dev[key] planned by numpy's own rules over a probe: what the C planner
+    (csrc/arrays/array_index.c, DeviceArray.__getitem__) answers, kept as its reference."""
     if isinstance(key, str):
         view = _field_view(dev, key)
         if view.ndim == 0 and view.dtype.names is None:
@@ -556,11 +555,15 @@ def _derives_from(view, probe):
     return False
 
 
-def setitem(dev, key, value):
-    if isinstance(key, str):
-        target = _field_view(dev, key)
-    else:
-        target = _element_view(dev, key) if _is_int_tuple(dev, key) else getitem(dev, key)
+def field(dev, name):
+    """dev[name] for a str key (csrc/arrays/array_index.c asks): the field's view."""
+    return _field_view(dev, name)
+
+
+def assign(target, value):
+    """target[...] = value for what csrc/arrays/array_index.c leaves (target is the view its
+    key selected): broadcasting, a cast or another device's source, a record's field, a
+    scalar no memset lays."""
     src = _device_source(value)
     if src is not None:
         if src.shape == target.shape and src.dtype == target.dtype:
@@ -609,18 +612,6 @@ def _fill(target, scalar):
     _core.memset(target, ptr, unit, int.from_bytes(raw[:unit], "little"), width, height, pitch,
                  target.stream)
     return True
-
-
-def _is_int_tuple(dev, key):
-    items = _index_tuple(key)
-    return len(items) == dev.ndim and all(_is_int(k) for k in items)
-
-
-def _element_view(dev, key):
-    _check_basic(key)
-    offset = _element_offset(dev, _index_tuple(key))
-    return _core.make_array(dev.owner, dev.ptr + offset, (), (), dev.dtype, dev.stream,
-                            base=dev)
 
 
 @_methods.method(_core.DeviceArray)
@@ -717,21 +708,6 @@ def ravel(self, order="C", stream=0):
     return flat.bind(stream) if stream else flat
 
 
-def gpu_data(dev):
-    """DeviceArray.gpu_data: numba's MemoryPointer over the bytes `dev` spans."""
-    from .memory_manager import ArrayMemory
-
-    return ArrayMemory(dev)
-
-
-def host_array(dev, dtype=None, copy=None):
-    """DeviceArray.__array__: numba's implicit copy to the host (np.asarray(d))."""
-    if copy is False:
-        raise ValueError("`copy=False` is not supported. A copy is always created.")
-    host = dev.copy_to_host()
-    return host if dtype is None else host.astype(dtype, copy=False)
-
-
 @_methods.method(_core.DeviceArray)
 def view(self, dtype):
     """The same memory seen as another dtype.
@@ -792,7 +768,7 @@ def split(self, section, stream=0):
             for i in range(0, self.shape[0], section)]
 
 
-# The C core calls these (array_copy.c, devicearray.c): registered once.
-_core._set_helpers(copy_device_layouts=copy_device_layouts, array_getitem=getitem,
-                   array_setitem=setitem, array_transpose=transpose, array_gpu_data=gpu_data,
-                   array_host=host_array, ctypes_pointer=ctypes.c_void_p)
+# The C core calls these (array_copy.c, array_index.c, devicearray.c): registered once.
+# DeviceArray.gpu_data is numba's MemoryPointer: numba's face registers it (array_gpu_data).
+_core._set_helpers(copy_device_layouts=copy_device_layouts, array_field=field,
+                   array_assign=assign, ctypes_pointer=ctypes.c_void_p)

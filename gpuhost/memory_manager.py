@@ -343,6 +343,9 @@ class ArrayMemory(MemoryPointer):
         return hash(self._span())
 
 
+_core._set_helpers(array_gpu_data=ArrayMemory)  # DeviceArray.gpu_data makes these
+
+
 class AutoFreePointer(MemoryPointer):
     """A MemoryPointer freed when its reference count drops to zero (numba's).
 

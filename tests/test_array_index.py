@@ -22,18 +22,18 @@ class CAI:
 
 @pytest.fixture
 def python_side_refused():
-    """The Python side's getitem/setitem helpers replaced by ones that fail: what passes
-    with it ran in C."""
+    """The Python side's field view and assignment helpers replaced by ones that fail: what
+    passes with it ran in C."""
     from gpuhost import _arrays
 
     def refuse(*args):
         raise AssertionError("gpuhost's Python indexing was called")
 
-    _core._set_helpers(array_getitem=refuse, array_setitem=refuse)
+    _core._set_helpers(array_field=refuse, array_assign=refuse)
     try:
         yield
     finally:
-        _core._set_helpers(array_getitem=_arrays.getitem, array_setitem=_arrays.setitem)
+        _core._set_helpers(array_field=_arrays.field, array_assign=_arrays.assign)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int16, np.uint8, np.complex64,

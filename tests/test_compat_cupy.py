@@ -583,7 +583,7 @@ def test_record_uses_the_current_stream_of_the_current_device():
     with cuda.Device(1):
         with cuda.Stream():
             with pytest.raises(CudaDriverError,
-                               match="cannot record device 0's event on a stream of device 1"):
+                               match="the event is on device 0 but the stream is device 1's"):
                 ev.record()
 
 

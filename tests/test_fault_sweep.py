@@ -1074,6 +1074,8 @@ ops = {
     "from_dlpack": lambda: gpuhost.from_dlpack(DL(base)).copy_to_host(),
     "copy_from_foreign": lambda: gpuhost.device_array(64, np.float32).copy_to_device(CAI(base)),
     "launch_with_foreign": lambda: gpuhost.Module(PTX).get_function("k")[1, 1](CAI(base)),
+    "index_assign_foreign": lambda: (base[..., None][1:5, 0], base[3], base.T, np.asarray(
+        base, np.float64), base.__setitem__(slice(2, 6), CAI(base[8:12]))),
 }
 op = ops[sys.argv[1]]
 other = []
@@ -1094,7 +1096,7 @@ print("\n".join(other))
 
 @pytest.mark.skipif(DRIVER != "fake", reason="needs the fake driver")
 @pytest.mark.parametrize("op", ["as_cuda_array", "from_dlpack", "copy_from_foreign",
-                                "launch_with_foreign"])
+                                "launch_with_foreign", "index_assign_foreign"])
 def test_a_failing_python_allocation_while_reading_a_foreign_array_is_an_error_never_a_crash(op):
     """Each of the first 400 Python allocations of the operation, from a cold start (the
     interned names, the types learnt, the first use of each path), made to fail in turn:

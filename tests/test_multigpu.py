@@ -243,12 +243,11 @@ def test_another_devices_stream_is_refused_before_the_driver_is_called(fake):
     with pytest.raises(CudaDriverError, match="the pool allocates on device 0 but the stream "
                                               "is device 1's"):
         gpuhost.to_device(host, stream=s1)
-    with pytest.raises(CudaDriverError, match="cannot bind device 0's array to a stream of "
-                                              "device 1: its copies go on its own device's"):
+    with pytest.raises(CudaDriverError, match=r"bind\(\): " + message):
         d0.bind(s1)
     assert counts() == before
-    with pytest.raises(CudaDriverError, match="cannot record device 0's event on a stream of "
-                                              "device 1"):
+    with pytest.raises(CudaDriverError, match="the event is on device 0 but the stream is "
+                                              "device 1's"):
         gpuhost.event().record(s1)
     assert same(d0.copy_to_host(), host)
 

@@ -36,8 +36,7 @@ copy_stream(gh_devicearray *self, PyObject *stream, gh_stream_ref *ref, gh_conte
                         "use a stream of either device",
                         peer->device->id, self->context->device->id, ref->context->device->id);
     }
-    return gh_raise(GH_EXC_CUDA_DRIVER, "the array is on device %d but the stream is device %d's",
-                    self->context->device->id, ref->context->device->id);
+    return gh_stream_check_device(ref->context, self->context, "the array is");
 }
 
 /* Copy `nbytes` between device address `dptr` and host `host`; async on a non-default

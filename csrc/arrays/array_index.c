@@ -1,10 +1,11 @@
-/* DeviceArray indexing in C, registered with devicearray.c at init (the module
- * state's gh_array_hooks): an element read as a NumPy scalar, and self[key] = value for keys of
- * ints and slices with a host array or scalar, a gpuhost or foreign device array of the
- * view's shape, or a scalar whose bytes a driver memset can lay (the strided-copy planner
- * of array_copy.c does the copies).  What needs broadcasting, a cast on the device, a
- * record's fields or the copy kernel stays with gpuhost/_arrays.py's setitem.  And
- * iteration over the first axis, element by element (or view by view), in C.
+/* DeviceArray indexing in C, the type's mapping and iteration slots (devicearray.c's type
+ * names them): self[key] for every basic key (ints and integer-likes, slices, ..., None) as
+ * a view, or the element read as a NumPy scalar; self[key] = value for a host array or
+ * scalar, a gpuhost or foreign device array of the view's shape, or a scalar whose bytes a
+ * driver memset can lay (the strided-copy planner of array_copy.c does the copies).  A
+ * record's fields are viewed, and what needs broadcasting, a cast on the device or the copy
+ * kernel is assigned, by gpuhost/_arrays.py (one call each).  And iteration over the first
+ * axis, element by element (or view by view).
  */
 #include "arrays_internal.h"
 
@@ -13,23 +14,198 @@
 #include <numpy/arrayobject.h>
 
 #include <math.h>
+#include <string.h>
 
-/* self[i, j, ...]: the element at byte `offset`, copied to the host as copy_to_host copies
-   (on the array's stream), as a NumPy scalar; records stay on the device (Python's). */
-static PyObject *
-element_read(PyObject *self_obj, Py_ssize_t offset)
+/* ---- keys ---- */
+
+/* What a key selects of an array: the view's layout and byte offset, and whether every axis
+   was indexed by an int (no ..., no None): the element itself. */
+typedef struct {
+    int ndim;
+    int element;
+    npy_intp offset;
+    npy_intp shape[GH_MAXDIMS];
+    npy_intp strides[GH_MAXDIMS];
+} gh_key_view;
+
+enum { K_INT, K_SLICE, K_NONE, K_ELLIPSIS };
+
+/* TypeError for a key item that is not basic indexing, as gpuhost words it; -1. */
+static int
+raise_not_basic(PyObject *k)
 {
-    gh_devicearray *self = (gh_devicearray *)self_obj;
-    PyArray_Descr *d = (PyArray_Descr *)self->dtype;
-    PyObject *cell, *none, *host;
-    if (PyDataType_HASFIELDS(d) || PyDataType_HASSUBARRAY(d)) {
-        Py_RETURN_NOTIMPLEMENTED;
+    PyObject *name = PyObject_GetAttrString((PyObject *)Py_TYPE(k), "__name__");
+    if (name != NULL) {
+        PyErr_Format(PyExc_TypeError,
+                     "only basic indexing (ints, slices, ..., None) is supported on a device "
+                     "array, not %U",
+                     name);
+        Py_DECREF(name);
     }
-    cell = gh_devicearray_new(gh_state_of_type(Py_TYPE(self)), self->context, self->generation,
-                              self->ptr + (CUdeviceptr)offset, self->owner, self->dtype, 0, NULL,
-                              NULL, self->stream);
-    if (cell == NULL || (none = PyTuple_New(0)) == NULL) {
-        Py_XDECREF(cell);
+    return -1;
+}
+
+/* The kind of key item `k` (K_*), its int in *value for K_INT; -1 with TypeError for any
+   other item.  A bool is no int here (numpy's boolean indexing is not basic); an integer
+   array, a 0-d one too, is its int (numpy would index with it as advanced indexing). */
+static int
+item_kind(PyObject *k, Py_ssize_t *value)
+{
+    PyObject *index;
+    if (PyLong_CheckExact(k)) {
+        *value = PyLong_AsSsize_t(k);
+        if (*value == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_IndexError, "cannot fit 'int' into an index-sized integer");
+            return -1;
+        }
+        return K_INT;
+    }
+    if (PySlice_Check(k)) {
+        return K_SLICE;
+    }
+    if (k == Py_None) {
+        return K_NONE;
+    }
+    if (k == Py_Ellipsis) {
+        return K_ELLIPSIS;
+    }
+    if (PyBool_Check(k) || PyArray_IsScalar(k, Bool) || !PyIndex_Check(k)) {
+        return raise_not_basic(k);
+    }
+    if ((index = PyNumber_Index(k)) == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_TypeError)) {
+            return -1;
+        }
+        PyErr_Clear();
+        return raise_not_basic(k);
+    }
+    *value = PyNumber_AsSsize_t(index, PyExc_IndexError);
+    Py_DECREF(index);
+    return *value == -1 && PyErr_Occurred() ? -1 : K_INT;
+}
+
+/* One slice item over axis `axis` of `a` into the view `v`; 0 or -1. */
+static int
+take_slice(const gh_devicearray *a, int axis, PyObject *k, gh_key_view *v)
+{
+    Py_ssize_t start, stop, step, n;
+    if (PySlice_Unpack(k, &start, &stop, &step) < 0) {
+        return -1;
+    }
+    n = PySlice_AdjustIndices(a->shape[axis], &start, &stop, step);
+    if (n == 0) {
+        start = 0, step = 1; /* numpy's rule for an empty slice */
+    }
+    v->shape[v->ndim] = n;
+    v->strides[v->ndim++] = a->strides[axis] * step;
+    v->offset += start * a->strides[axis];
+    return 0;
+}
+
+/* The view key `key` selects of `a`, by numpy's rules of basic indexing: 0, 1 for a field
+   name (a str: the caller's), or -1 with numpy's IndexError (an int out of bounds, too many
+   indices, two ellipses) or gpuhost's TypeError (any other item). */
+static int
+key_view(const gh_devicearray *a, PyObject *key, gh_key_view *v)
+{
+    PyObject *const *items = &key;
+    Py_ssize_t n = 1, values[GH_MAXDIMS + 1];
+    int kinds[GH_MAXDIMS + 1], count[4] = {0, 0, 0, 0}, axes, out, axis = 0;
+
+    if (PyUnicode_Check(key)) {
+        return 1;
+    }
+    if (PyTuple_Check(key)) {
+        items = &PyTuple_GET_ITEM(key, 0);
+        n = PyTuple_GET_SIZE(key);
+    }
+    if (n > GH_MAXDIMS) {
+        PyErr_Format(PyExc_IndexError, "an index of a device array has at most %d items, not %zd",
+                     GH_MAXDIMS, n);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if ((kinds[i] = item_kind(items[i], &values[i])) < 0) {
+            return -1;
+        }
+        count[kinds[i]]++;
+    }
+    axes = count[K_INT] + count[K_SLICE];
+    out = count[K_SLICE] + count[K_NONE] + (a->ndim - axes);
+    if (count[K_ELLIPSIS] > 1) {
+        PyErr_SetString(PyExc_IndexError, "an index can only have a single ellipsis ('...')");
+        return -1;
+    }
+    if (axes > a->ndim) {
+        PyErr_Format(PyExc_IndexError,
+                     "too many indices for array: array is %d-dimensional, "
+                     "but %d were indexed",
+                     a->ndim, axes);
+        return -1;
+    }
+    if (out > GH_MAXDIMS) {
+        PyErr_Format(PyExc_ValueError, "a device array has 0 to %d dimensions, not %d", GH_MAXDIMS,
+                     out);
+        return -1;
+    }
+    v->ndim = 0;
+    v->offset = 0;
+    v->element = count[K_INT] == n && axes == a->ndim;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (kinds[i] == K_INT) {
+            Py_ssize_t x = values[i] < 0 ? values[i] + a->shape[axis] : values[i];
+            if (x < 0 || x >= a->shape[axis]) {
+                PyErr_Format(PyExc_IndexError,
+                             "index %zd is out of bounds for axis %d with size %zd", values[i],
+                             axis, a->shape[axis]);
+                return -1;
+            }
+            v->offset += x * a->strides[axis++];
+        }
+        else if (kinds[i] == K_SLICE) {
+            if (take_slice(a, axis++, items[i], v) < 0) {
+                return -1;
+            }
+        }
+        else if (kinds[i] == K_NONE) {
+            v->shape[v->ndim] = 1;
+            v->strides[v->ndim++] = 0;
+        }
+        else { /* the ellipsis: every axis the other items leave */
+            for (int left = a->ndim - axes; left > 0; left--, axis++) {
+                v->shape[v->ndim] = a->shape[axis];
+                v->strides[v->ndim++] = a->strides[axis];
+            }
+        }
+    }
+    for (; axis < a->ndim; axis++) {
+        v->shape[v->ndim] = a->shape[axis];
+        v->strides[v->ndim++] = a->strides[axis];
+    }
+    return 0;
+}
+
+/* The view `v` of `self` (its memory, stream and read-only flag); new reference or NULL. */
+static PyObject *
+make_view(gh_devicearray *self, const gh_key_view *v)
+{
+    return gh_devicearray_view(self, self->ptr + (CUdeviceptr)v->offset, v->ndim, v->shape,
+                               v->strides);
+}
+
+/* A 0-d view's element copied to the host as copy_to_host copies it (on the array's
+   stream), as a NumPy scalar; a record stays on the device (numba's DeviceRecord): the view
+   itself.  Steals `cell`; new reference or NULL. */
+static PyObject *
+element_of(PyObject *cell)
+{
+    PyObject *none, *host;
+    if (cell == NULL || PyDataType_HASFIELDS((PyArray_Descr *)((gh_devicearray *)cell)->dtype)) {
+        return cell;
+    }
+    if ((none = PyTuple_New(0)) == NULL) {
+        Py_DECREF(cell);
         return NULL;
     }
     host = gh_devicearray_copy_to_host((gh_devicearray *)cell, none, NULL);
@@ -37,6 +213,44 @@ element_read(PyObject *self_obj, Py_ssize_t offset)
     Py_DECREF(cell);
     return host == NULL ? NULL : PyArray_Return((PyArrayObject *)host);
 }
+
+/* self[name]: the view of a record's field, gpuhost/_arrays.py's (numpy's rules for a
+   field's offset and subarray); new reference or NULL. */
+static PyObject *
+field_view(gh_devicearray *self, PyObject *name)
+{
+    PyObject *args = PyTuple_Pack(2, (PyObject *)self, name), *res;
+    if (args == NULL) {
+        return NULL;
+    }
+    res = gh_helper_call(gh_state_of_type(Py_TYPE(self)), GH_HELPER_ARRAY_FIELD, args);
+    Py_DECREF(args);
+    return res;
+}
+
+PyObject *
+gh_devicearray_getitem(PyObject *self_obj, PyObject *key)
+{
+    gh_devicearray *self = (gh_devicearray *)self_obj;
+    gh_key_view v;
+    PyObject *view;
+    int r = key_view(self, key, &v);
+    if (r < 0) {
+        return NULL;
+    }
+    if (r == 1) { /* a field: a scalar field of a record is its value, as numba gives it */
+        view = field_view(self, key);
+        if (view != NULL && Py_IS_TYPE(view, Py_TYPE(self)) &&
+            ((gh_devicearray *)view)->ndim == 0) {
+            return element_of(view);
+        }
+        return view;
+    }
+    view = make_view(self, &v);
+    return v.element ? element_of(view) : view;
+}
+
+/* ---- assignment ---- */
 
 /* Whether `value` can only be host data (numbers, sequences, numpy arrays without the
    CUDA array interface): asked before looking for a device array in it. */
@@ -156,24 +370,39 @@ assign_to(gh_state *st, gh_devicearray *target, PyObject *value)
     return rc;
 }
 
-/* self[key] = value for keys of ints and slices: 1 done, 0 left to Python, -1 error. */
-static int
-assign(PyObject *self, PyObject *key, PyObject *value)
+/* self[key] = value (value NULL: del self[key], refused): the view the key selects, then
+   what C assigns itself, the rest by gpuhost/_arrays.py's assign(view, value).  0 or -1. */
+int
+gh_devicearray_setitem(PyObject *self_obj, PyObject *key, PyObject *value)
 {
+    gh_devicearray *self = (gh_devicearray *)self_obj;
     gh_state *st = gh_state_of_type(Py_TYPE(self));
-    PyObject *target;
-    int rc;
-    if (PyDataType_HASFIELDS((PyArray_Descr *)((gh_devicearray *)self)->dtype)) {
-        return 0; /* records: field by field, in Python */
+    PyObject *target, *args, *res;
+    gh_key_view v;
+    int r;
+    if (value == NULL) {
+        PyErr_SetString(PyExc_TypeError, "device array elements cannot be deleted");
+        return -1;
     }
-    target = gh_devicearray_key_view((gh_devicearray *)self, key);
-    if (target == NULL || target == Py_NotImplemented) {
-        Py_XDECREF(target);
-        return target == NULL ? -1 : 0;
+    if (gh_devicearray_check_writable(self, "assignment") < 0 ||
+        (r = key_view(self, key, &v)) < 0) {
+        return -1;
     }
-    rc = assign_to(st, (gh_devicearray *)target, value);
+    target = r == 1 ? field_view(self, key) : make_view(self, &v);
+    if (target == NULL) {
+        return -1;
+    }
+    r = PyDataType_HASFIELDS((PyArray_Descr *)self->dtype) || !Py_IS_TYPE(target, Py_TYPE(self))
+            ? 0 /* records: field by field, in Python */
+            : assign_to(st, (gh_devicearray *)target, value);
+    if (r == 0 && (args = PyTuple_Pack(2, target, value)) != NULL) {
+        res = gh_helper_call(st, GH_HELPER_ARRAY_ASSIGN, args);
+        Py_DECREF(args);
+        r = res == NULL ? -1 : 1;
+        Py_XDECREF(res);
+    }
     Py_DECREF(target);
-    return rc;
+    return r < 0 ? -1 : 0;
 }
 
 /* ---- iteration ---- */
@@ -190,28 +419,19 @@ static PyObject *
 iter_next(gh_array_iter *self)
 {
     gh_devicearray *a = self->array;
-    PyObject *index, *res;
+    gh_key_view v;
+    PyObject *res;
     if (a == NULL || self->next >= a->shape[0]) {
         Py_CLEAR(self->array);
         return NULL; /* StopIteration */
     }
-    if (a->ndim == 1) {
-        res = element_read((PyObject *)a, self->next * a->strides[0]);
-        if (res != Py_NotImplemented) {
-            self->next += res != NULL;
-            return res;
-        }
-        Py_DECREF(res); /* a record: it stays on the device, as self[i] gives it */
-    }
-    if ((index = PyLong_FromSsize_t(self->next)) == NULL) {
-        return NULL;
-    }
-    res = a->ndim == 1 ? PyObject_GetItem((PyObject *)a, index) : gh_devicearray_key_view(a, index);
-    Py_DECREF(index);
-    if (res == Py_NotImplemented) {
-        Py_DECREF(res);
-        res = NULL;
-        PyErr_SetString(PyExc_SystemError, "a device array's row could not be viewed");
+    v.ndim = a->ndim - 1; /* a[next]: the row, or the element of a vector */
+    v.offset = self->next * a->strides[0];
+    memcpy(v.shape, a->shape + 1, (size_t)v.ndim * sizeof(npy_intp));
+    memcpy(v.strides, a->strides + 1, (size_t)v.ndim * sizeof(npy_intp));
+    res = make_view(a, &v);
+    if (v.ndim == 0) {
+        res = element_of(res);
     }
     self->next += res != NULL;
     return res;
@@ -259,12 +479,16 @@ static PyType_Spec iter_spec = {
     .slots = iter_slots,
 };
 
-static PyObject *
-array_iter(PyObject *self)
+PyObject *
+gh_devicearray_iter(PyObject *self)
 {
     gh_state *st = gh_state_of_type(Py_TYPE(self));
-    gh_array_iter *it = PyObject_GC_New(gh_array_iter, st->DeviceArrayIteratorType);
-    if (it == NULL) {
+    gh_array_iter *it;
+    if (((gh_devicearray *)self)->ndim == 0) {
+        PyErr_SetString(PyExc_TypeError, "iteration over a 0-d device array");
+        return NULL;
+    }
+    if ((it = PyObject_GC_New(gh_array_iter, st->DeviceArrayIteratorType)) == NULL) {
         return NULL;
     }
     it->array = (gh_devicearray *)Py_NewRef(self);
@@ -278,11 +502,5 @@ gh_array_index_init(PyObject *module, gh_state *st)
 {
     st->DeviceArrayIteratorType =
         (PyTypeObject *)PyType_FromModuleAndSpec(module, &iter_spec, NULL);
-    if (st->DeviceArrayIteratorType == NULL) {
-        return -1;
-    }
-    st->array_hooks.element = element_read;
-    st->array_hooks.assign = assign;
-    st->array_hooks.iter = array_iter;
-    return 0;
+    return st->DeviceArrayIteratorType == NULL ? -1 : 0;
 }

@@ -48,8 +48,8 @@ Py_ssize_t gh_devicearray_size(const gh_devicearray *a);
 extern PyMethodDef gh_array_copy_methods[];
 
 /* ---- array_index.c ---- */
-/* array_index.c: DeviceArray element reads and assignment in C. */
-/* Register the indexing devicearray.c calls (the module state's gh_array_hooks); 0. */
+/* array_index.c: DeviceArray indexing, assignment and iteration in C. */
+/* Make the iterator type (module init); 0 or -1. */
 int gh_array_index_init(PyObject *module, gh_state *st);
 
 /* ---- dlpack.c ---- */
@@ -221,6 +221,7 @@ int gh_foreign_order(gh_foreign_use *u, const gh_foreign *f);
 int gh_foreign_elem(gh_foreign_use *u, PyObject *obj, gh_foreign *f, char *kind,
                     Py_ssize_t *itemsize);
 
+/* interop_cai.c: numba's typing of what was read. */
 /* TypeError: `f` (read from `obj`) holds a DLPack dtype numba has no type for (float8,
    float4...).  Returns -1. */
 int gh_foreign_raise_type(const gh_foreign_use *u, PyObject *obj, const gh_foreign *f);

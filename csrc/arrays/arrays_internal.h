@@ -62,14 +62,21 @@ PyObject *gh_devicearray_new(gh_state *st, gh_context *ctx, uint64_t generation,
                              PyObject *owner, void *dtype, int ndim, const Py_ssize_t *shape,
                              const Py_ssize_t *strides, PyObject *stream);
 
-/* The view self[key] for a key of slices and ints (every axis indexed by an int: a 0-d
-   view of that element); NotImplemented for other keys and out-of-range ints; NULL with an
-   error.  New reference. */
-PyObject *gh_devicearray_key_view(gh_devicearray *self, PyObject *key);
+/* A view of `self`'s memory at `ptr` with another layout (same dtype, owner, stream and
+   read-only flag).  New reference or NULL. */
+PyObject *gh_devicearray_view(gh_devicearray *self, CUdeviceptr ptr, int ndim,
+                              const Py_ssize_t *shape, const Py_ssize_t *strides);
 
 /* -1 with ValueError naming `what` if `a` is read-only memory (a CUDA array interface
    export whose data[1] is True): nothing may write into it.  0 otherwise. */
 int gh_devicearray_check_writable(gh_devicearray *a, const char *what);
+
+/* ---- array_index.c ---- */
+/* DeviceArray's mapping and iteration slots (devicearray.c's type names them): self[key],
+   self[key] = value and iter(self), numpy's basic indexing in C. */
+PyObject *gh_devicearray_getitem(PyObject *self, PyObject *key);
+int gh_devicearray_setitem(PyObject *self, PyObject *key, PyObject *value);
+PyObject *gh_devicearray_iter(PyObject *self);
 
 /* ---- dlpack.c ---- */
 /* The NumPy dtype of a DLPack dtype (new reference), or NULL with BufferError. */

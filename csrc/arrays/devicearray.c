@@ -2,7 +2,7 @@
  *
  * An array is a view: a device address, shape, strides and dtype, and a reference to
  * whatever keeps the memory alive (an Allocation, or a foreign exporter's object).  Its
- * copies are array_copy.c's.
+ * copies are array_copy.c's, its indexing array_index.c's (the slots the type names).
  */
 #include "arrays_internal.h"
 
@@ -175,171 +175,99 @@ done:
     return res;
 }
 
-/* ---- views and element access: the common ones here, the rest by gpuhost/_arrays.py ---- */
-
-/* The Python helper `h` called as h(self, *args, **kwargs) (args, kwargs: or NULL). */
-static PyObject *
-call_helper(gh_helper h, PyObject *self, PyObject *args, PyObject *kwargs)
+/* A tuple of `ndim` ints into out; 0, or -1 with TypeError naming `what`. */
+static int
+intp_items(PyObject *tuple, int ndim, npy_intp *out, const char *what)
 {
-    Py_ssize_t n = args != NULL ? PyTuple_GET_SIZE(args) : 0;
-    PyObject *full = PyTuple_New(n + 1), *res;
-    if (full == NULL) {
+    if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != ndim) {
+        PyErr_Format(PyExc_TypeError, "empty_array(): %s must be a tuple of %d ints", what, ndim);
+        return -1;
+    }
+    for (int i = 0; i < ndim; i++) {
+        out[i] = PyLong_AsSsize_t(PyTuple_GET_ITEM(tuple, i));
+        if (out[i] == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* _core.empty_array(nbytes, shape, strides, dtype, stream): device_array()'s new array, its
+   layout checked by gpuhost/_arrays.py's _layout, its memory from the current allocator
+   (memory/allocator.c), in one call. */
+static PyObject *
+mod_empty_array(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    gh_state *st = gh_state_of_module(module);
+    npy_intp shape[GH_MAXDIMS], strides[GH_MAXDIMS];
+    PyObject *stream, *owner, *res = NULL;
+    Py_ssize_t nbytes, ndim;
+    CUdeviceptr ptr;
+    uint64_t generation;
+    gh_context *ctx;
+
+    if (nargs != 5) {
+        PyErr_Format(PyExc_TypeError, "empty_array() takes 5 arguments (%zd given)", nargs);
         return NULL;
     }
-    PyTuple_SET_ITEM(full, 0, Py_NewRef(self));
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyTuple_SET_ITEM(full, i + 1, Py_NewRef(PyTuple_GET_ITEM(args, i)));
+    if (!PyArray_DescrCheck(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "empty_array(): dtype must be a numpy dtype");
+        return NULL;
     }
-    res = gh_helper_call_kw(gh_state_of_type(Py_TYPE(self)), h, full, kwargs);
-    Py_DECREF(full);
+    ndim = PyTuple_Check(args[1]) ? PyTuple_GET_SIZE(args[1]) : -1;
+    if (ndim < 0 || ndim > GH_MAXDIMS) {
+        PyErr_Format(PyExc_ValueError, "a device array has 0 to %d dimensions, not %zd", GH_MAXDIMS,
+                     ndim);
+        return NULL;
+    }
+    if ((nbytes = PyLong_AsSsize_t(args[0])) == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (nbytes < 0 || intp_items(args[1], (int)ndim, shape, "shape") < 0 ||
+        intp_items(args[2], (int)ndim, strides, "strides") < 0) {
+        return nbytes < 0 ? PyErr_Format(PyExc_ValueError, "nbytes must be >= 0, not %zd", nbytes)
+                          : NULL;
+    }
+    stream = args[4] == Py_None || (PyLong_CheckExact(args[4]) && PyLong_AsLong(args[4]) == 0)
+                 ? NULL
+                 : args[4];
+    if ((ctx = gh_current_context(st, -1)) == NULL) {
+        return NULL;
+    }
+    if (gh_array_memory(st, ctx, (size_t)nbytes, stream, &owner, &ptr, &generation) == 0) {
+        res = gh_devicearray_new(st, ctx, generation, ptr, owner, args[3], (int)ndim, shape,
+                                 strides, stream);
+        Py_DECREF(owner);
+    }
+    Py_DECREF(ctx);
     return res;
 }
 
-/* A view of `self`'s memory at `ptr` with another layout or stream; read-only if it is. */
-static PyObject *
-view_of(gh_devicearray *self, CUdeviceptr ptr, int ndim, const npy_intp *shape,
-        const npy_intp *strides, PyObject *stream)
+/* ---- views (indexing is array_index.c's, the other views gpuhost/_arrays.py's) ---- */
+
+PyObject *
+gh_devicearray_view(gh_devicearray *self, CUdeviceptr ptr, int ndim, const npy_intp *shape,
+                    const npy_intp *strides)
 {
     PyObject *res =
         gh_devicearray_new(gh_state_of_type(Py_TYPE(self)), self->context, self->generation, ptr,
-                           self->owner, self->dtype, ndim, shape, strides, stream);
+                           self->owner, self->dtype, ndim, shape, strides, self->stream);
     if (res != NULL) {
         ((gh_devicearray *)res)->readonly = self->readonly;
     }
     return res;
 }
 
-/* self[key] for the common keys, without Python: a slice, an int, or a tuple of them
-   indexing at most ndim axes.  The view (0-d where every axis is indexed by an int, and
-   *element then says so, with the byte offset in *offset), or NotImplemented for any other
-   key and any index out of range (planned, and errors worded, in Python). */
+/* self.T: the view with the axes reversed (numpy's transpose()). */
 static PyObject *
-key_view(gh_devicearray *self, PyObject *key, int *element, npy_intp *offset_out)
+da_T(gh_devicearray *self, void *Py_UNUSED(c))
 {
-    PyObject *const *items = &key;
-    Py_ssize_t n = 1, start, stop, step;
-    npy_intp shape[GH_MAXDIMS], strides[GH_MAXDIMS], offset = 0;
-    int out = 0, ints = 0;
-
-    *element = 0;
-    if (PyTuple_CheckExact(key)) {
-        items = &PyTuple_GET_ITEM(key, 0);
-        n = PyTuple_GET_SIZE(key);
+    npy_intp shape[GH_MAXDIMS], strides[GH_MAXDIMS];
+    for (int i = 0; i < self->ndim; i++) {
+        shape[i] = self->shape[self->ndim - 1 - i];
+        strides[i] = self->strides[self->ndim - 1 - i];
     }
-    if (n > self->ndim) {
-        Py_RETURN_NOTIMPLEMENTED;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *k = items[i];
-        if (PySlice_Check(k)) {
-            if (PySlice_Unpack(k, &start, &stop, &step) < 0) {
-                return NULL;
-            }
-            shape[out] = PySlice_AdjustIndices(self->shape[i], &start, &stop, step);
-            if (shape[out] == 0) {
-                start = 0, step = 1; /* numpy's rule for an empty slice */
-            }
-            strides[out++] = self->strides[i] * step;
-            offset += start * self->strides[i];
-        }
-        else if (PyLong_CheckExact(k)) {
-            Py_ssize_t v = PyLong_AsSsize_t(k);
-            if (v == -1 && PyErr_Occurred()) {
-                PyErr_Clear();
-                Py_RETURN_NOTIMPLEMENTED;
-            }
-            if (v < 0) {
-                v += self->shape[i];
-            }
-            if (v < 0 || v >= self->shape[i]) {
-                Py_RETURN_NOTIMPLEMENTED;
-            }
-            offset += v * self->strides[i];
-            ints++;
-        }
-        else {
-            Py_RETURN_NOTIMPLEMENTED;
-        }
-    }
-    *element = ints == self->ndim;
-    *offset_out = offset;
-    for (int i = (int)n; i < self->ndim; i++, out++) {
-        shape[out] = self->shape[i];
-        strides[out] = self->strides[i];
-    }
-    return view_of(self, self->ptr + (CUdeviceptr)offset, out, shape, strides, self->stream);
-}
-
-PyObject *
-gh_devicearray_key_view(gh_devicearray *self, PyObject *key)
-{
-    npy_intp offset;
-    int element;
-    return key_view(self, key, &element, &offset);
-}
-
-static PyObject *
-da_getitem(PyObject *self, PyObject *key)
-{
-    gh_state *st = gh_state_of_type(Py_TYPE(self));
-    PyObject *args, *res;
-    npy_intp offset = 0;
-    int element;
-    res = key_view((gh_devicearray *)self, key, &element, &offset);
-    if (res != NULL && element && st->array_hooks.element != NULL) {
-        Py_SETREF(res, st->array_hooks.element(self, offset)); /* a NumPy scalar, read in C */
-    }
-    else if (res != NULL && element) {
-        Py_SETREF(res, Py_NewRef(Py_NotImplemented));
-    }
-    if (res != Py_NotImplemented) {
-        return res;
-    }
-    Py_DECREF(res);
-    args = PyTuple_Pack(1, key);
-    if (args == NULL) {
-        return NULL;
-    }
-    res = call_helper(GH_HELPER_ARRAY_GETITEM, self, args, NULL);
-    Py_DECREF(args);
-    return res;
-}
-
-static int
-da_setitem(PyObject *self, PyObject *key, PyObject *value)
-{
-    gh_state *st = gh_state_of_type(Py_TYPE(self));
-    PyObject *args, *res;
-    if (value == NULL) {
-        PyErr_SetString(PyExc_TypeError, "device array elements cannot be deleted");
-        return -1;
-    }
-    if (gh_devicearray_check_writable((gh_devicearray *)self, "assignment") < 0) {
-        return -1;
-    }
-    if (st->array_hooks.assign != NULL) {
-        int done = st->array_hooks.assign(self, key, value); /* the common cases, in C */
-        if (done != 0) {
-            return done < 0 ? -1 : 0;
-        }
-    }
-    args = PyTuple_Pack(2, key, value);
-    if (args == NULL) {
-        return -1;
-    }
-    res = call_helper(GH_HELPER_ARRAY_SETITEM, self, args, NULL);
-    Py_DECREF(args);
-    if (res == NULL) {
-        return -1;
-    }
-    Py_DECREF(res);
-    return 0;
-}
-
-static PyObject *
-da_T(PyObject *self, void *Py_UNUSED(c))
-{
-    return call_helper(GH_HELPER_ARRAY_TRANSPOSE, self, NULL, NULL);
+    return gh_devicearray_view(self, self->ptr, self->ndim, shape, strides);
 }
 
 /* ---- properties ---- */
@@ -407,10 +335,18 @@ da_ptr(gh_devicearray *self, void *Py_UNUSED(c))
     return PyLong_FromUnsignedLongLong((unsigned long long)self->ptr);
 }
 
+/* numba's gpu_data: its MemoryPointer over the bytes the array spans, numba's face's class
+   (gpuhost/memory_manager.py's ArrayMemory, registered once) called on the array. */
 static PyObject *
 da_gpu_data(PyObject *self, void *Py_UNUSED(c))
 {
-    return call_helper(GH_HELPER_ARRAY_GPU_DATA, self, NULL, NULL);
+    PyObject *args = PyTuple_Pack(1, self), *res;
+    if (args == NULL) {
+        return NULL;
+    }
+    res = gh_helper_call(gh_state_of_type(Py_TYPE(self)), GH_HELPER_ARRAY_GPU_DATA, args);
+    Py_DECREF(args);
+    return res;
 }
 
 /* numba's device_ctypes_pointer: the address as a ctypes.c_void_p (None inside when 0), the
@@ -554,10 +490,40 @@ da_dlpack_device(gh_devicearray *self, PyObject *Py_UNUSED(ignored))
     return Py_BuildValue("(ii)", 2 /* kDLCUDA */, self->context->device->id);
 }
 
+/* __array__(dtype=None, copy=None): numba's implicit copy to the host (np.asarray(d)). */
 static PyObject *
-da_array(PyObject *self, PyObject *args, PyObject *kwargs)
+da_array(gh_devicearray *self, PyObject *args, PyObject *kwargs)
 {
-    return call_helper(GH_HELPER_ARRAY_HOST, self, args, kwargs);
+    static char *kwlist[] = {"dtype", "copy", NULL};
+    PyObject *dtype_obj = Py_None, *copy = Py_None, *none, *host;
+    PyArray_Descr *dtype = NULL;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|OO:__array__", kwlist, &dtype_obj, &copy)) {
+        return NULL;
+    }
+    if (copy == Py_False) {
+        PyErr_SetString(PyExc_ValueError,
+                        "`copy=False` is not supported. A copy is always created.");
+        return NULL;
+    }
+    if (dtype_obj != Py_None && !PyArray_DescrConverter(dtype_obj, &dtype)) {
+        return NULL;
+    }
+    if ((none = PyTuple_New(0)) == NULL) {
+        Py_XDECREF(dtype);
+        return NULL;
+    }
+    host = gh_devicearray_copy_to_host(self, none, NULL);
+    Py_DECREF(none);
+    if (host != NULL && dtype != NULL &&
+        !PyArray_EquivTypes(PyArray_DESCR((PyArrayObject *)host), dtype)) {
+        Py_SETREF(host, PyArray_CastToType((PyArrayObject *)host, dtype,
+                                           PyArray_IS_F_CONTIGUOUS((PyArrayObject *)host) &&
+                                               !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)host)));
+        return host; /* PyArray_CastToType took the dtype */
+    }
+    Py_XDECREF(dtype);
+    return host;
 }
 
 static PyObject *
@@ -565,7 +531,7 @@ da_bind(gh_devicearray *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"stream", NULL};
     gh_state *st = gh_state_of_type(Py_TYPE(self));
-    PyObject *stream = Py_None;
+    PyObject *stream = Py_None, *res;
     gh_stream_ref ref;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:bind", kwlist, &stream) ||
@@ -576,14 +542,14 @@ da_bind(gh_devicearray *self, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_TypeError, "bind() takes a gpuhost Stream or None");
         return NULL;
     }
-    if (ref.context != NULL && ref.context != self->context) {
-        gh_raise(GH_EXC_CUDA_DRIVER,
-                 "cannot bind device %d's array to a stream of device %d: its copies go on "
-                 "its own device's streams",
-                 self->context->device->id, ref.context->device->id);
-        return NULL;
+    if (gh_stream_check_device(ref.context, self->context, "bind(): the array is") < 0) {
+        return NULL; /* its copies go on its own device's streams */
     }
-    return view_of(self, self->ptr, self->ndim, self->shape, self->strides, stream);
+    res = gh_devicearray_view(self, self->ptr, self->ndim, self->shape, self->strides);
+    if (res != NULL) {
+        Py_XSETREF(((gh_devicearray *)res)->stream, stream == Py_None ? NULL : Py_NewRef(stream));
+    }
+    return res;
 }
 
 static Py_ssize_t
@@ -594,23 +560,6 @@ da_len(gh_devicearray *self)
         return -1;
     }
     return self->shape[0];
-}
-
-/* iter(self): elements (NumPy scalars) or sub-arrays along the first axis, read in C
-   (array_index.c's iterator); a 0-d array is not iterable, as in NumPy. */
-static PyObject *
-da_iter(PyObject *self)
-{
-    gh_state *st = gh_state_of_type(Py_TYPE(self));
-    if (((gh_devicearray *)self)->ndim == 0) {
-        PyErr_SetString(PyExc_TypeError, "iteration over a 0-d device array");
-        return NULL;
-    }
-    if (st->array_hooks.iter == NULL) {
-        PyErr_SetString(PyExc_TypeError, "device arrays are not iterable here");
-        return NULL;
-    }
-    return st->array_hooks.iter(self);
 }
 
 static PyObject *
@@ -748,12 +697,18 @@ static PyMemberDef da_members[] = {
 };
 
 static PyType_Slot da_slots[] = {
-    {Py_tp_members, da_members},   {Py_tp_doc, (void *)devicearray_doc},
-    {Py_tp_methods, da_methods},   {Py_tp_getset, da_getset},
-    {Py_tp_repr, da_repr},         {Py_sq_length, da_len},
-    {Py_tp_iter, da_iter},         {Py_mp_length, da_len},
-    {Py_mp_subscript, da_getitem}, {Py_mp_ass_subscript, da_setitem},
-    {Py_tp_dealloc, da_dealloc},   {0, NULL},
+    {Py_tp_members, da_members},
+    {Py_tp_doc, (void *)devicearray_doc},
+    {Py_tp_methods, da_methods},
+    {Py_tp_getset, da_getset},
+    {Py_tp_repr, da_repr},
+    {Py_sq_length, da_len},
+    {Py_tp_iter, gh_devicearray_iter},
+    {Py_mp_length, da_len},
+    {Py_mp_subscript, gh_devicearray_getitem},
+    {Py_mp_ass_subscript, gh_devicearray_setitem},
+    {Py_tp_dealloc, da_dealloc},
+    {0, NULL},
 };
 
 static PyType_Spec da_spec = {
@@ -811,6 +766,8 @@ static PyMethodDef da_module_methods[] = {
     {"ipc_get_handle", mod_ipc_get_handle, METH_O, devicearray_module_ipc_get_handle_doc},
     {"make_array", (PyCFunction)(void (*)(void))mod_make_array, METH_VARARGS | METH_KEYWORDS,
      devicearray_module_make_array_doc},
+    {"empty_array", (PyCFunction)(void (*)(void))mod_empty_array, METH_FASTCALL,
+     devicearray_module_empty_array_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -348,4 +348,10 @@ PyDoc_STRVAR(devicearray_module_make_array_doc,
              "make_array(owner, ptr, shape, strides, dtype, stream=None, context=None)\n--\n\n"
              "A DeviceArray over device memory at `ptr` kept alive by `owner` (gpuhost internal).");
 
+PyDoc_STRVAR(devicearray_module_empty_array_doc,
+             "empty_array(nbytes, shape, strides, dtype, stream)\n--\n\n"
+             "A new DeviceArray of `nbytes` from the current allocator of device arrays, in the "
+             "current context, bound to `stream` (None or 0: none): device_array()'s, its layout "
+             "checked by the caller (gpuhost internal).");
+
 #endif /* GH_DEVICEARRAY_DOCS_H */

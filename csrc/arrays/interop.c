@@ -55,29 +55,37 @@ gh_interop_name(gh_state *st, int n)
 
 /* ---- errors: "<kernel>(): parameter 3: <what was wrong>" ---- */
 
+/* What a message of the use starts with: "<who>(): <what> <index>: " (as much as the use
+   names), or "".  New reference or NULL. */
+static PyObject *
+use_prefix(const gh_foreign_use *u)
+{
+    if (u != NULL && u->who != NULL && u->index >= 0) {
+        return PyUnicode_FromFormat("%U(): %s %zd: ", u->who, u->what, u->index);
+    }
+    if (u != NULL && u->index >= 0) {
+        return PyUnicode_FromFormat("%s %zd: ", u->what, u->index);
+    }
+    if (u != NULL && u->who != NULL) {
+        return PyUnicode_FromFormat("%U(): %s: ", u->who, u->what);
+    }
+    return PyUnicode_FromString("");
+}
+
 int
 gh_foreign_raise(const gh_foreign_use *u, PyObject *exc, const char *fmt, ...)
 {
     va_list va;
-    PyObject *text;
+    PyObject *text, *prefix;
     va_start(va, fmt);
     text = PyUnicode_FromFormatV(fmt, va);
     va_end(va);
-    if (text == NULL) {
+    if (text == NULL || (prefix = use_prefix(u)) == NULL) {
+        Py_XDECREF(text);
         return -1;
     }
-    if (u != NULL && u->who != NULL && u->index >= 0) {
-        PyErr_Format(exc, "%U(): %s %zd: %U", u->who, u->what, u->index, text);
-    }
-    else if (u != NULL && u->index >= 0) {
-        PyErr_Format(exc, "%s %zd: %U", u->what, u->index, text);
-    }
-    else if (u != NULL && u->who != NULL) {
-        PyErr_Format(exc, "%U(): %s: %U", u->who, u->what, text);
-    }
-    else {
-        PyErr_SetObject(exc, text);
-    }
+    PyErr_Format(exc, "%U%U", prefix, text);
+    Py_DECREF(prefix);
     Py_DECREF(text);
     return -1;
 }
@@ -821,7 +829,39 @@ use_context(gh_foreign_use *u)
     return u->context;
 }
 
-/* ValueError if an exporter's stream `s` is of another context than `ctx`: only asked
+/* CudaDriverError: the exporter's stream `f->producer` is of context `owner`, not `ctx`'s,
+   where the array is (gh_stream_check_device's message; "another context's" where `owner`
+   is no device's primary context gpuhost knows).  -1. */
+static int
+raise_producer_device(gh_foreign_use *u, const gh_foreign *f, gh_context *ctx, CUcontext owner)
+{
+    PyObject *prefix = use_prefix(u);
+    gh_context *pctx = NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(u->st->devices); i++) {
+        gh_device *dev = (gh_device *)PyList_GET_ITEM(u->st->devices, i);
+        if ((PyObject *)dev != Py_None && dev->context != NULL &&
+            ((gh_context *)dev->context)->handle == owner) {
+            pctx = (gh_context *)dev->context;
+        }
+    }
+    if (prefix == NULL) {
+        return -1;
+    }
+    if (pctx != NULL) {
+        gh_stream_check_device(pctx, ctx, "%Uthe array exported with stream %p is", prefix,
+                               (void *)f->producer);
+    }
+    else {
+        gh_raise(GH_EXC_CUDA_DRIVER,
+                 "%Uthe array exported with stream %p is on device %d but the stream is "
+                 "another context's",
+                 prefix, (void *)f->producer, ctx->device->id);
+    }
+    Py_DECREF(prefix);
+    return -1;
+}
+
+/* CudaDriverError if an exporter's stream is of another context than `ctx`: only asked
    where there are several devices (one device's streams all share its primary context). */
 static int
 check_producer_context(gh_foreign_use *u, const gh_foreign *f, gh_context *ctx)
@@ -836,11 +876,7 @@ check_producer_context(gh_foreign_use *u, const gh_foreign *f, gh_context *ctx)
     if (res != CUDA_SUCCESS || owner == ctx->handle) {
         return gh_check(res, GH_CU_StreamGetCtx);
     }
-    return gh_foreign_raise(
-        u, PyExc_ValueError,
-        "the stream %p its exporter names is not a stream of device %d, where the "
-        "array is",
-        (void *)f->producer, ctx->device->id);
+    return raise_producer_device(u, f, ctx, owner);
 }
 
 int
@@ -869,96 +905,6 @@ gh_foreign_order(gh_foreign_use *u, const gh_foreign *f)
         u->ordered[u->n_ordered++] = f->producer;
     }
     return 0;
-}
-
-/* ---- numba's typing of it ---- */
-
-int
-gh_foreign_raise_type(const gh_foreign_use *u, PyObject *obj, const gh_foreign *f)
-{
-    const char *what = f->dl.code >= 7 ? "a float8/float6/float4 format" : "no NumPy dtype";
-    return gh_foreign_raise(u, PyExc_TypeError,
-                            "%s holds DLPack dtype (code %d, %d bits): %s, which numba has no "
-                            "type for; pass a view of it as unsigned integers (e.g. "
-                            "tensor.view(torch.uint8))",
-                            Py_TYPE(obj)->tp_name, (int)f->dl.code, (int)f->dl.bits, what);
-}
-
-/* NumPy's contiguity (extents of 1 do not decide; an empty array is contiguous): 'C' before
-   'F', else 'A'.  gpuhost's DeviceArrays are keyed by the same rule (jit_args.c). */
-char
-gh_layout_of(int ndim, const Py_ssize_t *shape, const Py_ssize_t *strides, Py_ssize_t itemsize)
-{
-    Py_ssize_t step = itemsize;
-    int c = 1, f = 1;
-    if (ndim == 1) {
-        return (strides[0] == itemsize || shape[0] <= 1) ? 'C' : 'A';
-    }
-    for (int i = 0; i < ndim; i++) {
-        if (shape[i] == 0) {
-            return 'C';
-        }
-    }
-    for (int i = ndim - 1; i >= 0; i--) {
-        if (shape[i] != 1 && strides[i] != step) {
-            c = 0;
-        }
-        step *= shape[i];
-    }
-    step = itemsize;
-    for (int i = 0; i < ndim; i++) {
-        if (shape[i] != 1 && strides[i] != step) {
-            f = 0;
-        }
-        step *= shape[i];
-    }
-    return c ? 'C' : (f ? 'F' : 'A');
-}
-
-/* numba-cuda 0.30's rule for a CUDA array interface without DLPack: 'C' without strides;
-   else the strides compared with contiguous ones computed from the dtype's *bit* width
-   (numba's typeof does so), which C-ordered byte strides match only by accident. */
-static char
-cai_numba_layout(const gh_foreign *f)
-{
-    Py_ssize_t bits = f->itemsize * 8, step;
-    int c = 1;
-    if (f->ndim == 0 || !f->strides_given) {
-        return 'C';
-    }
-    if (f->strides[f->ndim - 1] == bits) {
-        step = bits;
-        for (int i = f->ndim - 1; i >= 0; i--) {
-            c &= f->strides[i] == step;
-            step *= f->shape[i];
-        }
-        return c ? 'C' : 'A';
-    }
-    if (f->strides[0] == bits) {
-        step = bits;
-        for (int i = 0; i < f->ndim; i++) {
-            c &= f->strides[i] == step;
-            step *= f->shape[i];
-        }
-        return c ? 'F' : 'A';
-    }
-    return 'A';
-}
-
-char
-gh_foreign_numba_layout(const gh_foreign *f)
-{
-    if (f->has_dlpack) {
-        return gh_layout_of(f->ndim, f->shape, f->strides, f->itemsize);
-    }
-    /* numba's interface typing reads dtype.bitwidth, which its booleans, datetimes and
-       records lack: its typeof fails there, and so the launch goes to numba */
-    if (f->descr == NULL || f->dl.code == GH_DL_BOOL ||
-        !PyTypeNum_ISNUMBER(((PyArray_Descr *)f->descr)->type_num) ||
-        PyTypeNum_ISBOOL(((PyArray_Descr *)f->descr)->type_num)) {
-        return f->strides_given && f->ndim > 0 ? 0 : 'C';
-    }
-    return cai_numba_layout(f);
 }
 
 /* ---- module state ---- */

@@ -3,7 +3,8 @@
  * it through gh_foreign_read (interop.c) or gh_foreign_read_cai.  Its rules: versions 0 to 3,
  * no mask, a typestr NumPy knows (kept per string in the module state), a (pointer,
  * read-only) pair, strides in bytes (multiples of the item size where the use asks), and
- * in version 3 the exporter's stream (0 is forbidden by the protocol).
+ * in version 3 the exporter's stream (0 is forbidden by the protocol).  And numba's typing
+ * of any foreign array read (its layout letter, the dtypes numba has no type for).
  */
 #include "arrays_internal.h"
 
@@ -258,4 +259,94 @@ gh_foreign_read_cai(gh_foreign_use *u, PyObject *obj, PyObject *dict, gh_foreign
         return (v == NULL && PyErr_Occurred()) ? -1 : cai_stream(u, obj, v, f);
     }
     return 0;
+}
+
+/* ---- numba's typing of it ---- */
+
+int
+gh_foreign_raise_type(const gh_foreign_use *u, PyObject *obj, const gh_foreign *f)
+{
+    const char *what = f->dl.code >= 7 ? "a float8/float6/float4 format" : "no NumPy dtype";
+    return gh_foreign_raise(u, PyExc_TypeError,
+                            "%s holds DLPack dtype (code %d, %d bits): %s, which numba has no "
+                            "type for; pass a view of it as unsigned integers (e.g. "
+                            "tensor.view(torch.uint8))",
+                            Py_TYPE(obj)->tp_name, (int)f->dl.code, (int)f->dl.bits, what);
+}
+
+/* NumPy's contiguity (extents of 1 do not decide; an empty array is contiguous): 'C' before
+   'F', else 'A'.  gpuhost's DeviceArrays are keyed by the same rule (jit_args.c). */
+char
+gh_layout_of(int ndim, const Py_ssize_t *shape, const Py_ssize_t *strides, Py_ssize_t itemsize)
+{
+    Py_ssize_t step = itemsize;
+    int c = 1, f = 1;
+    if (ndim == 1) {
+        return (strides[0] == itemsize || shape[0] <= 1) ? 'C' : 'A';
+    }
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] == 0) {
+            return 'C';
+        }
+    }
+    for (int i = ndim - 1; i >= 0; i--) {
+        if (shape[i] != 1 && strides[i] != step) {
+            c = 0;
+        }
+        step *= shape[i];
+    }
+    step = itemsize;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] != 1 && strides[i] != step) {
+            f = 0;
+        }
+        step *= shape[i];
+    }
+    return c ? 'C' : (f ? 'F' : 'A');
+}
+
+/* numba-cuda 0.30's rule for a CUDA array interface without DLPack: 'C' without strides;
+   else the strides compared with contiguous ones computed from the dtype's *bit* width
+   (numba's typeof does so), which C-ordered byte strides match only by accident. */
+static char
+cai_numba_layout(const gh_foreign *f)
+{
+    Py_ssize_t bits = f->itemsize * 8, step;
+    int c = 1;
+    if (f->ndim == 0 || !f->strides_given) {
+        return 'C';
+    }
+    if (f->strides[f->ndim - 1] == bits) {
+        step = bits;
+        for (int i = f->ndim - 1; i >= 0; i--) {
+            c &= f->strides[i] == step;
+            step *= f->shape[i];
+        }
+        return c ? 'C' : 'A';
+    }
+    if (f->strides[0] == bits) {
+        step = bits;
+        for (int i = 0; i < f->ndim; i++) {
+            c &= f->strides[i] == step;
+            step *= f->shape[i];
+        }
+        return c ? 'F' : 'A';
+    }
+    return 'A';
+}
+
+char
+gh_foreign_numba_layout(const gh_foreign *f)
+{
+    if (f->has_dlpack) {
+        return gh_layout_of(f->ndim, f->shape, f->strides, f->itemsize);
+    }
+    /* numba's interface typing reads dtype.bitwidth, which its booleans, datetimes and
+       records lack: its typeof fails there, and so the launch goes to numba */
+    if (f->descr == NULL || f->dl.code == GH_DL_BOOL ||
+        !PyTypeNum_ISNUMBER(((PyArray_Descr *)f->descr)->type_num) ||
+        PyTypeNum_ISBOOL(((PyArray_Descr *)f->descr)->type_num)) {
+        return f->strides_given && f->ndim > 0 ? 0 : 'C';
+    }
+    return cai_numba_layout(f);
 }

@@ -27,11 +27,9 @@
     X(EXPORT_EVENT, "export_event")                                                                \
     X(NCCL_EMPTY, "nccl_empty")                                                                    \
     X(GC_COLLECT, "gc_collect")                                                                    \
-    X(ARRAY_GETITEM, "array_getitem")                                                              \
-    X(ARRAY_SETITEM, "array_setitem")                                                              \
-    X(ARRAY_TRANSPOSE, "array_transpose")                                                          \
+    X(ARRAY_FIELD, "array_field")                                                                  \
+    X(ARRAY_ASSIGN, "array_assign")                                                                \
     X(ARRAY_GPU_DATA, "array_gpu_data")                                                            \
-    X(ARRAY_HOST, "array_host")                                                                    \
     X(CTYPES_POINTER, "ctypes_pointer")                                                            \
     X(PLUGIN_CONTEXT_RESET, "plugin_context_reset")                                                \
     X(PLUGIN_MEMORY_INFO, "plugin_memory_info")                                                    \
@@ -137,18 +135,6 @@ typedef struct {
 #define GH_RESET_HOOKS 4
 typedef void (*gh_reset_hook)(gh_state *st, gh_context *ctx);
 
-/* DeviceArray indexing done in array_index.c (above devicearray.c, which calls these),
-   registered once at module init: the dependency inverted, as for the pools. */
-typedef struct {
-    /* `self`'s element at byte offset `offset` from its pointer: a NumPy scalar (new
-       reference), NotImplemented (gpuhost's Python side reads it), or NULL with an error */
-    PyObject *(*element)(PyObject *self, Py_ssize_t offset);
-    /* self[key] = value: 1 done, 0 left to gpuhost's Python side, -1 error */
-    int (*assign)(PyObject *self, PyObject *key, PyObject *value);
-    /* iter(self): an iterator over its first axis (new reference), or NULL with an error */
-    PyObject *(*iter)(PyObject *self);
-} gh_array_hooks;
-
 /* A release of a driver resource that waits: in a defer_cleanup() block, or until a
    driver callback thread has returned. */
 typedef struct {
@@ -221,7 +207,6 @@ struct gh_state {
     PyObject *helpers[GH_HELPER__COUNT];       /* the Python side's functions (services.c) */
     PyObject *array_allocator;                 /* device arrays' (memory/allocator.c) */
     gh_pool_hooks pool_hooks;                  /* pool.c's, for context.c and memory.c */
-    gh_array_hooks array_hooks;                /* array_index.c's, for devicearray.c */
     gh_reset_hook reset_hooks[GH_RESET_HOOKS]; /* memory/'s and launch/'s, for context.c */
     int n_reset_hooks;
     gh_foreign_type foreign_types[GH_FOREIGN_TYPES]; /* exporters' types seen (interop.c) */
@@ -251,6 +236,17 @@ static inline gh_state *
 gh_state_of_type(PyTypeObject *tp)
 {
     return (gh_state *)PyType_GetModuleState(tp);
+}
+/* The module state of a gpuhost type that Python code may subclass, from `tp` (the type or a
+   subclass: a Python subclass's own type has no module, the C base's has), the base known
+   by its `dealloc`. */
+static inline gh_state *
+gh_state_of_subclass(PyTypeObject *tp, destructor dealloc)
+{
+    while (tp->tp_dealloc != dealloc && tp->tp_base != NULL) {
+        tp = tp->tp_base;
+    }
+    return gh_state_of_type(tp);
 }
 static inline gh_state *
 gh_state_of_module(PyObject *module)

@@ -133,7 +133,8 @@ extern PyMethodDef gh_current_methods[];
 int gh_event_init_type(PyObject *module, gh_state *st);
 /* Destroy the cached event handles (module teardown). */
 void gh_event_cache_clear(gh_state *st);
-/* An Event: a CUevent of a context (gh_event_new, in core_internal.h, makes one). */
+/* An Event: a CUevent of a context (event.c's gh_event_new makes one; core_internal.h
+   declares it for core/'s own files, stream.c's Stream.record). */
 typedef struct {
     PyObject_HEAD
     gh_context *context; /* strong */
@@ -225,6 +226,12 @@ int gh_stream_enter(gh_stream *self, gh_cu_id id, int *pushed);
    or an object exporting __cuda_stream__ (cuda.core, CuPy) or a CuPy / PyTorch stream.
    0, or -1 with TypeError naming what is accepted. */
 int gh_stream_resolve(gh_state *st, PyObject *obj, gh_stream_ref *out);
+/* The one check that a stream is of the device of what it is used with (a copy, a launch, a
+   pool, an event): 0 where `stream` (a resolved stream's context; NULL: a default stream, or
+   one whose context is not known) is NULL or `ctx`, else -1 with CudaDriverError "<what> on
+   device A but the stream is device B's", <what> formatted from `fmt` and what follows as
+   PyUnicode_FromFormat formats ("the array is", "kernel %R is loaded"). */
+int gh_stream_check_device(const gh_context *stream, const gh_context *ctx, const char *fmt, ...);
 /* A Stream object over `handle` of context `ctx`, not gpuhost's to destroy: the default
    stream (NULL), the legacy or per-thread one, or an external stream.  New reference. */
 PyObject *gh_stream_of_handle(gh_state *st, gh_context *ctx, CUstream handle);

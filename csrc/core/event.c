@@ -108,27 +108,16 @@ event_arg(gh_state *st, PyObject *obj, const char *what)
     return (gh_event *)obj;
 }
 
-static int
-raise_other_context(gh_event *self, const char *what, int other_device)
-{
-    if (other_device >= 0) {
-        return gh_raise(GH_EXC_CUDA_DRIVER,
-                        "cannot %s device %d's event on a stream of device %d: an event and "
-                        "the stream must belong to the same device's context",
-                        what, self->context->device->id, other_device);
-    }
-    return gh_raise(GH_EXC_CUDA_DRIVER,
-                    "cannot %s device %d's event on that stream: it belongs to another context",
-                    what, self->context->device->id);
-}
-
 /* After the driver refused a foreign stream: say so if the stream is another context's. */
 static int
 explain_foreign_stream(gh_event *self, CUstream stream, const char *what)
 {
     CUcontext owner = NULL;
     if (gh_cu.StreamGetCtx(stream, &owner) == CUDA_SUCCESS && owner != self->context->handle) {
-        return raise_other_context(self, what, -1);
+        return gh_raise(GH_EXC_CUDA_DRIVER,
+                        "cannot %s device %d's event on that stream: it belongs to another "
+                        "context",
+                        what, self->context->device->id);
     }
     return 0;
 }
@@ -150,9 +139,9 @@ event_on_stream(gh_event *self, PyObject *stream, int record)
         gh_stream_resolve(st, stream, &ref) < 0) {
         return NULL;
     }
-    if (record && ref.context != NULL && ref.context != self->context) {
-        raise_other_context(self, "record", ref.context->device->id);
-        return NULL;
+    if (record &&
+        gh_stream_check_device(ref.context, self->context, "Event.record(): the event is") < 0) {
+        return NULL; /* the driver records an event on its own context's streams only */
     }
     if (!record && !self->recorded) {
         Py_RETURN_NONE; /* waiting for a fresh event waits for nothing, as in the driver */

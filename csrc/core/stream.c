@@ -9,6 +9,7 @@
 
 #include "stream_docs.h"
 
+#include <stdarg.h>
 #include <string.h>
 
 /* ---- resolving stream= arguments ---- */
@@ -89,6 +90,26 @@ static int
 is_default_handle(CUstream h)
 {
     return h == NULL || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD;
+}
+
+int
+gh_stream_check_device(const gh_context *stream, const gh_context *ctx, const char *fmt, ...)
+{
+    va_list va;
+    PyObject *what;
+    if (stream == NULL || stream == ctx) {
+        return 0;
+    }
+    va_start(va, fmt);
+    what = PyUnicode_FromFormatV(fmt, va);
+    va_end(va);
+    if (what == NULL) {
+        return -1;
+    }
+    gh_raise(GH_EXC_CUDA_DRIVER, "%U on device %d but the stream is device %d's", what,
+             ctx->device->id, stream->device->id);
+    Py_DECREF(what);
+    return -1;
 }
 
 int

@@ -90,13 +90,7 @@ exec_stream(gh_graphexec *self, PyObject *stream, gh_stream_ref *ref)
     if (gh_stream_resolve(gh_state_of_type(Py_TYPE(self)), stream, ref) < 0) {
         return -1;
     }
-    if (ref->context != NULL && ref->context != g->context) {
-        PyErr_Format(PyExc_ValueError,
-                     "the graph is device %d's; it cannot be launched on a stream of device %d",
-                     g->context->device->id, ref->context->device->id);
-        return -1;
-    }
-    return 0;
+    return gh_stream_check_device(ref->context, g->context, "the graph is");
 }
 
 static PyObject *

@@ -326,16 +326,11 @@ static PyType_Spec jitlaunch_spec = {
 
 static void jitdispatcher_dealloc(gh_jitdispatcher *self);
 
-/* The module state of a JitDispatcher, whose type is a Python subclass: its own
-   type has no module, the C base it derives from does. */
+/* The module state of a JitDispatcher, whose type is a Python subclass. */
 static gh_state *
 dispatcher_state(PyObject *self)
 {
-    PyTypeObject *tp = Py_TYPE(self);
-    while (tp->tp_dealloc != (destructor)jitdispatcher_dealloc && tp->tp_base != NULL) {
-        tp = tp->tp_base;
-    }
-    return gh_state_of_type(tp);
+    return gh_state_of_subclass(Py_TYPE(self), (destructor)jitdispatcher_dealloc);
 }
 
 /* numba's checks of griddim and blockdim, with its messages: 1 to 3 integers (an int is

@@ -60,19 +60,11 @@ launch_any(gh_kernel *k, const launch_dims *d, CUstream stream, void **params)
                               d->block[1], d->block[2], d->shared, stream, params, NULL);
 }
 
-/* ValueError if the resolved stream belongs to another device than kernel k. */
+/* CudaDriverError if the resolved stream belongs to another device than kernel k. */
 static int
 check_stream_context(gh_kernel *k, const gh_stream_ref *ref)
 {
-    gh_context *ctx = k->module->context;
-    if (ref->context != NULL && ref->context != ctx) {
-        PyErr_Format(PyExc_ValueError,
-                     "kernel %R is loaded on device %d; it cannot be launched on a stream of "
-                     "device %d",
-                     k->name, ctx->device->id, ref->context->device->id);
-        return -1;
-    }
-    return 0;
+    return gh_stream_check_device(ref->context, k->module->context, "kernel %R is loaded", k->name);
 }
 
 int

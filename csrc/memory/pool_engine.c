@@ -612,10 +612,8 @@ gh_pool_key_from(gh_pool *p, PyObject *stream, gh_pool_key *k)
     if (gh_stream_resolve(gh_pool_state_of(p), stream, &ref) < 0) {
         return -1;
     }
-    if (ref.context != NULL && ref.context != p->context) {
-        return gh_raise(GH_EXC_CUDA_DRIVER,
-                        "the pool allocates on device %d but the stream is device %d's",
-                        p->context->device->id, ref.context->device->id);
+    if (gh_stream_check_device(ref.context, p->context, "the pool allocates") < 0) {
+        return -1;
     }
     if (ref.handle == CU_STREAM_LEGACY || ref.handle == NULL) {
         return 0;

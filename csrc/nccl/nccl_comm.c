@@ -17,10 +17,7 @@ static void comm_dealloc(gh_nccl_comm *self);
 static gh_state *
 comm_state(PyTypeObject *tp)
 {
-    while (tp->tp_dealloc != (destructor)comm_dealloc && tp->tp_base != NULL) {
-        tp = tp->tp_base;
-    }
-    return gh_state_of_type(tp);
+    return gh_state_of_subclass(tp, (destructor)comm_dealloc);
 }
 
 /* ncclCommDestroy (abort = 0) or ncclCommAbort, without the GIL; the handle is gone after
