@@ -499,7 +499,9 @@ def test_memory_and_streams_of_another_device_are_refused(one):
     with pytest.raises(ValueError, match="send is memory of device 1; this Communicator's "
                                          "rank 0 is on device 0"):
         one.all_reduce(other)
-    with pytest.raises(ValueError, match="the stream belongs to device 1"):
+    with pytest.raises(gpuhost.CudaDriverError,
+                       match="all_reduce\\(\\): this Communicator's rank 0 is on device 0 but the "
+                             "stream is device 1's"):
         one.all_reduce(on(one, np.zeros(4)), stream=s1)
 
 

@@ -182,7 +182,8 @@ check_rank(gh_nccl_comm *self, const char *call, const char *what, int r)
     return -1;
 }
 
-/* The stream= argument, which must be on the Communicator's device. */
+/* The stream= argument, which must be on the Communicator's device (CudaDriverError, as every
+   stream of another device is). */
 static int
 get_stream(gh_state *st, gh_nccl_comm *self, const char *call, PyObject *obj, CUstream *out)
 {
@@ -190,11 +191,9 @@ get_stream(gh_state *st, gh_nccl_comm *self, const char *call, PyObject *obj, CU
     if (gh_stream_resolve(st, obj, &ref) < 0) {
         return -1;
     }
-    if (ref.context != NULL && !ref.is_default && ref.context->device->id != self->device) {
-        PyErr_Format(PyExc_ValueError,
-                     "%s(): the stream belongs to device %d; this Communicator's rank %d is on "
-                     "device %d",
-                     call, ref.context->device->id, self->rank, self->device);
+    if (!ref.is_default && ref.context != NULL && ref.context->device->id != self->device &&
+        gh_stream_check_device(ref.context, self->context, "%s(): this Communicator's rank %d is",
+                               call, self->rank) < 0) {
         return -1;
     }
     *out = ref.handle;
