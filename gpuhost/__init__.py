@@ -60,7 +60,8 @@ from ._arrays import (
 from ._core import Allocation, DeviceArray
 from ._ipc import IpcArrayHandle, IpcEventHandle, open_ipc_array
 from ._streamtools import profiling
-from . import _context_api  # noqa: F401  (attaches numba's Context methods to Context)
+# numba's Context methods (memalloc, create_stream ...), attached to Context:
+from .compat.numba import _context as _numba_context  # noqa: F401
 from .graphs import Graph, GraphExec, GraphNode, graph_capture
 from .errors import (
     CudaAPIError,
@@ -79,9 +80,9 @@ from .errors import (
 )
 
 from ._version import __version__
-from . import _numba_hook
+from .compat.numba import _streams as _numba_streams
 
-_numba_hook.watch_for_numba()  # numba-cuda's own functions take gpuhost Streams (imports nothing)
+_numba_streams.watch_for_numba()  # numba-cuda's own functions take gpuhost Streams (imports nothing)
 
 import gc as _gc
 
@@ -94,7 +95,7 @@ def _memory_manager_from_environment(nbytes, stream):
     NUMBA_CUDA_MEMORY_MANAGER) names a plugin: at the first allocation it imports
     gpuhost.memory_manager, which installs the plugin (and its own allocator in place of
     this one), and allocates through it."""
-    from . import memory_manager
+    from .compat.numba import memory_manager
 
     memory_manager._ensure_memory_manager()
     return _core.array_memory(nbytes, stream)
@@ -103,9 +104,9 @@ def _memory_manager_from_environment(nbytes, stream):
 def _gpu_data(array):
     """DeviceArray.gpu_data (numba's MemoryPointer) before numba's face is imported: importing
     it registers its own class in place of this."""
-    from . import memory_manager
+    from .compat.numba import _emm_pointers
 
-    return memory_manager.ArrayMemory(array)
+    return _emm_pointers.ArrayMemory(array)
 
 
 _core._set_helpers(array_gpu_data=_gpu_data)
@@ -171,7 +172,8 @@ def __getattr__(name):
         value = getattr(import_module("." + module, __name__), name)
         globals()[name] = value
         return value
-    # numba's names last: telling them apart imports gpuhost._numba (no name above is one)
+    # numba's names last: telling them apart imports compat/numba/_names.py (no name above
+    # is one)
     if name == "_numba_type_" or _is_numba_name(name):
         return _numba_name(name)
     raise AttributeError("module 'gpuhost' has no attribute %r" % name)
@@ -180,7 +182,8 @@ def __getattr__(name):
 def _is_numba_name(name):
     from importlib import import_module
 
-    return not name.startswith("_") and import_module("._numba", __name__).is_kernel_name(name)
+    return not name.startswith("_") and \
+        import_module(".compat.numba._names", __name__).is_kernel_name(name)
 
 
 def _numba_name(name):
@@ -190,12 +193,13 @@ def _numba_name(name):
     from importlib import import_module
 
     _numba = import_module("._numba", __name__)
+    names = import_module(".compat.numba._names", __name__)
 
     if _numba.installed_version() is None:
         if name == "_numba_type_":
             raise AttributeError(name)
         _numba.load()  # the ImportError saying what to install
-    value = _numba.module_type() if name == "_numba_type_" else _numba.kernel_name(name)
+    value = names.module_type() if name == "_numba_type_" else names.kernel_name(name)
     if name != "_numba_type_":
         globals()[name] = value
     return value

@@ -196,16 +196,16 @@ class PluginIpcArrayHandle(IpcArrayHandle):
     def open(self, device=None):
         """A DeviceArray over the memory the plugin's handle opens (its ``open(context)``),
         in `device`'s context (by default the memory's device)."""
-        from .cudadrv.devicearray import DeviceNDArray
-
         if self._opened is not None:
             raise ValueError("IpcHandle is already opened")
         target = _device_of_uuid(self.device_uuid, "array") if device is None \
             else _device_arg(device)
         with target:
             ctx = _core.current_context()
-            array = DeviceNDArray(self.shape, self.strides, self.dtype,
-                                  gpu_data=self._ipc_handle.open(ctx))
+            memory = self._ipc_handle.open(ctx)  # numba's MemoryPointer, from the plugin
+            shape, dtype, strides, _ = _layout(self.shape, self.dtype, self.strides, "C")
+            array = _core.make_array(memory, memory.device_ctypes_pointer.value or 0, shape,
+                                     strides, dtype, None)
         self._opened = self._ipc_handle
         return array
 

@@ -2,7 +2,7 @@
 docs/development/architecture.md).
 
 numba-cuda types and compiles Python kernels; gpuhost launches them. This module is
-imported on first use, not with gpuhost (gpuhost/_numba_hook.py is); it imports
+imported on first use, not with gpuhost (gpuhost/compat/numba/_streams.py is); it imports
 numba-cuda on first use too, checks that its version is one whose internals it was
 written against, and holds every use of those internals: the
 dispatcher subclass that tells gpuhost when its overloads change, the resolution of an
@@ -188,38 +188,6 @@ def _aim_compilations():
     nd._gpuhost_aimed = True
 
 
-# ---- gpuhost Streams in numba-cuda's own functions (called by _numba_hook.py) ----
-
-def accept_gpuhost_streams(driver):
-    """Let numba-cuda's own functions take gpuhost Streams as they take numba's (its random
-    states, vectorize kernels' stream=, its device arrays' copies): the two converters in
-    numba's driver module through which every stream= argument of numba's passes gain a
-    case for them.  Only for the numba-cuda versions this module knows, and only where
-    those converters are there; every other stream goes to numba's own code."""
-    if getattr(driver, "_gpuhost_streams", False):
-        return
-    handle, to_core = getattr(driver, "_stream_handle", None), getattr(driver, "_to_core_stream", None)
-    core_stream = getattr(driver, "ExperimentalStream", None)
-    version = installed_version()
-    if handle is None or to_core is None or core_stream is None or version is None \
-            or not SUPPORTED[0] <= _version_tuple(version)[:2] < SUPPORTED[1]:
-        return
-
-    def _stream_handle(stream):
-        if isinstance(stream, _core.Stream):
-            return int(stream.handle)
-        return handle(stream)
-
-    def _to_core_stream(stream):
-        if isinstance(stream, _core.Stream):
-            return core_stream.from_handle(int(stream.handle))
-        return to_core(stream)
-
-    driver._stream_handle = _stream_handle
-    driver._to_core_stream = _to_core_stream
-    driver._gpuhost_streams = True
-
-
 def _register_typeof(cuda):
     """numba's type for a gpuhost DeviceArray, from gpuhost's own layout rule (the one the
     C launcher keys on), instead of a DLPack export per typing."""
@@ -232,64 +200,6 @@ def _register_typeof(cuda):
         layout, readonly = _core._jit_layout(val)
         return types.Array(numpy_support.from_dtype(val.dtype), val.ndim, layout,
                            readonly=readonly)
-
-
-# ---- numba.cuda's names, reachable through gpuhost ----
-
-# What kernels use through the module (`cuda.grid`, `cuda.shared.array`, ...), and the
-# names numba.cuda exports for kernels and their compilation that gpuhost has none of its
-# own for: gpuhost's __getattr__ resolves them from numba.cuda on first use.
-KERNEL_NAMES = frozenset("""
-    Archive CUSource Cubin Dim3 Fatbin GridGroup KernelRuntimeError LTOIR
-    LinkableCode Object PTXSource Reduce activemask all_sync any_sync atomic
-    ballot_sync bfloat16 blockDim blockIdx brev cbrt clz compile_all
-    compile_for_current_device const declare_device dim3 eq_sync ffs fma grid gridDim
-    grid_group gridsize guvectorize laneid lanemask_lt ldca ldcg ldcs ldcv ldlu
-    literal_unroll local match_all_sync match_any_sync nanosleep popc reduce selp shared
-    shfl_down_sync shfl_sync shfl_up_sync shfl_xor_sync stcg stcs stwb stwt syncthreads
-    syncthreads_and syncthreads_count syncthreads_or syncwarp threadIdx threadfence
-    threadfence_block threadfence_system vectorize warpsize
-    b1 bool_ boolean byte c16 c8 char complex128 complex64 double f4 f8 float32 float64
-    i1 i2 i4 i8 int16 int32 int64 int8 int_ intc intp long_ longlong none optional short
-    size_t ssize_t u1 u2 u4 u8 uchar uint uint16 uint32 uint64 uint8 uintc uintp ulong
-    ulonglong ushort void
-""".split())
-# Vector types: float32x4, int16x2, ... and the CUDA C names (float4, uchar2, ...).
-VECTOR_PREFIXES = ("float", "double", "int", "uint", "char", "uchar", "short", "ushort",
-                   "long", "ulong", "longlong", "ulonglong")
-KERNEL_MODULES = frozenset(("cg", "libdevice", "fp16", "bf16", "fp8", "random", "types",
-                            "cache_hints"))
-
-
-def is_kernel_name(name):
-    if name in KERNEL_NAMES or name in KERNEL_MODULES:
-        return True
-    stem = name.rstrip("1234")
-    if stem != name and stem.rstrip("x") in VECTOR_PREFIXES + ("float32", "float64", "int8",
-                                                              "int16", "int32", "int64",
-                                                              "uint8", "uint16", "uint32",
-                                                              "uint64"):
-        return True
-    return False
-
-
-def kernel_name(name):
-    """numba.cuda's `name` (a submodule imported if need be)."""
-    cuda = load()
-    if name in KERNEL_MODULES and not hasattr(cuda, name):
-        from importlib import import_module
-
-        return import_module("numba.cuda." + name)
-    return getattr(cuda, name)
-
-
-def module_type():
-    """numba's type for numba.cuda's module: gpuhost answers to typeof as numba.cuda does,
-    so a kernel that calls its module `cuda` compiles the same either way."""
-    cuda = load()
-    from numba.cuda import types
-
-    return types.Module(cuda)
 
 
 # ---- the dispatcher ----

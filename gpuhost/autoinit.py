@@ -12,8 +12,7 @@ Unlike pycuda, whose autoinit creates a new context that only pycuda sees, gpuho
 the device's *primary* context, the one CuPy, PyTorch and numba share; so
 ``gpuhost.autoinit`` and ``gpuhost.autoprimaryctx`` are the same thing, and importing
 both makes one context current, once.
-"""
-from ._pycuda_tools import _autoinit
 
-context = _autoinit()
-device = context.device
+The module is `gpuhost.compat.pycuda.autoinit`'s names at the path pycuda users import.
+"""
+from .compat.pycuda.autoinit import context, device  # noqa: F401

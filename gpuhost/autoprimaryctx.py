@@ -3,8 +3,7 @@
 
 gpuhost only uses primary contexts, so this is gpuhost.autoinit under pycuda's other
 name: both share one context, pushed once (see gpuhost.autoinit).
-"""
-from ._pycuda_tools import _autoinit
 
-context = _autoinit()
-device = context.device
+The module is `gpuhost.compat.pycuda.autoprimaryctx`'s names at the path pycuda users import.
+"""
+from .compat.pycuda.autoprimaryctx import context, device  # noqa: F401

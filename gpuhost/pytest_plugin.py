@@ -182,7 +182,7 @@ def pytest_configure(config):
             raise pytest.UsageError("--gpuhost-device %d: CUDA is not usable here: %s"
                                     % (option, why))
         if not 0 <= option < count:
-            from gpuhost._pycuda_tools import _devices_phrase
+            from gpuhost._default_context import _devices_phrase
 
             raise pytest.UsageError("--gpuhost-device %d: there is no device %d; %s"
                                     % (option, option, _devices_phrase(count)))
@@ -283,7 +283,7 @@ def _push_default_context(fixture):
     """make_default_context() for a fixture: skips where CUDA is not usable, fails saying
     why where no device gives a usable context."""
     import gpuhost
-    from gpuhost._pycuda_tools import make_default_context
+    from gpuhost._default_context import make_default_context
 
     _, why = _usable_count()
     if why is not None:
@@ -516,9 +516,9 @@ class _Settings:
 
     def __init__(self, config):
         import gpuhost
-        from gpuhost import _pycuda_tools
+        from gpuhost import _default_context
 
-        self.core, self.tools = gpuhost._core, _pycuda_tools
+        self.core, self.contexts = gpuhost._core, _default_context
         self.CudaDriverError = gpuhost.CudaDriverError
         count, _ = _usable_count()
         self.memory = _memory_checked(count)
@@ -564,7 +564,7 @@ class _LeakCheck:
         except settings.CudaDriverError as e:
             return ("gpuhost_leak_check: an asynchronous CUDA error surfaced when the test's "
                     "work was synchronized at its end: %s" % e)
-        settings.tools.clear_context_caches()  # what context_dependent_memoize kept
+        settings.contexts.clear_context_caches()  # what context_dependent_memoize kept
         core._release_pool_blocks()  # a pool's held blocks keep their streams alive
         records, lost = core._live_recorded()
         if records or lost:  # something the test made lives on: perhaps only in a cycle

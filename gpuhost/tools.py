@@ -1,26 +1,19 @@
-"""pycuda's ``pycuda.tools`` for gpuhost: the default device and context, per-context
-memoization, device data and occupancy, and test helpers."""
-from ._pycuda_tools import (  # noqa: F401
+"""pycuda's ``pycuda.tools`` for gpuhost, at the path pycuda users import: the names of
+`gpuhost.compat.pycuda.tools` (the default device and context, per-context memoization,
+device data and occupancy, test helpers and memory pools)."""
+from .compat.pycuda.tools import (  # noqa: F401
     DeviceData,
-    OccupancyRecord,
-    clear_context_caches,
-    context_dependent_memoize,
-    get_default_device,
-    make_default_context,
-    mark_cuda_test,
-)
-from ._pycuda_pools import (  # noqa: F401  (memory pools)
     DeviceMemoryPool,
+    OccupancyRecord,
     PageLockedAllocator,
     PageLockedMemoryPool,
     PooledDeviceAllocation,
     PooledHostAllocation,
+    __all__,
+    clear_context_caches,
+    context_dependent_memoize,
+    get_default_device,
     host_alloc_flags,
+    make_default_context,
+    mark_cuda_test,
 )
-
-__all__ = [
-    "DeviceData", "OccupancyRecord", "clear_context_caches", "context_dependent_memoize",
-    "get_default_device", "make_default_context", "mark_cuda_test", "DeviceMemoryPool",
-    "PageLockedAllocator", "PageLockedMemoryPool", "PooledDeviceAllocation",
-    "PooledHostAllocation", "host_alloc_flags",
-]

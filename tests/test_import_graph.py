@@ -1,4 +1,13 @@
-"""gpuhost's modules import each other without circles longer than two.
+"""gpuhost's modules stand on floors, and import each other without circles longer than two.
+
+The floors (docs/development/architecture.md, "The code, file by file", and decision 13):
+gpuhost's own layer below (devices, memory, arrays, streams, kernels, jit, graphs, NCCL,
+the pytest plugin); above it the faces that give other libraries' names, each a folder of
+gpuhost/compat/ with the public paths that re-export it (gpuhost.memory is CuPy's,
+gpuhost.memory_manager numba's, gpuhost.tools pycuda's ...); on top the package itself,
+which may import every floor to re-export names.  No module of the own layer imports a
+face; a face imports the own layer or the package's public names, never another face; no
+module is longer than 1,000 lines.
 
 The import graph is read from the sources with `ast`: every import statement is an edge,
 at module level and inside functions alike (`import gpuhost.x`, `from . import x`, `from .x
@@ -200,6 +209,82 @@ def test_longer_cycles_finds_what_it_should():
     assert len(cycles) == 1 and len(cycles[0]) == 4 and cycles[0][0] == cycles[0][-1]
     assert set(cycles[0]) == {"a", "b", "c"}
     assert longer_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
+
+
+# The faces: their folders of compat/ and the public paths that re-export them.
+FACES = {
+    "cupy": ("gpuhost.compat.cupy", "gpuhost.memory"),
+    "numba": ("gpuhost.compat.numba", "gpuhost.memory_manager", "gpuhost.cudadrv",
+              "gpuhost.descriptor"),
+    "pycuda": ("gpuhost.compat.pycuda", "gpuhost.tools", "gpuhost.autoinit",
+               "gpuhost.autoprimaryctx"),
+}
+# The top floor: the package (which re-exports names of every floor) and `python -m gpuhost`.
+TOP = ("gpuhost", "gpuhost.__main__")
+LONGEST_FILE = 1000  # lines
+
+
+def floor(module):
+    """"top", a face's name, "compat" (the folder's own package, which imports nothing) or
+    "own"."""
+    if module in TOP:
+        return "top"
+    for face, roots in FACES.items():
+        if any(module == root or module.startswith(root + ".") for root in roots):
+            return face
+    if module == "gpuhost.compat":
+        return "compat"
+    return "own"
+
+
+def floor_violations(graph):
+    """(module, imported, why) for every edge of `graph` the floors do not allow."""
+    out = []
+    for module, targets in sorted(graph.items()):
+        here = floor(module)
+        for target in sorted(targets):
+            there = floor(target)
+            if here == "top" or there == here or there == "own" or target == "gpuhost":
+                continue
+            if here == "own":
+                out.append((module, target, "gpuhost's own layer imports the %s face" % there))
+            else:
+                out.append((module, target, "the %s face imports %s" % (here, there)))
+    return out
+
+
+def test_floors_sort_the_modules_as_the_architecture_page_maps_them():
+    assert floor("gpuhost") == "top"
+    assert floor("gpuhost.dispatcher") == floor("gpuhost._jitcache") == "own"
+    assert floor("gpuhost._numba") == "own"  # gpuhost.jit's compiler, numba-cuda (decision 12)
+    assert floor("gpuhost.pytest_plugin") == floor("gpuhost._default_context") == "own"
+    assert floor("gpuhost.memory") == floor("gpuhost.compat.cupy._pools") == "cupy"
+    assert floor("gpuhost.memory_manager") == floor("gpuhost.cudadrv") == "numba"
+    assert floor("gpuhost.compat.numba._cudadrv.driver") == "numba"
+    assert floor("gpuhost.tools") == floor("gpuhost.compat.pycuda._tools") == "pycuda"
+    assert floor("gpuhost.memory_managerx") == "own"  # a prefix is no folder
+    graph = {"gpuhost.devices": {"gpuhost.tools"}, "gpuhost.tools": {"gpuhost.memory"},
+             "gpuhost.memory": {"gpuhost.devices", "gpuhost"}, "gpuhost": {"gpuhost.tools"}}
+    assert floor_violations(graph) == [
+        ("gpuhost.devices", "gpuhost.tools", "gpuhost's own layer imports the pycuda face"),
+        ("gpuhost.tools", "gpuhost.memory", "the pycuda face imports cupy")]
+
+
+def test_the_own_layer_imports_no_face_and_no_face_another():
+    bad = floor_violations(import_graph())
+    assert not bad, "imports across the floors: " + "; ".join(
+        "%s -> %s (%s)" % v for v in bad)
+
+
+def test_no_python_file_is_longer_than_a_thousand_lines():
+    long = []
+    for name, path in sorted(module_names().items()):
+        if path is not None:
+            with open(path, encoding="utf-8") as f:
+                lines = sum(1 for _ in f)
+            if lines > LONGEST_FILE:
+                long.append("%s (%d lines)" % (os.path.relpath(path, PACKAGE_DIR), lines))
+    assert not long, "Python files over %d lines: %s" % (LONGEST_FILE, ", ".join(long))
 
 
 def test_no_import_cycle_longer_than_two():

@@ -592,7 +592,7 @@ def test_best_block_size_follows_the_drivers_search():
     multiprocessor, at most 16 blocks; a kernel limited to 1000 threads per block): sizes
     from the limit down by warps, the first with the most resident threads wins, and the
     search stops once a multiprocessor is full."""
-    from gpuhost._context_api import _b2d_callable, _best_block_size
+    from gpuhost.compat.numba._context import _b2d_callable, _best_block_size
 
     sms = int(rng.integers(1, 200))
     per_byte = int(rng.integers(2, 9))
@@ -621,7 +621,7 @@ def test_best_block_size_follows_the_drivers_search():
 @pytest.mark.parametrize("gives, shown", [(-1, "-1"), ("x", "'x'"), (1.5, "1.5"),
                                           (True, "True")])
 def test_b2d_func_must_give_a_size_in_bytes(gives, shown):
-    from gpuhost._context_api import _best_block_size
+    from gpuhost.compat.numba._context import _best_block_size
 
     with pytest.raises(ValueError, match=r"b2d_func\(64\) gave %s; it must give the dynamic "
                                          r"shared memory in bytes, an int >= 0" % shown):

@@ -38,10 +38,11 @@ def test_reimporting_core_gives_distinct_working_types():
 # (devices, kernels, nvtx, compiler, memory, numba's support, ...) is imported on first
 # use; a module added here makes every `import gpuhost` slower (benchmarks/import_time.py).
 IMPORTED_WITH_GPUHOST = [
-    "gpuhost", "gpuhost._arrays", "gpuhost._code_images", "gpuhost._context_api",
-    "gpuhost._core", "gpuhost._ipc", "gpuhost._library_versions", "gpuhost._methods",
-    "gpuhost._numba_hook", "gpuhost._shadow_check", "gpuhost._streamtools", "gpuhost._version",
-    "gpuhost.errors", "gpuhost.graphs", "gpuhost.runtime",
+    "gpuhost", "gpuhost._arrays", "gpuhost._code_images", "gpuhost._core", "gpuhost._ipc",
+    "gpuhost._library_versions", "gpuhost._methods", "gpuhost._shadow_check",
+    "gpuhost._streamtools", "gpuhost._version", "gpuhost.compat", "gpuhost.compat.numba",
+    "gpuhost.compat.numba._context", "gpuhost.compat.numba._streams", "gpuhost.errors",
+    "gpuhost.graphs", "gpuhost.runtime",
 ]
 
 
@@ -169,3 +170,20 @@ def test_type_stubs_name_every_public_name_of_the_core():
         if not name.startswith("__"):
             assert ("def %s(" % name) in stub or ("class %s" % name) in stub or \
                 ("%s:" % name) in stub, name
+
+
+def test_the_wheel_lists_every_package_folder():
+    """pyproject.toml names gpuhost's packages one by one: a folder left out (a face of
+    compat/, say) would be missing from the installed package."""
+    import os
+    import tomllib
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "pyproject.toml"), "rb") as f:
+        listed = tomllib.load(f)["tool"]["setuptools"]["packages"]
+    package_dir = os.path.dirname(gpuhost.__file__)
+    folders = sorted(
+        os.path.relpath(folder, os.path.dirname(package_dir)).replace(os.sep, ".")
+        for folder, dirs, files in os.walk(package_dir)
+        if "__init__.py" in files and "__pycache__" not in folder)
+    assert sorted(listed) == folders

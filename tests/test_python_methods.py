@@ -9,7 +9,8 @@ import pytest
 
 import gpuhost
 from conftest import run_python
-from gpuhost import _arrays, _context_api, _core, _ipc, _methods, _streamtools, graphs
+from gpuhost import _arrays, _core, _ipc, _methods, _streamtools, graphs
+from gpuhost.compat.numba import _context as _context_api
 
 CONTEXT_METHODS = [
     "memalloc", "memallocmanaged", "memhostalloc", "mempin", "get_ipc_handle",

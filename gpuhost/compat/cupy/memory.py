@@ -2,23 +2,21 @@
 current stream (gpuhost.compat.cupy.stream) instead of gpuhost's legacy default stream:
 MemoryPool.malloc(size) and the default pool allocate on it, malloc_async() allocates and
 frees on it, MemoryPointer's *_async(..., stream=None) copies and sets on it, and
-ManagedMemory.prefetch() takes CuPy's streams. The rest is gpuhost.memory itself
-(set_allocator, using_allocator, the pinned pools, OutOfMemoryError ...).
+ManagedMemory.prefetch() takes CuPy's streams: subclasses of gpuhost.memory's classes
+(compat/cupy/_memory.py, _pointer.py, _pools.py), which take the stream as given.  The rest
+is gpuhost.memory's own (set_allocator, using_allocator, the pinned pools, OutOfMemoryError
+...).
 """
-from ... import memory as _memory
+from . import _memory, _pointer, _pools
 from ..._unbound import unbound as _unbound
-from ...memory import (  # noqa: F401
-    BaseMemory,
-    Memory,
-    OutOfMemoryError,
-    PooledMemory,
+from ._allocators import (  # noqa: F401
     PythonFunctionAllocator,
-    UnownedMemory,
-    _allocation_unit_size,
     get_allocator,
     set_allocator,
     using_allocator,
 )
+from ._common import OutOfMemoryError, _allocation_unit_size  # noqa: F401
+from ._memory import BaseMemory, Memory, PooledMemory, UnownedMemory  # noqa: F401
 from . import runtime as _runtime
 from .device import get_device_id as _get_device_id
 from . import stream as _stream_module
@@ -45,7 +43,7 @@ def _current(stream, _tls=_stream_module._tls):
     return _stream_module._resolve(stream)
 
 
-class MemoryPointer(_memory.MemoryPointer):
+class MemoryPointer(_pointer.MemoryPointer):
     """A pointer into device memory, as CuPy's ``cupy.cuda.MemoryPointer``.
 
     `gpuhost.memory.MemoryPointer`, except that its ``*_async(..., stream=None)`` copies and
@@ -183,7 +181,7 @@ class MemoryAsync(_memory.MemoryAsync):
     _stream_arg = staticmethod(_current)
 
 
-class MemoryPool(_memory.MemoryPool):
+class MemoryPool(_pools.MemoryPool):
     """A device memory pool, as CuPy's ``cupy.cuda.MemoryPool``.
 
     `gpuhost.memory.MemoryPool`, except that `malloc` orders the memory on CuPy's current
@@ -260,7 +258,7 @@ class MemoryPool(_memory.MemoryPool):
         super().free_all_blocks(None if stream is None else _stream_module._resolve(stream))
 
 
-class MemoryAsyncPool(_memory.MemoryAsyncPool):
+class MemoryAsyncPool(_pools.MemoryAsyncPool):
     """The driver's stream-ordered pool, as CuPy's ``cupy.cuda.MemoryAsyncPool``.
 
     `gpuhost.memory.MemoryAsyncPool`, except that `malloc` allocates and frees on CuPy's
@@ -329,7 +327,7 @@ class MemoryAsyncPool(_memory.MemoryAsyncPool):
         super().free_all_blocks()
 
 
-class _DefaultMemoryPool(MemoryPool, _memory._DefaultMemoryPool):
+class _DefaultMemoryPool(MemoryPool, _pools._DefaultMemoryPool):
     """The contexts' default pools (those of device arrays), on the current stream."""
 
 
@@ -386,7 +384,7 @@ def alloc(size):
     """
     allocator = get_allocator()
     pool = getattr(allocator, "__self__", None)
-    if isinstance(pool, _memory.MemoryPool) and getattr(allocator, "__name__", None) == "malloc":
+    if isinstance(pool, _pools.MemoryPool) and getattr(allocator, "__name__", None) == "malloc":
         p = pool._allocate(size, _current(None))
         return p if isinstance(p, MemoryPointer) else MemoryPointer._wrap(p.mem)
     return allocator(size)

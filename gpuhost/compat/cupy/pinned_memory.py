@@ -1,5 +1,6 @@
-"""cupy.cuda.pinned_memory's names: gpuhost.memory's pinned-memory API, re-exported."""
-from ...memory import (  # noqa: F401
+"""cupy.cuda.pinned_memory's names: gpuhost.memory's pinned-memory API
+(compat/cupy/_pinned.py), re-exported."""
+from ._pinned import (  # noqa: F401
     PinnedMemory,
     PinnedMemoryPointer,
     PinnedMemoryPool,

@@ -1,6 +1,8 @@
 """pycuda's tools over gpuhost's primary contexts: choosing the default device and making
 its context current, per-context memoization, device data and occupancy, and the
-``mark_cuda_test`` decorator.  Re-exported by ``gpuhost.tools``.
+``mark_cuda_test`` decorator.  Re-exported by ``gpuhost.compat.pycuda.tools`` (and
+``gpuhost.tools``).  The default device and context are gpuhost's own
+(gpuhost/_default_context.py, which gpuhost's pytest plugin uses too), re-exported here.
 
 Differences from pycuda:
 
@@ -17,15 +19,18 @@ import atexit
 import functools
 import gc
 import operator
-import os
-import re
 import sys
 import threading
 import warnings
 
-from ._core import Device, current_context
-from .devices import gpus
-from .errors import CudaDriverError, CudaSupportError, InvalidDeviceError
+from ..._core import Device, current_context
+from ..._default_context import (  # noqa: F401  (the default context is gpuhost's own)
+    _configured_device,
+    clear_context_caches,
+    make_default_context,
+    memo_caches as _memo_caches,
+)
+from ...devices import gpus
 
 __all__ = [
     "DeviceData",
@@ -36,125 +41,6 @@ __all__ = [
     "make_default_context",
     "mark_cuda_test",
 ]
-
-# The files that name the default device, in the order they are read: pycuda documents
-# ~/.cuda-device but its code reads ~/.cuda_device.
-DEVICE_FILES = (".cuda-device", ".cuda_device")
-
-_INTEGER = re.compile(r"[+-]?[0-9]+")
-
-
-# ---- the default device and context ----
-
-def _devices_phrase(count):
-    """'the devices are 0 (name), 1 (name)', for error messages."""
-    names = []
-    for i in range(count):
-        try:
-            names.append("%d (%s)" % (i, gpus[i].name))
-        except CudaDriverError:
-            names.append("%d" % i)
-    if count == 1:
-        return "the only device is %s" % names[0]
-    return "the devices are %s" % ", ".join(names)
-
-
-def _parse_device(text, source, count):
-    """The device number `text` read from `source` (a variable or a file) names."""
-    value = text.strip()
-    if not _INTEGER.fullmatch(value):
-        raise ValueError("%s is not a device number: %r; %s"
-                         % (source, value, _devices_phrase(count)))
-    number = int(value)
-    if not 0 <= number < count:
-        raise InvalidDeviceError("%s names device %d, which does not exist; %s"
-                                 % (source, number, _devices_phrase(count)))
-    return number
-
-
-def _configured_device(count):
-    """The device number set by CUDA_DEVICE, else by ~/.cuda-device or ~/.cuda_device
-    (the first that exists), or None when neither is set.  A value that is not an
-    integer raises ValueError, one out of range InvalidDeviceError; both name where the
-    value came from and the devices that exist."""
-    value = os.environ.get("CUDA_DEVICE")
-    if value is not None:
-        return _parse_device(value, "CUDA_DEVICE", count)
-    home = os.path.expanduser("~")
-    for name in DEVICE_FILES:
-        path = os.path.join(home, name)
-        try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                text = f.read()
-        except FileNotFoundError:
-            continue
-        return _parse_device(text, path, count)
-    return None
-
-
-def _push_primary_context(dev):
-    """Push `dev`'s primary context and check that it answers; return it."""
-    ctx = dev.get_primary_context()
-    ctx.push()
-    try:
-        ctx.get_memory_info()  # a context that cannot answer this cannot run anything
-    except BaseException:
-        ctx.pop()
-        raise
-    return ctx
-
-
-def make_default_context(ctx_maker=None):
-    """Make the default device's primary context current and return it (pycuda's).
-
-    The context is pushed on this thread's context stack; ``ctx.pop()`` undoes it. The
-    device is the one the CUDA_DEVICE environment variable names, else the one
-    ``~/.cuda-device`` (or ``~/.cuda_device``) names, else the first device, in order,
-    whose context can be made and used.
-
-    Parameters
-    ----------
-    ctx_maker : callable, optional
-        ``ctx_maker(device)`` makes the context current and returns it, instead of
-        pushing the device's primary context.
-
-    Returns
-    -------
-    Context
-
-    Raises
-    ------
-    CudaSupportError
-        CUDA is not usable, or no device gives a usable context.
-    ValueError
-        CUDA_DEVICE or the file holds something that is not a device number.
-    InvalidDeviceError
-        CUDA_DEVICE or the file names a device that does not exist.
-    CudaDriverError
-        The chosen device fails.
-
-    Examples
-    --------
-    >>> from gpuhost import tools
-    >>> ctx = tools.make_default_context()
-    >>> ctx.device.id
-    0
-    >>> ctx.pop()
-    """
-    if ctx_maker is None:
-        ctx_maker = _push_primary_context
-    count = len(gpus)  # raises CudaSupportError without a usable driver
-    chosen = _configured_device(count)
-    if chosen is not None:
-        return ctx_maker(gpus[chosen])
-    failures = []
-    for i in range(count):
-        try:
-            return ctx_maker(gpus[i])
-        except CudaDriverError as e:
-            failures.append("device %d: %s" % (i, e))
-    raise CudaSupportError("make_default_context(): none of the %d devices gave a usable "
-                           "context (%s)" % (count, "; ".join(failures)))
 
 
 def get_default_device(default=0):
@@ -222,7 +108,8 @@ def _autoinit_finish():
     and clear the context caches.  Never raises: a failure is a RuntimeWarning."""
     global _auto_context
     ctx, _auto_context = _auto_context, None
-    for name in ("gpuhost.autoinit", "gpuhost.autoprimaryctx"):
+    for name in ("gpuhost.autoinit", "gpuhost.autoprimaryctx", "gpuhost.compat.pycuda.autoinit",
+                 "gpuhost.compat.pycuda.autoprimaryctx"):
         module = sys.modules.get(name)
         if module is not None:
             module.context = None
@@ -237,10 +124,7 @@ def _autoinit_finish():
                       RuntimeWarning)
 
 
-# ---- memoization per context ----
-
-_memo_caches = []  # the {Context: {key: value}} dict of every memoized function
-
+# ---- memoization per context (the caches are gpuhost._default_context's) ----
 
 def context_dependent_memoize(func):
     """Decorator: cache a function's result per current context and per arguments
@@ -293,18 +177,6 @@ def context_dependent_memoize(func):
     wrapper.clear_cache = cache.clear
     return wrapper
 
-
-def clear_context_caches():
-    """Empty the cache of every function decorated with `context_dependent_memoize`
-    (pycuda's).
-
-    Examples
-    --------
-    >>> from gpuhost import tools
-    >>> tools.clear_context_caches()
-    """
-    for cache in _memo_caches:
-        cache.clear()
 
 
 # ---- device data and occupancy ----

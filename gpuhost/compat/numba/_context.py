@@ -10,8 +10,8 @@ import ctypes
 import operator
 import sys
 
-from . import _code_images, _core, _methods
-from .errors import CudaDriverError
+from ... import _code_images, _core, _methods
+from ...errors import CudaDriverError
 
 
 def _manager(ctx):

@@ -14,8 +14,8 @@ asynchronous copy still uses.
 """
 import numpy as np
 
-from . import _core
-from ._arrays import _layout
+from ... import _core
+from ..._arrays import _layout
 
 __all__ = [
     "DeviceMemoryPool", "PageLockedAllocator", "PageLockedMemoryPool",
