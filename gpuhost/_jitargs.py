@@ -11,14 +11,6 @@ import numpy as np
 from . import _core, _numba
 
 
-def launch_context(stream):
-    """The Context a launch goes to, as the C launcher picks it: a gpuhost stream's own
-    (not a default or foreign one), else the current context."""
-    if isinstance(stream, _core.Stream) and not stream.external and int(stream.handle) > 2:
-        return stream.context
-    return _core.current_context()
-
-
 def stream_arg(stream):
     """A launch's stream as gpuhost's calls take it: None for numba's 0 (the default)."""
     return None if (isinstance(stream, int) and stream == 0) else stream
@@ -39,7 +31,7 @@ def needs_view(value):
 def hinted_device_array(hint, value, retr, stream=0):
     """The device array an In/Out/InOut hint of class `hint` gives a kernel for `value`
     (their to_device)."""
-    ctx = launch_context(stream)
+    ctx = _core._jit_context(stream)  # where a launch on `stream` goes: the C launcher says
     return device_view(ctx, retr, hint(value), None, stream)
 
 

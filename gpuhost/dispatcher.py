@@ -624,7 +624,7 @@ class Dispatcher(_core.JitDispatcher):
         if not keyed:
             return False, None
         rkey, ckey, keep = keyed
-        ctx = _jitargs.launch_context(launch.stream)
+        ctx = _core._jit_context(launch.stream)  # the context C launches in, as C picks it
         found = rec.find(rkey, ctx)
         if found is None:
             rec.miss(rkey)
@@ -678,7 +678,7 @@ class Dispatcher(_core.JitDispatcher):
         # numba types every argument (other libraries' arrays too, as csrc/jit/jit_args.c keys
         # them); what it compiles is registered for C's launches (_remember) and, for a
         # cache=True kernel, recorded on disk (under `rkey`, the arguments' record key)
-        ctx = _jitargs.launch_context(launch.stream)
+        ctx = _core._jit_context(launch.stream)
         overload, disp = _numba.resolve(self._numba, launch, args, ctx.device)
         for callback in launch.pre_launch_callbacks:
             callback(overload, launch)

@@ -187,3 +187,24 @@ def test_the_wheel_lists_every_package_folder():
         for folder, dirs, files in os.walk(package_dir)
         if "__init__.py" in files and "__pycache__" not in folder)
     assert sorted(listed) == folders
+
+
+def test_the_jit_asks_the_c_launcher_where_a_launch_goes():
+    """_core._jit_context is the C launcher's choice of context, which gpuhost.jit's Python
+    side asks rather than restates: a gpuhost stream's own context, else the current one
+    (device 0's primary context made current where none is, as numba does)."""
+    jit_context = gpuhost._core._jit_context
+    here = gpuhost.current_context()
+    own = gpuhost.stream()
+    for stream in (0, None, gpuhost.default_stream(), gpuhost.legacy_default_stream(),
+                   gpuhost.per_thread_default_stream(), gpuhost.external_stream(own.handle)):
+        assert jit_context(stream) is here, stream
+    assert jit_context(own) is own.context is here
+    if len(gpuhost.gpus) > 1:
+        other = 1 if here.device.id == 0 else 0
+        with gpuhost.gpus[other]:
+            assert jit_context(own) is here  # the stream's, not the current one
+            assert jit_context(0) is gpuhost.current_context() is not here
+    out = _fresh("c = gpuhost._core._jit_context(0)\n"
+                 "print(c.device.id, c is gpuhost.current_context())")
+    assert out.split() == ["0", "True"]

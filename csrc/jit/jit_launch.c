@@ -170,18 +170,26 @@ launch_entry(gh_jitlaunch *self, jit_entry *e, gh_kernel *k, PyObject *const *ar
     return r;
 }
 
-/* The kernel of the launch's context: a gpuhost stream's (where the launch goes; sparing the
-   driver the question), else the current one, as numba launches.  NULL: none here (with an
-   error, or not: PyErr_Occurred). */
+/* The context a launch on `stream` goes to, where the stream decides it: a gpuhost stream's
+   own (sparing the driver the question).  Borrowed; NULL: the current context decides, as
+   numba launches (launch_kernel here, _jit_context for the launches Python makes). */
+static gh_context *
+stream_launch_context(gh_state *st, PyObject *stream)
+{
+    if (stream != NULL && Py_IS_TYPE(stream, st->StreamType) &&
+        ((gh_stream *)stream)->kind == GH_STREAM_OWNED) {
+        return ((gh_stream *)stream)->context;
+    }
+    return NULL;
+}
+
+/* The kernel of the launch's context (stream_launch_context's, else the current one).  NULL:
+   none here (with an error, or not: PyErr_Occurred). */
 static gh_kernel *
 launch_kernel(gh_state *st, gh_jitlaunch *self, const jit_entry *e)
 {
-    gh_context *ctx;
-    if (self->dims.stream != NULL && Py_IS_TYPE(self->dims.stream, st->StreamType) &&
-        ((gh_stream *)self->dims.stream)->kind == GH_STREAM_OWNED) {
-        ctx = ((gh_stream *)self->dims.stream)->context;
-    }
-    else if ((ctx = gh_context_current_or_null(st)) == NULL) {
+    gh_context *ctx = stream_launch_context(st, self->dims.stream);
+    if (ctx == NULL && (ctx = gh_context_current_or_null(st)) == NULL) {
         return NULL;
     }
     return entry_kernel(e, ctx);
@@ -719,6 +727,19 @@ jit_usable(PyObject *module, PyObject *kernel)
                            m->generation == m->context->generation);
 }
 
+/* _jit_context(stream): the Context a launch on `stream` goes to, as launch_kernel picks it;
+   where the current context decides and none is current, the one current_context() makes. */
+static PyObject *
+jit_context(PyObject *module, PyObject *stream)
+{
+    gh_state *st = gh_state_of_module(module);
+    gh_context *ctx = stream_launch_context(st, stream);
+    if (ctx != NULL) {
+        return Py_NewRef((PyObject *)ctx);
+    }
+    return (PyObject *)gh_current_context(st, -1);
+}
+
 static int
 jitdispatcher_init(gh_jitdispatcher *self, PyObject *args, PyObject *kwargs)
 {
@@ -807,6 +828,7 @@ static PyType_Spec jitdispatcher_spec = {
 PyMethodDef gh_jit_methods[] = {
     {"_jit_layout", (PyCFunction)jit_layout, METH_O, jit__jit_layout_doc},
     {"_jit_usable", (PyCFunction)jit_usable, METH_O, jit__jit_usable_doc},
+    {"_jit_context", (PyCFunction)jit_context, METH_O, jit__jit_context_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -134,6 +134,12 @@ PyDoc_STRVAR(jit__jit_layout_doc,
              "(layout, readonly) of a DeviceArray.\n\n"
              "numba's layout of the array, 'C', 'F' or 'A', and whether its memory is read-only.");
 
+PyDoc_STRVAR(jit__jit_context_doc,
+             "_jit_context(module, stream, /)\n--\n\n"
+             "The Context a gpuhost.jit launch on `stream` goes to, as the C launcher picks it.\n\n"
+             "A gpuhost stream's own context (not a default or foreign stream's), else the\n"
+             "current one (device 0's primary context made current if none is, as numba does).");
+
 PyDoc_STRVAR(jit__jit_usable_doc, "_jit_usable(module, kernel, /)\n--\n\n"
                                   "Whether a Kernel's module is still loaded in a live context.");
 
