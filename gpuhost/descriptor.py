@@ -2,10 +2,12 @@
 `gpuhost.compat.numba.descriptor`, which holds the code (and the docstring this module
 shows)."""
 from .compat.numba import descriptor as _face
-from .compat.numba.descriptor import *  # noqa: F401,F403
 from .compat.numba.descriptor import __all__  # noqa: F401
 
 __doc__ = _face.__doc__
+# The face's public names it holds now; those it makes on first use, and its private ones,
+# come through __getattr__ (so that this module is as lazy as the face).
+globals().update({_name: getattr(_face, _name) for _name in __all__ if _name in vars(_face)})
 
 
 def __getattr__(name):
