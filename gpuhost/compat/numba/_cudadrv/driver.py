@@ -16,7 +16,7 @@ import functools
 
 import numpy as np
 
-from .... import _arrays, _core, _host_arrays
+from .... import _core, _host_arrays
 from ....errors import CudaAPIError, CudaDriverError, CudaSupportError
 from ....kernels import Linker, Module
 
