@@ -1,5 +1,6 @@
-"""Memory pools and allocators (csrc/memory/pool.c, gpuhost/_pycuda_pools.py, gpuhost/memory.py,
-gpuhost/memory_manager.py): the default caching pool and its modes, pycuda's pools, CuPy's
+"""Memory pools and allocators (csrc/memory/pool.c, gpuhost/compat/pycuda/_pools.py,
+gpuhost/compat/cupy/_pools.py and its neighbours, gpuhost/compat/numba/memory_manager.py):
+the default caching pool and its modes, pycuda's pools, CuPy's
 allocator API and numba's External Memory Management plugins.
 
 Statistics are checked against a model of the size classes written here; stream safety,

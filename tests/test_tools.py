@@ -1,4 +1,4 @@
-"""pycuda's tools (gpuhost/_pycuda_tools.py, re-exported by gpuhost.tools): the default
+"""pycuda's tools (gpuhost/compat/pycuda/_tools.py, re-exported by gpuhost.tools): the default
 device and context, per-context memoization, DeviceData, OccupancyRecord and
 mark_cuda_test.  Occupancy is compared with the driver's on a real GPU."""
 import itertools
