@@ -31,7 +31,7 @@ def test_the_script_parses_and_runs_readmes_test_command_through_the_doc_command
     assert subprocess.run(["bash", "-n", CI]).returncode == 0
     text = open(CI, encoding="utf-8").read()
     assert "python3 tools/doc_commands.py" in text  # README's test command runs there
-    assert "lane sanitizers bash tools/sanitizer_suite.sh" in text
+    assert "lane sanitizers bash tools/sanitizer_suite.sh" in text  # the whole suite
     assert "await sanitizers" in text and "await downloads" in text
 
 
