@@ -355,3 +355,37 @@ def test_the_install_page_says_what_each_extra_brings():
         for requirement in requirements:
             assert requirement.replace("_", "-") in rows[extra].replace("_", "-"), (extra,
                                                                                    requirement)
+
+
+def test_the_whole_suite_again_runs_on_the_wheel_subset_and_says_so(tmp_path, capsys,
+                                                                    venv_works):
+    # README's test command runs the whole suite; a later page's same command (options
+    # aside) runs with PYTEST_ADDOPTS naming the subset, for that block alone
+    repo = tmp_path / "repo"
+    (repo / "docs").mkdir(parents=True)
+    (repo / "examples").mkdir()
+    (repo / "pytest").mkdir()  # a stand-in pytest, run from the copy's root, that says how
+    (repo / "pytest" / "__main__.py").write_text(
+        "import os, sys\nwith open(os.path.join(os.environ['OUT'], 'runs'), 'a') as f:\n"
+        "    f.write(repr((sys.argv[1:], os.environ.get('PYTEST_ADDOPTS'))) + '\\n')\n")
+    (repo / "README.md").write_text("```\nexport OUT=%s\npython3 -m pytest -n auto\n```\n"
+                                    % tmp_path)
+    (repo / "docs" / "index.md").write_text(
+        "```\nexport OUT=%s\ntrue && python3 -m pytest\n```\n\n"
+        "```\ntest -z \"${PYTEST_ADDOPTS:-}\"\npython3 -m pytest tests/test_one.py\n```\n"
+        % tmp_path)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "add", "."], check=True)
+    found = dc.pages(str(repo))
+    assert {b.name: first.name for b, first in dc.suite_repeats(found).items()} == {
+        "docs/index.md block 1 (line 1)": "README.md block 1 (line 1)"}
+    assert dc.main(["--root", str(repo), "--without-pip"]) == 0
+    out = capsys.readouterr().out
+    subset = " ".join(dc.subset())
+    assert ("  docs/index.md block 1 (line 1): passed on the subset of tools/wheel_subset.py "
+            "(%d test files, each C file of csrc/ run): the same test command as README.md "
+            "block 1 (line 1), where the whole suite runs" % len(dc.subset())) in out
+    assert "docs/index.md block 2 (line 6): passed" in out
+    runs = (tmp_path / "runs").read_text().splitlines()
+    assert runs == [repr((["-n", "auto"], None)), repr(([], subset)),
+                    repr((["tests/test_one.py"], None))]

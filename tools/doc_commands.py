@@ -25,7 +25,12 @@ What is run:
 A fenced block right after `<!-- doc-commands: skip (REASON) -->` (blank lines between are
 allowed) is not run; the reason is printed. A block identical to an earlier one, which runs
 in its own page's fresh clone and environment (README's test command, the docs build), is
-not run again; the report names the block whose outcome stands for it.
+not run again; the report names the block whose outcome stands for it. A block whose test
+command is the whole suite again (`python3 -m pytest` with options only, after a first such
+block: README's test command, then docs/development's) runs, but with PYTEST_ADDOPTS naming
+the test files of tools/wheel_subset.py's subset (each C file of csrc/ run by one of them),
+so that the page's install and command are shown to work without the suite's second whole
+run; the report says so and names the block that ran the whole suite.
 
 pip's own cache (~/.cache/pip) is shared, so a package is downloaded once per run; --jobs N
 runs N pages at a time. Exits 1 if any command failed, after running every page; --logs DIR
@@ -52,6 +57,9 @@ FENCE = re.compile(r"^(`{3,}|~{3,})\s*([^\s`]*)[^\n`]*$")
 FOREIGN_ENV = re.compile(r"^(GPUHOST_|NUMBA_|FAKECUDA_|PYTHON|PIP_REQUIRE_VIRTUALENV$|"
                          r"VIRTUAL_ENV|CONDA_|__PYVENV)")
 PIP_INLINE = re.compile(r"`((?:python3? -m )?pip install [^`]+)`")
+# the whole test suite: pytest with options only (-n auto, -q, -x ...), no test file named
+WHOLE_SUITE = re.compile(r"(?:^|&&|;)\s*python3? -m pytest((?:\s+-[-\w]+(?:[ =](?:auto|\d+))?)*)"
+                         r"\s*$", re.M)
 
 
 class Block:
@@ -270,10 +278,36 @@ def repeats(found):
     return out
 
 
-def run_page(page, blocks, python, logs, repeated, emit, root=ROOT, with_pip=True):
+def suite_repeats(found, repeated=()):
+    """{block: the earlier block, in run order, that ran the whole suite}: such a block runs
+    on the subset (tools/wheel_subset.py) in place of the whole suite again."""
+    first, out = None, {}
+    for _, blocks in found:
+        for block in blocks:
+            if block.skip or block in repeated or block.kind != "shell" \
+                    or not WHOLE_SUITE.search(block.text):
+                continue
+            if first is None:
+                first = block
+            else:
+                out[block] = first
+    return out
+
+
+def subset():
+    """The test files of tools/wheel_subset.py's subset, relative to the checkout's root."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import wheel_subset
+    return wheel_subset.SUBSET
+
+
+def run_page(page, blocks, python, logs, repeated, emit, root=ROOT, with_pip=True,
+             on_subset=None):
     """Run one page's blocks in a fresh copy and venv, calling emit(text) with what it does
     and emit(None, (block, outcome, seconds)) as each block is done; after a failure the
-    page's later blocks are not run."""
+    page's later blocks are not run. The blocks of `on_subset` ({block: the block that ran the
+    whole suite}) run with PYTEST_ADDOPTS naming the subset's test files."""
+    on_subset = on_subset or {}
     work = tempfile.mkdtemp(prefix="doc_commands.")
     try:
         clone = os.path.join(work, "clone")
@@ -309,10 +343,22 @@ def run_page(page, blocks, python, logs, repeated, emit, root=ROOT, with_pip=Tru
                 with open(log, "w") as out:
                     status = subprocess.run(["python3", program], cwd=clone, env=env,
                                             stdout=out, stderr=subprocess.STDOUT).returncode
+            elif block in on_subset:
+                tests = subset()
+                emit("    (its test command on the subset, PYTEST_ADDOPTS=%s)\n"
+                     % " ".join(tests))
+                status, env, cwd = run_shell(block, cwd, dict(env, PYTEST_ADDOPTS=" ".join(
+                    tests)), log)
+                env.pop("PYTEST_ADDOPTS", None)  # for this block alone
             else:
                 status, env, cwd = run_shell(block, cwd, env, log)
             seconds = time.time() - started
-            if status == 0:
+            if status == 0 and block in on_subset:
+                emit(None, (block, "passed on the subset of tools/wheel_subset.py (%d test "
+                                   "files, each C file of csrc/ run): the same test command "
+                                   "as %s, where the whole suite runs"
+                            % (len(subset()), on_subset[block].name), seconds))
+            elif status == 0:
                 emit(None, (block, "passed", seconds))
             else:
                 with open(log) as f:
@@ -343,7 +389,7 @@ def main(argv=None):
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
     try:
-        found = pages(args.root)
+        found = everything = pages(args.root)
     except (PageError, OSError, ValueError) as e:
         print("doc_commands: %s" % e, file=sys.stderr)
         return 2
@@ -363,6 +409,8 @@ def main(argv=None):
     logs = args.logs or tempfile.mkdtemp(prefix="doc_commands-logs.")
     os.makedirs(logs, exist_ok=True)
     repeated, failed, total = repeats(found), [], time.time()
+    # the first whole-suite block of all the pages, even where --page leaves its page out
+    on_subset = suite_repeats(everything, repeats(everything))
     lock = threading.Lock()
 
     def one(page, blocks):
@@ -384,7 +432,7 @@ def main(argv=None):
 
         emit("== %s: %d blocks, in a fresh copy and venv\n" % (page, len(blocks)))
         run_page(page, blocks, args.python, logs, repeated, emit, args.root,
-                 not args.without_pip)
+                 not args.without_pip, on_subset)
         emit("== %s: %.0f s\n" % (page, time.time() - started))
         if lines:
             with lock:

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs each given Python's manylinux wheel of gpuhost (from WHEELHOUSE, built by
-# tools/manylinux_wheels.sh) and runs the fake-driver suite from that install: the whole
-# suite, stopping at the first failure. Used by CI for every Python.
+# tools/manylinux_wheels.sh) and runs the fake-driver suite from that install: the subset
+# tools/wheel_subset.py lists (the test files that run each C file of csrc/; CI measures that
+# with gcov), stopping at the first failure; GPUHOST_WHOLE_SUITE=1 runs the whole suite
+# instead. Used by CI for every Python (the whole suite runs there from builds of the
+# checkout: README's test command, the sanitizer suite).
 #   tools/python_versions.sh SDIST WHEELHOUSE TMPDIR PYTHON...
 # The install is a fresh venv where the interpreter makes one; else (an interpreter unpacked
 # from Debian's packages has no ensurepip) a folder of its own on PYTHONPATH, filled by $PIP
@@ -16,13 +19,20 @@ mkdir -p "$tmp/src"
 tar -xzf "$sdist" -C "$tmp/src"
 src=$(echo "$tmp"/src/gpuhost*-*)
 rm -rf "$src/gpuhost" # the tests run against the install, away from the sdist's package
+read -r -a requirements < <(python3 "$src/tools/wheel_subset.py" --requirements)
+if [ "${GPUHOST_WHOLE_SUITE:-}" = 1 ]; then
+    tests=("$src/tests")
+else
+    mapfile -t tests < <(python3 "$src/tools/wheel_subset.py" --list | sed "s|^|$src/|")
+    echo "the subset of tools/wheel_subset.py: ${#tests[@]} test files"
+fi
 trap 'kill $(jobs -p) 2>/dev/null || true' EXIT # suites still running when this stops early
 
 install() { # PYTHON VER: the wheel installed; leaves $tmp/pyVER/run (runs that Python) and how
     local py=$1 ver=$2 env=$tmp/py$2 wheel
     wheel=$(ls "$wheelhouse"/*-"cp${ver/./}"-"cp${ver/./}"-*x86_64*.whl)
     if "$py" -m venv "$env" >/dev/null 2>&1; then
-        "$env/bin/pip" install -q "$wheel" numpy pytest hypothesis >"$tmp/py$ver.log" 2>&1 \
+        "$env/bin/pip" install -q "$wheel" "${requirements[@]}" >"$tmp/py$ver.log" 2>&1 \
             || { tail -n 40 "$tmp/py$ver.log"; return 1; }
         printf '#!/bin/sh\nexec "%s" "$@"\n' "$env/bin/python" >"$env/run"
         echo "$(basename "$wheel") in a fresh venv" >"$env/how"
@@ -30,7 +40,7 @@ install() { # PYTHON VER: the wheel installed; leaves $tmp/pyVER/run (runs that 
         rm -rf "$env"
         "$PIP" install -q --target "$env" --python-version "$ver" --only-binary=:all: \
             --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64 \
-            "$wheel" numpy pytest hypothesis >"$tmp/py$ver.log" 2>&1 \
+            "$wheel" "${requirements[@]}" >"$tmp/py$ver.log" 2>&1 \
             || { tail -n 40 "$tmp/py$ver.log"; return 1; }
         printf '#!/bin/sh\nPYTHONPATH="%s" exec "%s" "$@"\n' "$env" "$py" >"$env/run"
         echo "$(basename "$wheel") in a folder of its own" >"$env/how"
@@ -54,7 +64,7 @@ for py in "$@"; do
     done
     (rc=0
      cd "$tmp" && GPUHOST_TEST_DRIVER=fake GPUHOST_FUZZ_EXAMPLES=20 FAKECUDA_BUILD_DIR="$tmp/fake$ver" \
-        "$run" -m pytest -q -x -p no:cacheprovider "$src/tests" >"$tmp/py$ver.test.log" 2>&1 || rc=$?
+        "$run" -m pytest -q -x -p no:cacheprovider "${tests[@]}" >"$tmp/py$ver.test.log" 2>&1 || rc=$?
      echo $rc >"$tmp/py$ver.rc") &
     suites+=("$ver")
 done
