@@ -300,51 +300,6 @@ def close():
     _core.close(threading.current_thread() is threading.main_thread())
 
 
-def _other_cuda_users():
-    """The libraries of this process that may hold a device's primary context: those
-    imported, PyTorch only once its CUDA is initialized, numba's driver once it is."""
-    users = []
-    torch = sys.modules.get("torch")
-    try:
-        if torch is not None and torch.cuda.is_initialized():
-            users.append("PyTorch")
-    except Exception:  # a torch without CUDA, or one half imported
-        pass
-    if "cupy" in sys.modules:
-        users.append("CuPy")
-    if "jax" in sys.modules or "jaxlib" in sys.modules:
-        users.append("JAX")
-    driver = sys.modules.get("numba.cuda.cudadrv.driver")
-    if driver is not None and getattr(getattr(driver, "driver", None), "is_initialized", False):
-        users.append("numba's CUDA driver")
-    return users
-
-
-def _device_reset_warning(device_id, forced):
-    """Device.reset() found the device's primary context held by another library once
-    gpuhost let go of it (csrc/core/context.c calls this before it would destroy it): say
-    whom, and what happens."""
-    import warnings
-
-    from .errors import DeviceResetWarning
-
-    users = _other_cuda_users()
-    who = ", ".join(users) if users else "another library or native code of this process"
-    if forced:
-        what = ("reset(force=True) destroys it: their arrays, handles and streams on the "
-                "device become invalid.")
-    else:
-        what = ("gpuhost freed what it made there and let go of the context but left it "
-                "alive: destroying it would end their state on the device and can crash the "
-                "process at exit. reset(force=True) destroys it anyway; Context.reset() frees "
-                "only what gpuhost made.")
-    warnings.warn(DeviceResetWarning("Device.reset() of device %d: its primary context is "
-                                     "also held by %s; %s" % (device_id, who, what)),
-                  stacklevel=2)
-
-
-_core._set_helpers(device_reset_warning=_device_reset_warning)
-
 _MIN_CC = (5, 0)  # the oldest architecture gpuhost supports, as numba's detect() says
 _TABLE_HEADER = ("id", "name", "compute capability", "memory", "multiprocessors",
                  "PCI bus id", "UUID", "supported")

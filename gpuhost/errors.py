@@ -5,6 +5,8 @@ be subclassed, pickled and documented like any Python exception, and handed to i
 the end of this module, so that raising one imports nothing.
 """
 
+import sys
+
 from . import _core
 
 __all__ = [
@@ -300,10 +302,11 @@ class DeviceResetWarning(RuntimeWarning):
     Issued (a `warnings` warning, not raised) by `Device.reset` (and numba's
     ``driver.reset()``) when, once gpuhost has freed what it made and let go of the device's
     primary context, the context is still held by someone else: PyTorch, CuPy, JAX or
-    numba's own driver, which the message names where they are imported. The reset goes on,
-    as numba's does, and ends their state on the device: their arrays, handles and streams
-    are invalid afterwards. `Context.reset` frees only what gpuhost made and leaves them
-    alone. With the warning made an error (``warnings.simplefilter("error",
+    numba's own driver, which the message names where they are imported. The context is
+    then left to them, alive; ``reset(force=True)`` destroys it all the same, ending their
+    state on the device (their arrays, handles and streams are invalid afterwards).
+    `Context.reset` frees only what gpuhost made and leaves them alone. With the warning
+    made an error (``warnings.simplefilter("error",
     gpuhost.DeviceResetWarning)``) the device is not reset: only gpuhost's own state is
     freed and its hold released.
 
@@ -410,6 +413,50 @@ def _nccl_error(status, call, detail):
     return NcclError(status, call, detail)
 
 
+def _other_cuda_users():
+    """The libraries of this process that may hold a device's primary context: those
+    imported, PyTorch only once its CUDA is initialized, numba's driver once it is."""
+    users = []
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_initialized():
+            users.append("PyTorch")
+    except Exception:  # a torch without CUDA, or one half imported
+        pass
+    if "cupy" in sys.modules:
+        users.append("CuPy")
+    if "jax" in sys.modules or "jaxlib" in sys.modules:
+        users.append("JAX")
+    driver = sys.modules.get("numba.cuda.cudadrv.driver")
+    if driver is not None and getattr(getattr(driver, "driver", None), "is_initialized", False):
+        users.append("numba's CUDA driver")
+    return users
+
+
+def _device_reset_warning(device_id, forced):
+    """Device.reset() found the device's primary context held by another library once
+    gpuhost let go of it (csrc/core/context.c calls this before it would destroy it): say
+    whom, and what happens."""
+    import warnings
+
+    users = _other_cuda_users()
+    who = ", ".join(users) if users else "another library or native code of this process"
+    if forced:
+        what = ("reset(force=True) destroys it: their arrays, handles and streams on the "
+                "device become invalid.")
+    else:
+        what = ("gpuhost freed what it made there and let go of the context but left it "
+                "alive: destroying it would end their state on the device and can crash the "
+                "process at exit. reset(force=True) destroys it anyway; Context.reset() frees "
+                "only what gpuhost made.")
+    warnings.warn(DeviceResetWarning("Device.reset() of device %d: its primary context is "
+                                     "also held by %s; %s" % (device_id, who, what)),
+                  stacklevel=2)
+
+
 # The classes the C core raises, handed over once: it keeps them in its module state.
 _core._set_exceptions(**{name: globals()[name] for name in __all__
                          if not name.endswith("Warning")})
+# Registered here, with the classes, not in the lazily imported devices.py: Device.reset() is
+# a C method, and a process that never touches gpuhost.devices must be warned as well.
+_core._set_helpers(device_reset_warning=_device_reset_warning)
