@@ -36,7 +36,10 @@ def check(label, ok):
 
 def others(host):
     """Live state in each library that is installed: {name: a function that computes again
-    and says whether the result is exact}."""
+    and says whether the result is exact}. Each computes on a stream of its own library, not
+    on the legacy default stream: work there waits for every blocking stream, which CUDA
+    refuses while any stream of the context captures a graph (it invalidates the capture),
+    whoever captures; so it is beside PyTorch's and CuPy's own captures too."""
     found = {}
     try:
         import torch
@@ -44,8 +47,13 @@ def others(host):
             t = torch.from_numpy(host).cuda()
             m = torch.from_numpy(host[:64 * 64].reshape(64, 64)).cuda()
             m_m = (m @ m).cpu().numpy()  # torch's cuBLAS handle
-            found["PyTorch"] = lambda: (np.array_equal((t * 2).cpu().numpy(), host * 2)
-                                        and np.array_equal((m @ m).cpu().numpy(), m_m))
+            ts = torch.cuda.Stream()  # a stream of torch's own (see capture below)
+
+            def torch_exact():
+                with torch.cuda.stream(ts):
+                    return (np.array_equal((t * 2).cpu().numpy(), host * 2)
+                            and np.array_equal((m @ m).cpu().numpy(), m_m))
+            found["PyTorch"] = torch_exact
     except ImportError:
         print("  PyTorch is not installed: skipped")
     try:
@@ -53,8 +61,13 @@ def others(host):
         c = cupy.asarray(host)
         k = cupy.asarray(host[:64 * 64].reshape(64, 64))
         k_k = cupy.asnumpy(k @ k)  # CuPy's cuBLAS handle
-        found["CuPy"] = lambda: (np.array_equal(cupy.asnumpy(c * 2), host * 2)
-                                 and np.array_equal(cupy.asnumpy(k @ k), k_k))
+        cs = cupy.cuda.Stream(non_blocking=True)
+
+        def cupy_exact():
+            with cs:
+                return (np.array_equal(cupy.asnumpy(c * 2), host * 2)
+                        and np.array_equal(cupy.asnumpy(k @ k), k_k))
+        found["CuPy"] = cupy_exact
     except ImportError:
         print("  CuPy is not installed: skipped")
     return found

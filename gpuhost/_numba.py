@@ -332,6 +332,7 @@ def resolve(numba_disp, launch, args, device):
             disp = numba_disp._select_launch_config_dispatcher(launch)
             if disp.specialized:
                 overload = next(iter(disp.overloads.values()))
+                _check_specialized(disp, overload, args)
             else:
                 overload = _dispatcher.Dispatcher._cuda_call(disp, *args,
                                                              **{_LAUNCH_CONFIG_KW: launch})
@@ -340,6 +341,21 @@ def resolve(numba_disp, launch, args, device):
         _dispatcher.swap_current_launch_args(prev)
         _marks().pop(id(launch), None)
     return overload, disp
+
+
+def _check_specialized(disp, overload, args):
+    """The arguments of a launch of a specialized dispatcher (one eager signature given as a
+    string, or numba's specialize()) checked against its one overload. numba-cuda 0.30
+    launches that overload without looking (a float64 array passed for ``float32[::1]`` is
+    read as float32, silently wrong); gpuhost refuses what numba's dispatcher would refuse
+    for the same signature given in a list: numba's TypeError, in numba's words."""
+    formals = overload.signature.args
+    actuals = [disp.typeof_pyval(a) for a in args]
+    if len(actuals) == len(formals) and all(
+            disp.typingctx.can_convert(a, f) is not None for a, f in zip(actuals, formals)):
+        return
+    raise TypeError("No matching definition for argument type(s) %s"
+                    % ", ".join(str(a) for a in actuals))
 
 
 # ---- numba-cuda 0.30's launch configuration, as gpuhost's configured launch shows it ----

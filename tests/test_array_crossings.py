@@ -275,6 +275,7 @@ def driver_error(message):
     return pytest.raises(CudaDriverError, match="^" + re.escape(message) + "$")
 
 
+@pytest.mark.gpus(2)
 def test_another_devices_stream_is_a_driver_error_in_every_array_path(device0):
     host = rng.standard_normal(16)
     d0 = gpuhost.to_device(host)
@@ -293,6 +294,7 @@ def test_another_devices_stream_is_a_driver_error_in_every_array_path(device0):
     np.testing.assert_array_equal(d0.copy_to_host(), host)
 
 
+@pytest.mark.gpus(2)
 def test_another_devices_stream_is_a_driver_error_for_a_graph(device0):
     s = gpuhost.stream()
     d = gpuhost.device_array(8, np.int32)
