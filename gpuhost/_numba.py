@@ -311,6 +311,28 @@ def _adopt_cache(numba_disp):
     cache.load_overload, cache.save_overload = load_overload, save_overload
     cache._index_key = _index_key
     cache._gpuhost_guarded = True
+    _share_index_with_cpu_numba(cache)
+
+
+def _share_index_with_cpu_numba(cache):
+    """numba's CPU target and numba-cuda keep one index file (``.nbi``) for a function
+    cached by both, as numba-cuda's caching intends; but numba 0.68 stamps the source file
+    by its content's hash where numba-cuda 0.30 stamps it by mtime and size, so each target
+    finds the other's index stale and writes it anew without the other's entries (with
+    numba-cuda alone too). Where CPU numba would stamp this very index file otherwise, the
+    CUDA cache takes the CPU's stamp, and both targets keep their entries. Only where numba
+    (the CPU target) is importable; otherwise, or if anything is unexpected, numba-cuda's
+    own stamp stays."""
+    try:
+        from numba.core import caching as cpu_caching
+
+        cpu = cpu_caching.FunctionCache(cache._py_func)
+        ours, theirs = cache._cache_file, cpu._cache_file
+        if (theirs._index_path == ours._index_path and theirs._version == ours._version
+                and theirs._source_stamp != ours._source_stamp):
+            ours._source_stamp = theirs._source_stamp
+    except Exception:  # no CPU numba, another numba's internals, an uncachable function
+        pass
 
 
 def resolve(numba_disp, launch, args, device):

@@ -764,6 +764,48 @@ def test_the_records_folder_follows_gpuhosts_then_numbas_variables(monkeypatch, 
     assert _jitcache.cache_dir() == expect
 
 
+BOTH_TARGETS = """
+    import os
+
+    import numpy as np
+    from numba import njit
+
+    import gpuhost
+
+    def assign(r, x):
+        r[0] = x[0]
+
+    on_cpu = njit(cache=True)(assign)
+    on_gpu = gpuhost.jit(cache=True)(assign)
+
+    def run():
+        r, x = np.zeros(1, np.int64), np.array([5])
+        on_cpu(r, x)
+        d = gpuhost.to_device(np.zeros(1, np.int64))
+        on_gpu[1, 1](d, gpuhost.to_device(x))
+        gpuhost.synchronize()
+        here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+        return {"files": sorted(f for f in os.listdir(here) if f.startswith("both_mod.assign")),
+                "cpu_hits": sum(on_cpu.stats.cache_hits.values()), "cpu": int(r[0])}
+"""
+
+
+def test_a_function_cached_for_the_cpu_and_for_cuda_keeps_both_in_one_index(tmp_path):
+    """numba's CPU target and numba-cuda share one index file per function; numba 0.68
+    stamps the source by content, numba-cuda 0.30 by mtime and size, and without gpuhost's
+    alignment each target's save dropped the other's entries (numba-cuda's own
+    CUDAAndCPUCachingTest)."""
+    pytest.importorskip("numba.core.caching", reason="needs numba's CPU target")
+    write(tmp_path, "both_mod", BOTH_TARGETS)
+    first = child(tmp_path, "both_mod")
+    files = first["out"]["files"]
+    assert [f.rsplit(".", 1)[-1] for f in files] == ["nbc", "nbc", "nbi"], files  # 2 data
+    assert first["out"]["cpu_hits"] == 0 and first["out"]["cpu"] == 5
+    second = child(tmp_path, "both_mod")
+    assert second["out"] == dict(first["out"], cpu_hits=1)  # the CPU's entry survived
+    assert second["numba"] and "numba.cuda" not in second["numba"]  # CUDA: gpuhost's records
+
+
 def test_cache_info_counts_the_records_and_clear_removes_them(tmp_path, monkeypatch):
     monkeypatch.setenv("GPUHOST_CACHE_DIR", str(tmp_path))
     k = _jitcache.Kernel(_function(tmp_path, "keyed_e", "def f(r):\n    r[0] = 1\n").f,
