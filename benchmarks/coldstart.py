@@ -60,6 +60,8 @@ SAMPLE = r"""
 import time
 t0 = time.perf_counter()
 import numpy as np
+if not hasattr(np, "row_stack"):  # numba-cuda 0.30 calls it; NumPy 2.5 removed it
+    np.row_stack = np.vstack
 t1 = time.perf_counter()
 {imports}
 t2 = time.perf_counter()

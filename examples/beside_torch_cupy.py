@@ -113,10 +113,23 @@ def main():
     results = []
     s = gpuhost.stream(non_blocking=True)
     d = gpuhost.to_device(host)
+    ready, go = threading.Event(), threading.Event()
+
+    def work():
+        # The libraries' first work in a thread makes their handles for it (cuBLAS's), with
+        # calls CUDA refuses while a stream captures: made here before the capture begins.
+        for f in libs.values():
+            f()
+        ready.set()
+        go.wait(60)
+        results.extend(f() for f in libs.values())
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    ready.wait(60)
     with gpuhost.graph_capture(s) as cap:  # thread-local: other threads are never refused
-        worker = threading.Thread(target=lambda: results.extend(f() for f in libs.values()))
-        worker.start()
-        worker.join()
+        go.set()
+        worker.join(60)
         twice[(host.size + 255) // 256, 256, s](d, host.size)
     cap.graph.instantiate().launch(s)
     s.synchronize()
