@@ -38,8 +38,7 @@ def others(host):
     """Live state in each library that is installed: {name: a function that computes again
     and says whether the result is exact}. Each computes on a stream of its own library, not
     on the legacy default stream: work there waits for every blocking stream, which CUDA
-    refuses while any stream of the context captures a graph (it invalidates the capture),
-    whoever captures; so it is beside PyTorch's and CuPy's own captures too."""
+    refuses while one of them captures a graph, whoever captures (docs/guide/beside.md)."""
     found = {}
     try:
         import torch
