@@ -181,7 +181,7 @@ def raw_scalars(raw, k, values):
     """Raw C launching gpuhost's kernel `k` (launched once) with float32 `values`."""
     from gpuhost import _numba
 
-    ((_, ctx), (overload, kernel)), = k._loaded.items()
+    ((_, ctx), (overload, kernel, _images)), = k._loaded.items()
     blob = b"".join(np.float32(v).tobytes() for v in values)
     n = len(values)
     which = raw.bench_jit_load(bytes(_numba.cubin_for(overload, ctx.device)),

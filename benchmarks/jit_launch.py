@@ -89,7 +89,7 @@ def raw_case(raw, k, args):
     Native case of bench_jit_launch."""
     from gpuhost import _numba
 
-    ((_, ctx), (overload, kernel)), = k._loaded.items()
+    ((_, ctx), (overload, kernel, _images)), = k._loaded.items()
     params = param_bytes(args)
     sizes = [len(p) for p in params]
     if [info[1] for info in kernel.param_info] != sizes:
