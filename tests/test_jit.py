@@ -350,6 +350,23 @@ def test_eager_signatures_convert_as_numba_does():
     assert len(scale.overloads) == 1
 
 
+def test_an_eager_string_signature_refuses_arguments_of_other_types():
+    """Checked before anything loads or launches, on any driver: numba's TypeError and
+    message, for the array's dtype and for a missing argument alike."""
+    def scale(a, f):
+        i = cuda.grid(1)
+        if i < a.size:
+            a[i] *= f
+
+    k = cuda.jit("void(float32[::1], float32)")(scale)
+    with pytest.raises(TypeError, match=r"^No matching definition for argument type\(s\) "
+                                        r"array\(float64, 1d, C\), float64$"):
+        k[1, 64](gpuhost.to_device(rng.random(64)), 2.0)
+    with pytest.raises(TypeError, match=r"^No matching definition for argument type\(s\) "
+                                        r"array\(int32, 1d, C\)$"):
+        k[1, 64](gpuhost.to_device(np.zeros(64, np.int32)))
+
+
 @gpu
 def test_a_float64_array_for_an_eager_float32_signature_is_numbas_type_error():
     """numba-cuda refuses it where the eager signatures come as a list (compilation is off
