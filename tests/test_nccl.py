@@ -677,12 +677,13 @@ FIRST_FAILURE = r"""
 import os, sys, time
 folder = sys.argv[1]
 if os.environ["RANK"] == "1":
-    with open(os.path.join(folder, "pid1"), "w") as f:
+    with open(os.path.join(folder, "pid1.part"), "w") as f:
         f.write(str(os.getpid()))
+    os.replace(os.path.join(folder, "pid1.part"), os.path.join(folder, "pid1"))  # whole or absent
     os._exit(7)
 while not os.path.exists(os.path.join(folder, "pid1")):
     time.sleep(0.001)
-pid = open(os.path.join(folder, "pid1")).read()
+pid = int(open(os.path.join(folder, "pid1")).read())  # never "": /proc//stat is /proc/stat
 while True:  # until rank 1 is dead (a zombie, or reaped already)
     try:
         if open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()[0] in "ZX":
