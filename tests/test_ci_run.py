@@ -47,9 +47,12 @@ def test_each_step_and_lane_is_timed_and_tabled_at_the_end(tmp_path):
 
 @pytest.mark.parametrize("fails", ["step", "lane"])
 def test_a_failure_names_its_step_and_still_prints_the_table(tmp_path, fails):
+    # where a step fails, it fails once the lane has written: the output so far is
+    # then something, not a race with the lane's first echo
     body = ("step one\nlane side bash -c 'echo lane output; %s'\nstep two\n%s"
             % ("sleep 30" if fails == "step" else "exit 3",
-               "false\n" if fails == "step" else "await side\nstep never\n"))
+               'until [ -s "${lane_log[side]}" ]; do sleep 0.05; done\nfalse\n'
+               if fails == "step" else "await side\nstep never\n"))
     proc = _run(tmp_path, body)
     assert proc.returncode == (1 if fails == "step" else 3), proc.stdout + proc.stderr
     assert "CI FAILED (status %d) in: two" % proc.returncode in proc.stdout
